@@ -1,0 +1,146 @@
+// The execution graph: the imperative program built from an imported model. One op
+// object per ONNX node, shapes inferred once for the given input shapes, every buffer
+// allocated once at construction and reused by every forward/backward call.
+//
+// Planning also folds what can be computed from shapes and constants alone (Shape ->
+// Gather -> Unsqueeze -> Concat chains, Constant nodes): those nodes run once here and
+// are not steps of the program.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "converter/ir.h"
+#include "runtime/op.h"
+#include "runtime/tensor.h"
+
+namespace dl::rt {
+
+// Float initializers, shared by the graphs built for different batch sizes of one
+// model (the full batch and Keras' last partial batch), so they train one set of weights.
+struct ParamStore {
+  std::map<std::string, Tensor> values;
+  static std::shared_ptr<ParamStore> from_model(const ir::Model& model);
+};
+
+struct GraphOptions {
+  bool training = false;
+  // Batch size substituted for symbolic (or unknown) leading input dimensions.
+  int64_t batch_size = 1;
+  // Full shapes for inputs, overriding the declared ones (optional).
+  std::map<std::string, Shape> input_shapes;
+  // Inputs whose values are fixed at plan time (e.g. int64 shape or index inputs).
+  std::map<std::string, Tensor> known_inputs;
+  uint64_t seed = 0;
+  // Refuse to plan a graph whose buffers would exceed this many bytes (0 = 4 GiB).
+  int64_t max_memory_bytes = 0;
+};
+
+// A trainable parameter: a float initializer some differentiable input reads.
+struct Param {
+  std::string name;
+  Tensor* value = nullptr;
+  Tensor* grad = nullptr;  // owned by the graph that last ran backward
+};
+
+// One instruction of the imperative program.
+struct Step {
+  const ir::Node* node = nullptr;  // owned by the graph's copy of the model
+  std::unique_ptr<Op> op;
+  std::vector<int> inputs;   // value slots, -1 for omitted optional inputs
+  std::vector<int> outputs;  // value slots, -1 for omitted optional outputs
+  FwdCtx fwd;
+  BwdCtx bwd;
+  bool needs_backward = false;
+  int layer = -1;
+};
+
+// User-level layer (contract): a parameterised node plus the nodes that follow it up to
+// the next parameterised node. Steps before the first one join the first layer.
+struct Layer {
+  int index = 0;
+  std::vector<size_t> steps;
+  std::vector<std::string> nodes;   // ONNX node names, program order
+  std::vector<std::string> params;  // parameter names read by this layer
+  size_t anchor_step = 0;           // the parameterised step (or first step)
+  size_t output_step = 0;           // last step of the layer: its output is the layer's
+};
+
+// Called by the executor after each step writes its output (forward) or its input
+// gradients (backward). Observers must not modify tensors.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void on_forward(size_t step_index, const Step& step) { (void)step_index; (void)step; }
+  virtual void on_backward(size_t step_index, const Step& step) { (void)step_index; (void)step; }
+};
+
+class ExecutionGraph {
+ public:
+  // Throws ModelError / ShapeError / ResourceError naming the node at fault.
+  ExecutionGraph(const ir::Model& model, const GraphOptions& options,
+                 std::shared_ptr<ParamStore> store = nullptr);
+  ~ExecutionGraph();
+  ExecutionGraph(const ExecutionGraph&) = delete;
+  ExecutionGraph& operator=(const ExecutionGraph&) = delete;
+
+  // Graph inputs that must be fed each step (not initializers, not known at plan time).
+  const std::vector<std::string>& input_names() const { return input_names_; }
+  const std::vector<std::string>& output_names() const { return output_names_; }
+  Tensor& input(size_t i);
+  Tensor& input(const std::string& name);
+  const Tensor& output(size_t i) const;
+  // Gradient of the loss w.r.t. output i: written by the caller before backward().
+  Tensor& output_grad(size_t i);
+
+  void forward();
+  // Zeroes all gradients, then runs the steps in reverse, accumulating into the
+  // gradients of every value that leads to a parameter.
+  void backward();
+
+  void set_training(bool training);
+  bool training() const { return training_; }
+  void set_observer(Observer* observer) { observer_ = observer; }
+
+  std::vector<Param>& params() { return params_; }
+  const std::vector<Step>& steps() const { return steps_; }
+  const std::vector<Layer>& layers() const { return layers_; }
+  const Tensor& value(int slot) const { return values_[static_cast<size_t>(slot)]; }
+  const std::string& value_name(int slot) const { return value_names_[static_cast<size_t>(slot)]; }
+  int slot_of(const std::string& name) const;  // -1 when unknown
+  std::shared_ptr<ParamStore> store() const { return store_; }
+  const ir::Model& model() const { return *model_; }
+  int64_t planned_bytes() const { return planned_bytes_; }
+
+ private:
+  void plan(const GraphOptions& options);
+  void build_layers();
+  void wire_contexts();
+  void allocate_grads();
+
+  std::shared_ptr<const ir::Model> model_;
+  std::shared_ptr<ParamStore> store_;
+  std::vector<Tensor> values_;  // slot storage (parameters live in store_)
+  std::vector<Tensor*> slot_ptr_;
+  std::vector<std::string> value_names_;
+  std::map<std::string, int> slots_;
+  std::vector<Tensor> grads_;  // gradient per slot (sized only where needed)
+  std::vector<bool> needs_grad_;
+  std::vector<int> input_slots_, output_slots_;
+  std::vector<std::string> input_names_, output_names_;
+  std::vector<Step> steps_;
+  std::vector<Layer> layers_;
+  std::vector<Param> params_;
+  Observer* observer_ = nullptr;
+  bool training_ = false;
+  std::mt19937_64 rng_;
+  int64_t planned_bytes_ = 0;
+  bool grads_allocated_ = false;
+  std::vector<bool> is_output_scratch_;
+};
+
+}  // namespace dl::rt

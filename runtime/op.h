@@ -1,0 +1,124 @@
+// The op interface of the execution graph. Everything about one ONNX op lives in
+// runtime/ops/<op>.cpp (attributes, shape inference, forward, backward, traits, sample
+// cases) and is registered by one line in runtime/ops/op_list.def.
+#pragma once
+
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "converter/ir.h"
+#include "runtime/tensor.h"
+
+namespace dl::rt {
+
+// What the analysis needs to know about an op without knowing its name. Rules ask
+// traits, never op types.
+struct OpTraits {
+  enum class Role {
+    kOther,          // e.g. Concat, Gather: kept in the current layer
+    kParameterized,  // starts a layer when it reads a trainable initializer (Gemm, Conv, ...)
+    kElementwise,    // Add, Mul, ... : follows the layer it is in
+    kActivation,     // non-linearity: Relu, Sigmoid, Softmax, ...
+    kShape,          // moves data without changing values: Reshape, Flatten, Transpose, ...
+  };
+  Role role = Role::kOther;
+  bool linear = false;  // output is affine in the data input (Gemm, Conv, MatMul, Add, ...)
+  // Range of the output; infinite when unbounded (Sigmoid [0,1], Relu [0,inf)).
+  double out_lo = -std::numeric_limits<double>::infinity();
+  double out_hi = std::numeric_limits<double>::infinity();
+  // Dead zone: outputs equal to dead_value have zero gradient (Relu: 0).
+  bool has_dead_zone = false;
+  double dead_value = 0.0;
+  // Saturation: outputs within sat_margin of out_lo/out_hi have vanishing gradient.
+  bool saturates = false;
+  double sat_margin = 0.0;
+  // Normalises along an axis so the outputs sum to 1 (Softmax); normalized_axis as given.
+  bool normalizes = false;
+  int64_t normalized_axis = -1;
+};
+
+// Plan-time view of one node: input shapes and dtypes always, values where known
+// (constants, shape computations). The op declares its outputs with Tensor::plan()
+// (no storage yet: the graph checks the memory budget first). An op that can compute
+// an output from shapes alone (Shape) calls reset(), fills it and sets out_known.
+struct InferCtx {
+  std::vector<const Tensor*> in;  // nullptr for an omitted optional input
+  std::vector<bool> known;        // in[i]'s values are valid at plan time
+  std::vector<Tensor*> out;       // nullptr for an omitted optional output
+  std::vector<bool> out_known;    // set by ops such as Shape
+  bool training = false;
+};
+
+struct FwdCtx {
+  std::vector<const Tensor*> in;
+  std::vector<Tensor*> out;
+  bool training = false;
+  std::mt19937_64* rng = nullptr;  // seeded by the graph owner; used by Dropout
+};
+
+// Backward: dout[k] is the gradient of the loss w.r.t. out[k] (nullptr when no gradient
+// flows there); din[i] is nullptr when input i needs no gradient, else it is
+// accumulated into (+=), never overwritten.
+struct BwdCtx {
+  std::vector<const Tensor*> in;
+  std::vector<const Tensor*> out;
+  std::vector<const Tensor*> dout;
+  std::vector<Tensor*> din;
+  bool training = false;
+};
+
+class Op {
+ public:
+  explicit Op(const ir::Node& node) : name_(node.name), type_(node.op_type) {}
+  virtual ~Op() = default;
+  Op(const Op&) = delete;
+  Op& operator=(const Op&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::string& type() const { return type_; }
+
+  // Validates inputs and sizes outputs (throws ShapeError naming the node). Called once
+  // per plan; scratch buffers are sized here, never in forward/backward.
+  virtual void infer(InferCtx& ctx) = 0;
+  virtual void forward(FwdCtx& ctx) = 0;
+  // Default: gradients pass through nothing (throws InternalError when asked).
+  virtual void backward(BwdCtx& ctx);
+
+  virtual OpTraits traits() const { return {}; }
+  // Whether a gradient can flow into input i (false for indices, shapes, BN running stats).
+  virtual bool differentiable_input(size_t i) const { (void)i; return true; }
+  // Output depends on a random stream in training mode (Dropout): never folded.
+  virtual bool stochastic() const { return false; }
+
+ protected:
+  std::string where() const { return "node '" + name_ + "' (" + type_ + ")"; }
+
+ private:
+  std::string name_;
+  std::string type_;
+};
+
+// A small, kink-free case for the generic gradient checker and the op unit tests.
+struct OpSample {
+  std::string label;
+  ir::Node node;
+  std::vector<Tensor> inputs;
+  // Inputs the checker differentiates (others are indices, shapes, constants).
+  std::vector<bool> check_grad;
+  bool training = false;
+};
+
+using OpFactory = std::unique_ptr<Op> (*)(const ir::Node&);
+using SampleFactory = std::vector<OpSample> (*)();
+
+struct OpInfo {
+  const char* type;           // ONNX op type
+  std::vector<int> versions;  // since-versions whose semantics the op implements
+  OpFactory make;
+  SampleFactory samples;
+};
+
+}  // namespace dl::rt

@@ -1,0 +1,60 @@
+// Dense row-major tensors of the execution graph. A tensor's storage is sized once,
+// when the graph is planned, and reused for every step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dl::rt {
+
+using Shape = std::vector<int64_t>;
+
+enum class DType { kFloat32, kInt64 };
+
+const char* dtype_name(DType t);
+int64_t shape_numel(const Shape& s);
+std::string shape_str(const Shape& s);  // "[64, 784]"
+
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(DType dtype, Shape shape) { reset(dtype, std::move(shape)); }
+  static Tensor floats(Shape shape, std::vector<float> values);
+  static Tensor ints(Shape shape, std::vector<int64_t> values);
+
+  // Sets dtype and shape and sizes the storage (zero-filled). Planning only.
+  void reset(DType dtype, Shape shape);
+  // Sets dtype and shape without storage: ops call this from infer() so the graph can
+  // check the memory budget before anything is allocated. allocate() sizes the storage.
+  void plan(DType dtype, Shape shape);
+  void allocate();
+  bool allocated() const;
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t dim(int64_t i) const { return shape_[static_cast<size_t>(i < 0 ? i + rank() : i)]; }
+  int64_t numel() const { return numel_; }
+
+  float* f() { return f_.data(); }
+  const float* f() const { return f_.data(); }
+  int64_t* i() { return i_.data(); }
+  const int64_t* i() const { return i_.data(); }
+  std::vector<float>& fvec() { return f_; }
+  const std::vector<float>& fvec() const { return f_; }
+  const std::vector<int64_t>& ivec() const { return i_; }
+
+  void zero();
+  // Values as double regardless of dtype (tests, constant folding, reporting).
+  double at(int64_t flat) const { return dtype_ == DType::kFloat32 ? f_[flat] : double(i_[flat]); }
+
+ private:
+  DType dtype_ = DType::kFloat32;
+  Shape shape_;
+  int64_t numel_ = 0;
+  std::vector<float> f_;
+  std::vector<int64_t> i_;
+};
+
+}  // namespace dl::rt

@@ -1,0 +1,77 @@
+// The generic gradient checker: for every registered op and each of its sample cases,
+// compares backward() with central finite differences of L = sum_k w_k * y_k (fixed
+// random weights w per output element). New ops are enrolled by registering them.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include "tests/unit/op_harness.h"
+
+using dl::rt::Tensor;
+
+namespace {
+
+// The op runs in float32, so the step and tolerances are sized for float32 rounding.
+double weighted_sum(dl::test::OpRun& run, const std::vector<Tensor>& w) {
+  run.rng.seed(99);  // stochastic ops (Dropout) see the same mask every evaluation
+  run.forward();
+  double s = 0;
+  for (size_t o = 0; o < run.outputs.size(); ++o) {
+    if (w[o].numel() == 0) continue;
+    for (int64_t k = 0; k < run.outputs[o].numel(); ++k) s += double(w[o].f()[k]) * run.outputs[o].f()[k];
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("gradient checker: every registered op, every sample case") {
+  int checked = 0;
+  for (const dl::rt::OpInfo& info : dl::rt::all_ops()) {
+    for (dl::rt::OpSample& sample : info.samples()) {
+      bool any = false;
+      for (bool b : sample.check_grad) any = any || b;
+      if (!any) continue;
+      INFO("op " << info.type << ", case '" << sample.label << "'");
+      dl::test::OpRun run(sample.node, sample.inputs, sample.training);
+      std::mt19937 gen(7);
+      std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+      std::vector<Tensor> w(run.outputs.size());
+      std::vector<const Tensor*> dout;
+      for (size_t o = 0; o < run.outputs.size(); ++o) {
+        // Only the first output carries a gradient: the extra outputs of our ops (BN running
+        // statistics, the Dropout mask) are not differentiable.
+        if (o == 0 && run.outputs[o].dtype() == dl::rt::DType::kFloat32) {
+          w[o].reset(dl::rt::DType::kFloat32, run.outputs[o].shape());
+          for (int64_t k = 0; k < w[o].numel(); ++k) w[o].f()[k] = uni(gen);
+          dout.push_back(&w[o]);
+        } else {
+          dout.push_back(nullptr);
+        }
+      }
+      run.rng.seed(99);
+      run.forward();
+      std::vector<Tensor> analytic = run.backward(dout, sample.check_grad);
+      for (size_t i = 0; i < sample.inputs.size(); ++i) {
+        if (i >= sample.check_grad.size() || !sample.check_grad[i]) continue;
+        Tensor& x = run.inputs[i];
+        for (int64_t k = 0; k < x.numel(); ++k) {
+          const float orig = x.f()[k];
+          const float h = 1e-2f * std::max(1.0f, std::fabs(orig));
+          x.f()[k] = orig + h;
+          double up = weighted_sum(run, w);
+          x.f()[k] = orig - h;
+          double down = weighted_sum(run, w);
+          x.f()[k] = orig;
+          double numeric = (up - down) / (2.0 * double(h));
+          double got = analytic[i].f()[k];
+          INFO("input " << i << " element " << k << ": analytic " << got << " numeric " << numeric);
+          CHECK(std::fabs(got - numeric) <= 2e-2 * std::max(1.0, std::fabs(numeric)));
+        }
+      }
+      ++checked;
+    }
+  }
+  CHECK(checked >= 1);
+}

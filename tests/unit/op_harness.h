@@ -1,0 +1,63 @@
+// Runs one op outside a graph: plan, allocate, forward, backward. Used by the generic
+// gradient checker and the op unit tests.
+#pragma once
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "runtime/registry.h"
+
+namespace dl::test {
+
+struct OpRun {
+  std::unique_ptr<rt::Op> op;
+  std::vector<rt::Tensor> inputs;
+  std::vector<rt::Tensor> outputs;
+  std::mt19937_64 rng{1234};
+  bool training = false;
+
+  OpRun(const ir::Node& node, std::vector<rt::Tensor> in, bool train = false)
+      : op(rt::make_op(node)), inputs(std::move(in)), outputs(node.outputs.size()), training(train) {
+    rt::InferCtx ic;
+    ic.training = training;
+    for (auto& t : inputs) ic.in.push_back(&t);
+    ic.known.assign(inputs.size(), true);
+    for (auto& t : outputs) ic.out.push_back(&t);
+    ic.out_known.assign(outputs.size(), false);
+    op->infer(ic);
+    for (auto& t : outputs)
+      if (!t.allocated()) t.allocate();
+  }
+
+  void forward() {
+    rt::FwdCtx fc;
+    fc.training = training;
+    fc.rng = &rng;
+    for (auto& t : inputs) fc.in.push_back(&t);
+    for (auto& t : outputs) fc.out.push_back(&t);
+    op->forward(fc);
+  }
+
+  // dout per output (nullptr = no gradient); returns gradients of the inputs in `want`.
+  std::vector<rt::Tensor> backward(const std::vector<const rt::Tensor*>& dout, const std::vector<bool>& want) {
+    std::vector<rt::Tensor> din(inputs.size());
+    rt::BwdCtx bc;
+    bc.training = training;
+    for (auto& t : inputs) bc.in.push_back(&t);
+    for (auto& t : outputs) bc.out.push_back(&t);
+    bc.dout = dout;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (k < want.size() && want[k]) {
+        din[k].reset(rt::DType::kFloat32, inputs[k].shape());
+        bc.din.push_back(&din[k]);
+      } else {
+        bc.din.push_back(nullptr);
+      }
+    }
+    op->backward(bc);
+    return din;
+  }
+};
+
+}  // namespace dl::test

@@ -1,1 +1,35 @@
-int main() { return 0; }
+// deeplocalize entry point: parses the command line and maps every error kind to the
+// contract's exit code in one place.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "converter/errors.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"deeplocalize: find and explain faults in deep-learning models while they train"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", DL_VERSION);
+  dl::cli::CommandSet commands = dl::cli::register_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    return commands.run();
+  } catch (const dl::Error& e) {
+    std::cerr << "deeplocalize: error: " << e.what() << "\n";
+    return dl::exit_code_for(e.kind());
+  } catch (const std::bad_alloc&) {
+    std::cerr << "deeplocalize: error: out of memory\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "deeplocalize: internal error: " << e.what() << "\n";
+    return 3;
+  }
+}

@@ -35,7 +35,9 @@ ir::TensorData load_tensor_file(const std::string& path);
 
 // Writes a copy of the model at `source_path` to `out_path` with the given float
 // initializers replaced and metadata_props entries set (added or overwritten).
-// The file is written to a temporary name and renamed.
+// The file is written to a temporary name and renamed. Throws ModelError for an
+// unreadable source, an unknown initializer name or other dims, ConfigError when
+// `out_path` cannot be written. Float64 initializers stay float64.
 void save_model_with(const std::string& source_path, const std::string& out_path,
                      const std::map<std::string, ir::TensorData>& initializers,
                      const std::map<std::string, std::string>& metadata);

@@ -9,6 +9,7 @@
 
 namespace dl::ir {
 
+// int8 and uint8 tensors are imported as kInt32 (all integers live in `ints`).
 enum class DType { kFloat32, kFloat64, kInt64, kInt32, kBool, kOther };
 
 const char* dtype_name(DType t);
@@ -80,6 +81,8 @@ struct Model {
   std::string producer_version;
   std::map<std::string, std::string> metadata;  // metadata_props
   Graph graph;
+  // Non-fatal notes from the import, e.g. why shape inference was skipped.
+  std::vector<std::string> warnings;
 };
 
 }  // namespace dl::ir

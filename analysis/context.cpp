@@ -1,0 +1,105 @@
+#include "analysis/context.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dl::an {
+namespace {
+
+LearningProgress measure(const Trace& t) {
+  LearningProgress p;
+  const size_t n = t.loss.size();
+  p.iterations = static_cast<int64_t>(n);
+  if (n == 0) return p;
+  for (float v : t.loss) p.loss_finite = p.loss_finite && std::isfinite(v);
+  // Windows: about a tenth of the run, at least 1 and at most one epoch of batches.
+  size_t w = std::max<size_t>(1, n / 10);
+  if (t.header.batches_per_epoch > 0) w = std::min<size_t>(w, static_cast<size_t>(t.header.batches_per_epoch));
+  auto mean = [&](const std::vector<float>& v, size_t from, size_t count) {
+    double s = 0;
+    for (size_t k = from; k < from + count; ++k) s += v[k];
+    return s / double(count);
+  };
+  p.first_loss = mean(t.loss, 0, w);
+  p.last_loss = mean(t.loss, n - w, w);
+  p.best_loss = p.first_loss;
+  for (size_t k = 0; k + w <= n; k += w) p.best_loss = std::min(p.best_loss, mean(t.loss, k, w));
+  if (std::isfinite(p.first_loss) && std::fabs(p.first_loss) > 1e-12)
+    p.loss_improvement = (p.first_loss - p.last_loss) / std::fabs(p.first_loss);
+  p.first_metric = mean(t.metric, 0, w);
+  p.last_metric = mean(t.metric, n - w, w);
+  const DataSummary& d = t.header.data_summary;
+  if (d.targets_are_classes && t.header.metric_name == "accuracy" && !d.target_columns.empty()) {
+    // Majority-class accuracy: one-hot columns' means are class frequencies; a single
+    // 0/1 column's mean is the positive rate.
+    double best = 0;
+    if (d.target_columns.size() == 1) {
+      const double pos = d.target_columns[0].mean;
+      best = std::max(pos, 1 - pos);
+    } else {
+      for (const ColumnSummary& c : d.target_columns) best = std::max(best, c.mean);
+    }
+    p.chance_metric = best;
+  }
+  p.enough = n >= 20 || (t.header.batches_per_epoch > 0 && static_cast<int64_t>(n) >= 2 * t.header.batches_per_epoch);
+  return p;
+}
+
+}  // namespace
+
+AnalysisContext::AnalysisContext(const Trace& trace, const Settings& settings, bool final)
+    : trace_(trace), settings_(settings), final_(final), progress_(measure(trace)) {}
+
+bool AnalysisContext::failing_to_learn(double min_improvement) const {
+  const LearningProgress& p = progress_;
+  if (!p.loss_finite) return true;
+  if (!p.enough) return false;
+  if (p.last_loss < 1e-6) return false;  // already fits the data
+  bool loss_stuck = p.loss_improvement < min_improvement;
+  bool metric_at_chance = false;
+  if (p.chance_metric >= 0 && trace_.header.metric_higher_is_better)
+    metric_at_chance = p.last_metric <= p.chance_metric + 0.02;
+  return loss_stuck || metric_at_chance;
+}
+
+std::vector<size_t> AnalysisContext::probes(ProbeKind kind) const {
+  std::vector<size_t> out;
+  for (size_t k = 0; k < trace_.header.probes.size(); ++k)
+    if (trace_.header.probes[k].kind == kind) out.push_back(k);
+  return out;
+}
+
+std::optional<size_t> AnalysisContext::layer_output_probe(int layer) const {
+  std::optional<size_t> last;
+  for (size_t k = 0; k < trace_.header.probes.size(); ++k) {
+    const Probe& p = trace_.header.probes[k];
+    if (p.kind == ProbeKind::kForward && p.layer == layer) last = k;
+  }
+  return last;
+}
+
+std::string AnalysisContext::layer_label(int layer) const {
+  if (layer < 0 || layer >= static_cast<int>(trace_.header.layers.size())) return "the model";
+  const LayerInfo& l = trace_.header.layers[static_cast<size_t>(layer)];
+  std::string s = "layer " + std::to_string(layer) + " (";
+  for (size_t k = 0; k < l.nodes.size(); ++k) s += (k ? ", " : "") + l.nodes[k];
+  return s + ")";
+}
+
+Finding AnalysisContext::make(const Rule& rule, const std::string& symptom, Stage stage, int layer,
+                              std::optional<size_t> record) const {
+  Finding f;
+  f.rule = rule.id();
+  f.symptom = symptom;
+  f.stage = stage;
+  f.layer = layer;
+  if (layer >= 0 && layer < static_cast<int>(trace_.header.layers.size()))
+    f.nodes = trace_.header.layers[static_cast<size_t>(layer)].nodes;
+  if (record && *record < trace_.size()) {
+    f.iteration = trace_.records[*record].iteration;
+    f.epoch = trace_.records[*record].epoch;
+  }
+  return f;
+}
+
+}  // namespace dl::an

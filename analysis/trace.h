@@ -1,0 +1,164 @@
+// The trace: everything the analysis reads. Probes in the runtime fill it while the
+// model trains; `--trace FILE` saves it and `deeplocalize analyze FILE` reads it back.
+// The analysis never sees tensors, only these fixed-size statistics records, so memory
+// stays bounded and every rule can be tested with synthetic traces.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dl::an {
+
+// Statistics of one tensor at one iteration, reduced in a single pass.
+struct TensorStats {
+  float min = 0, max = 0;
+  float mean = 0, std = 0;
+  float l2 = 0;          // Euclidean norm
+  float mean_abs = 0;
+  float zero_frac = 0;   // exact zeros
+  float dead_frac = 0;   // fraction of values in the op's dead zone
+  float sat_frac = 0;    // fraction of values in the op's saturation bands
+  float dead_units = 0;  // fraction of units (features/channels) dead for the whole batch
+  uint32_t nan = 0, inf = 0;
+  uint32_t count = 0;
+  bool finite() const { return nan == 0 && inf == 0; }
+};
+
+enum class ProbeKind : uint8_t {
+  kForward,   // a step's output value
+  kGradient,  // the gradient of the loss w.r.t. a step's output
+  kWeight,    // a parameter's value after the update
+  kParamGrad, // a parameter's gradient
+  kUpdate,    // the update applied to a parameter; l2 holds ||dw||, mean holds ||dw||/||w||
+};
+const char* probe_kind_name(ProbeKind k);
+
+// What the analysis may know about the op behind a probe (from its traits).
+struct OpDescription {
+  std::string role;  // "parameterized", "activation", "elementwise", "shape", "other"
+  bool linear = false;
+  double out_lo = -std::numeric_limits<double>::infinity();
+  double out_hi = std::numeric_limits<double>::infinity();
+  bool has_dead_zone = false;
+  bool saturates = false;
+  bool normalizes = false;
+  int64_t units = 0;  // size of the normalised / unit axis (last dim for dense, channels for conv)
+};
+
+struct Probe {
+  ProbeKind kind = ProbeKind::kForward;
+  int layer = -1;
+  int step = -1;           // program step (forward/gradient probes)
+  std::string node;        // ONNX node name (forward/gradient), or parameter name
+  std::string op_type;
+  OpDescription op;
+};
+
+struct LayerInfo {
+  int index = 0;
+  std::vector<std::string> nodes;
+  std::vector<std::string> op_types;
+  std::vector<std::string> params;
+  int64_t param_count = 0;
+};
+
+// Per-feature and per-target summaries of the training data (static checks).
+struct ColumnSummary {
+  double min = 0, max = 0, mean = 0, std = 0;
+  int64_t nan = 0, inf = 0;
+};
+
+struct DataSummary {
+  std::string source;
+  int64_t rows = 0;
+  int64_t features = 0;
+  std::vector<ColumnSummary> feature_columns;  // at most 4096 (wider inputs are summarised by the first)
+  ColumnSummary all_features;
+  std::vector<ColumnSummary> target_columns;
+  int64_t classes = 0;          // output width when targets are class ids / one-hot
+  bool targets_are_classes = false;
+  bool targets_integer = false;
+  std::vector<std::string> label_issues;  // "line 12: class id 3 is outside 0..2"
+  int64_t label_issue_count = 0;
+};
+
+struct InitializerSummary {
+  std::string name;
+  int64_t count = 0;
+  double min = 0, max = 0, mean = 0, std = 0;
+  int64_t nan = 0, inf = 0;
+};
+
+struct TraceHeader {
+  int version = 1;
+  std::string model, data;
+  std::map<std::string, std::string> config;  // loss, from_logits, optimizer, learning_rate, epochs, batch_size...
+  std::vector<LayerInfo> layers;
+  std::vector<Probe> probes;
+  std::vector<InitializerSummary> initializers;
+  DataSummary data_summary;
+  std::string metric_name;  // "accuracy" or "mae"
+  bool metric_higher_is_better = true;
+  int64_t output_width = 0;
+  int64_t batches_per_epoch = 0;
+};
+
+struct IterationRecord {
+  int64_t iteration = 0;
+  int64_t epoch = 0;
+  float loss = 0;
+  float metric = 0;
+  float lr = 0;
+};
+
+struct EpochRecord {
+  int64_t epoch = 0;
+  double loss = 0, metric = 0;
+  bool has_validation = false;
+  double val_loss = 0, val_metric = 0;
+};
+
+// A bounded trace: when the stored iterations reach capacity, every second stored
+// iteration is dropped and the recording stride doubles (explicit decimation), so a
+// run of any length fits in max_bytes. Loss and metric of every iteration are kept
+// separately (8 bytes each).
+class Trace {
+ public:
+  TraceHeader header;
+
+  void set_capacity_bytes(int64_t max_bytes);
+  int64_t stride() const { return stride_; }
+  // Whether iteration `it` should be recorded (probe interval and decimation stride).
+  bool wants(int64_t it) const { return it % (stride_ * probe_every_) == 0; }
+  void set_probe_every(int64_t k) { probe_every_ = k < 1 ? 1 : k; }
+  int64_t probe_every() const { return probe_every_; }
+  // Restores the decimation stride of a saved trace (analysis/trace_io); k < 1 counts as 1.
+  void set_stride(int64_t k) { stride_ = k < 1 ? 1 : k; }
+
+  // Starts a record; fill its stats through stats(i, probe) before the next begin().
+  TensorStats* begin_record(const IterationRecord& record);
+  void add_loss(int64_t iteration, float loss, float metric);
+  void add_epoch(const EpochRecord& e) { epochs.push_back(e); }
+
+  size_t size() const { return records.size(); }
+  const TensorStats& at(size_t record, size_t probe) const { return stats[record * header.probes.size() + probe]; }
+  TensorStats& at(size_t record, size_t probe) { return stats[record * header.probes.size() + probe]; }
+  int64_t bytes() const;
+
+  std::vector<IterationRecord> records;  // recorded iterations
+  std::vector<TensorStats> stats;        // records.size() x probes.size()
+  std::vector<float> loss, metric;       // every iteration
+  std::vector<EpochRecord> epochs;
+  bool complete = true;                  // false when training was interrupted
+
+ private:
+  void decimate();
+  int64_t max_records_ = 0;  // 0 = unbounded
+  int64_t stride_ = 1;
+  int64_t probe_every_ = 1;
+};
+
+}  // namespace dl::an

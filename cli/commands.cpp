@@ -1,0 +1,68 @@
+#include "cli/commands.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/model_view.h"
+#include "cli/output.h"
+#include "cli/train_command.h"
+#include "converter/errors.h"
+#include "converter/import.h"
+
+namespace dl::cli {
+
+int CommandSet::run() const {
+  for (const auto& [sub, fn] : commands)
+    if (sub->parsed()) return fn();
+  return 2;
+}
+
+namespace {
+
+struct ModelArgs {
+  std::string model;
+  std::string out;
+};
+
+}  // namespace
+
+CommandSet register_commands(CLI::App& app) {
+  CommandSet set;
+
+  auto inspect_args = std::make_shared<ModelArgs>();
+  CLI::App* inspect = app.add_subcommand("inspect", "Show a model's inputs, outputs, layers, parameters and training configuration");
+  inspect->add_option("model", inspect_args->model, "ONNX model")->required();
+  set.commands.emplace_back(inspect, [inspect_args] {
+    ir::Model m = conv::import_model(inspect_args->model);
+    print_inspect(m, std::cout);
+    return 0;
+  });
+
+  auto convert_args = std::make_shared<ModelArgs>();
+  CLI::App* convert = app.add_subcommand("convert", "Print the imperative, instrumented program built from a model");
+  convert->add_option("model", convert_args->model, "ONNX model")->required();
+  convert->add_option("-o,--output", convert_args->out, "Write the program to this file instead of stdout");
+  set.commands.emplace_back(convert, [convert_args] {
+    ir::Model m = conv::import_model(convert_args->model);
+    std::ostringstream text;
+    print_program(m, text);
+    if (convert_args->out.empty())
+      std::cout << text.str();
+    else
+      write_text_atomically(convert_args->out, text.str());
+    return 0;
+  });
+
+  auto train_args = std::make_shared<TrainOptions>();
+  CLI::App* train = add_train_command(app, *train_args);
+  set.commands.emplace_back(train, [train_args] { return run_train(*train_args); });
+
+  auto analyze_args = std::make_shared<AnalyzeOptions>();
+  CLI::App* analyze = add_analyze_command(app, *analyze_args);
+  set.commands.emplace_back(analyze, [analyze_args] { return run_analyze(*analyze_args); });
+
+  return set;
+}
+
+}  // namespace dl::cli

@@ -1,0 +1,143 @@
+#include "cli/model_view.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+
+#include "runtime/graph.h"
+
+namespace dl::cli {
+namespace {
+
+// Plans the graph at batch sizes 1 and 2: a dimension that differs between the two
+// follows the batch and is printed as N.
+struct PlannedPair {
+  std::unique_ptr<rt::ExecutionGraph> one, two;
+};
+
+PlannedPair plan_pair(const ir::Model& model) {
+  PlannedPair p;
+  rt::GraphOptions o;
+  o.batch_size = 1;
+  p.one = std::make_unique<rt::ExecutionGraph>(model, o);
+  o.batch_size = 2;
+  p.two = std::make_unique<rt::ExecutionGraph>(model, o, p.one->store());
+  return p;
+}
+
+std::string shape_of(const PlannedPair& p, int slot) {
+  const rt::Shape& a = p.one->value(slot).shape();
+  const rt::Shape& b = p.two->value(slot).shape();
+  std::string s = "[";
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (k) s += ", ";
+    s += (k < b.size() && a[k] != b[k]) ? (a[k] == 1 ? std::string("N") : fmt::format("{}N", a[k]))
+                                        : std::to_string(a[k]);
+  }
+  return s + "]";
+}
+
+std::string attr_str(const ir::Attribute& a) {
+  using K = ir::Attribute::Kind;
+  switch (a.kind) {
+    case K::kFloat: return fmt::format("{:g}", a.f);
+    case K::kInt: return std::to_string(a.i);
+    case K::kString: return "\"" + a.s + "\"";
+    case K::kInts: return fmt::format("[{}]", fmt::join(a.ints, ","));
+    case K::kFloats: return fmt::format("[{}]", fmt::join(a.floats, ","));
+    case K::kTensor: return fmt::format("<tensor {}>", a.t.numel());
+    default: return "<…>";
+  }
+}
+
+int64_t layer_param_count(const rt::ExecutionGraph& g, const rt::Layer& l) {
+  int64_t n = 0;
+  for (const std::string& name : l.params) n += g.store()->values.at(name).numel();
+  return n;
+}
+
+const char* kConfigKeys[] = {"loss", "from_logits", "optimizer", "learning_rate", "momentum", "nesterov",
+                             "epochs", "batch_size", "targets", "seed"};
+
+}  // namespace
+
+void print_inspect(const ir::Model& model, std::ostream& out) {
+  PlannedPair p = plan_pair(model);
+  const rt::ExecutionGraph& g = *p.one;
+  out << fmt::format("model    {}\nproducer {} {}, ONNX opset {}{}\n", model.path, model.producer_name,
+                     model.producer_version, model.opset,
+                     model.original_opset != model.opset ? fmt::format(" (upgraded from {})", model.original_opset) : "");
+  for (const std::string& name : g.input_names())
+    out << fmt::format("input    {}: {} {}\n", name, rt::dtype_name(g.value(g.slot_of(name)).dtype()),
+                       shape_of(p, g.slot_of(name)));
+  for (const std::string& name : g.output_names())
+    out << fmt::format("output   {}: {} {}\n", name, rt::dtype_name(g.value(g.slot_of(name)).dtype()),
+                       shape_of(p, g.slot_of(name)));
+  int64_t total = 0;
+  out << fmt::format("\nlayers ({}):\n", g.layers().size());
+  for (const rt::Layer& l : g.layers()) {
+    const rt::Step& last = g.steps()[l.output_step];
+    int64_t n = layer_param_count(g, l);
+    total += n;
+    out << fmt::format("  {:>3}  {:<44} out {:<14} params {}\n", l.index, fmt::format("{}", fmt::join(l.nodes, ", ")),
+                       shape_of(p, last.outputs[0]), n);
+  }
+  out << fmt::format("parameters: {} in {} tensors\n", total, g.store()->values.size());
+  out << "\ntraining configuration (model metadata):\n";
+  bool any = false;
+  for (const char* key : kConfigKeys) {
+    auto it = model.metadata.find(std::string("deeplocalize.") + key);
+    if (it == model.metadata.end()) continue;
+    out << fmt::format("  {:<14} {}\n", key, it->second);
+    any = true;
+  }
+  if (!any) out << "  (none: defaults and command-line options apply)\n";
+}
+
+void print_program(const ir::Model& model, std::ostream& out) {
+  PlannedPair p = plan_pair(model);
+  const rt::ExecutionGraph& g = *p.one;
+  std::map<std::string, bool> is_param;
+  for (const rt::Param& prm : p.one->params()) is_param[prm.name] = true;
+  auto ref = [&](int slot) -> std::string {
+    if (slot < 0) return "_";
+    const std::string& name = g.value_name(slot);
+    return (is_param.count(name) ? "@" : "%") + name;
+  };
+  out << fmt::format("# deeplocalize program for {} (opset {}, {} {})\n", model.path, model.opset,
+                     model.producer_name, model.producer_version);
+  out << "# N is the batch size. %x is a value, @w a trainable parameter.\n"
+         "# ◆ marks a probe: statistics of the value just written are recorded after the\n"
+         "#   step (forward) and of its gradient when the backward sweep reaches it.\n";
+  const size_t folded = model.graph.nodes.size() - g.steps().size();
+  if (folded)
+    out << fmt::format("# {} node(s) computing only shapes and constants were evaluated at load time.\n", folded);
+  out << "\nprogram forward(";
+  for (size_t k = 0; k < g.input_names().size(); ++k)
+    out << (k ? ", " : "") << "%" << g.input_names()[k] << ": " << shape_of(p, g.slot_of(g.input_names()[k]));
+  out << "):\n";
+  for (const rt::Layer& l : g.layers()) {
+    out << fmt::format("\n  # layer {} ({} parameters)\n", l.index, layer_param_count(g, l));
+    for (size_t k : l.steps) {
+      const rt::Step& st = g.steps()[k];
+      std::vector<std::string> args;
+      for (int s : st.inputs) args.push_back(ref(s));
+      for (const auto& [name, a] : st.node->attrs) args.push_back(name + "=" + attr_str(a));
+      std::vector<std::string> outs;
+      for (int s : st.outputs)
+        if (s >= 0) outs.push_back(ref(s));
+      out << fmt::format("  {:<3} {} = {}({})  # {} {}\n", k, fmt::join(outs, ", "), st.node->op_type,
+                         fmt::join(args, ", "), st.outputs[0] >= 0 ? shape_of(p, st.outputs[0]) : "",
+                         st.needs_backward ? "◆ fwd+bwd" : "◆ fwd");
+    }
+  }
+  out << "\n  return ";
+  for (size_t k = 0; k < g.output_names().size(); ++k) out << (k ? ", " : "") << "%" << g.output_names()[k];
+  out << "\n\nprogram update():  # after backward, for each trainable parameter\n";
+  for (const rt::Param& prm : p.one->params())
+    out << fmt::format("  @{} -= optimizer_step(grad @{})  # {} ◆ weight, update ratio\n", prm.name, prm.name,
+                       rt::shape_str(prm.value->shape()));
+}
+
+}  // namespace dl::cli

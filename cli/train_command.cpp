@@ -1,0 +1,226 @@
+#include "cli/train_command.h"
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <iostream>
+
+#include "analysis/analyzer.h"
+#include "analysis/report.h"
+#include "analysis/trace_io.h"
+#include "cli/online_analysis.h"
+#include "cli/output.h"
+#include "cli/progress.h"
+#include "converter/errors.h"
+#include "converter/import.h"
+#include "runtime/probes.h"
+#include "runtime/run_summary.h"
+#include "runtime/trainer.h"
+
+namespace dl::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_signal{0};
+extern "C" void on_signal(int sig) {
+  g_signal.store(sig);
+  g_interrupted.store(true);
+}
+
+rt::TrainConfig resolve_config(const ir::Model& model, const TrainOptions& o) {
+  rt::TrainConfig c = rt::config_from_metadata(model.metadata);
+  if (o.loss) c.loss = *o.loss;
+  if (o.from_logits) c.from_logits = *o.from_logits;
+  if (o.optimizer) c.optimizer.name = *o.optimizer;
+  if (o.lr) c.optimizer.learning_rate = *o.lr;
+  if (o.momentum) c.optimizer.momentum = *o.momentum;
+  if (o.nesterov) c.optimizer.nesterov = *o.nesterov;
+  if (o.decay) c.optimizer.decay = *o.decay;
+  if (o.clipnorm) c.optimizer.clipnorm = *o.clipnorm;
+  if (o.clipvalue) c.optimizer.clipvalue = *o.clipvalue;
+  if (o.epochs) c.epochs = *o.epochs;
+  if (o.batch_size) c.batch_size = *o.batch_size;
+  if (o.targets) c.targets = *o.targets;
+  if (o.seed) c.seed = static_cast<uint64_t>(*o.seed);
+  if (o.validation_split) c.validation_split = *o.validation_split;
+  c.max_memory_bytes = static_cast<int64_t>(o.max_memory_mb * 1024 * 1024);
+  rt::validate(c);
+  return c;
+}
+
+// Sample shape and output width from a batch-1 plan of the model.
+rt::DatasetSpec dataset_spec(const ir::Model& model, const rt::TrainConfig& c) {
+  rt::GraphOptions go;
+  go.batch_size = 1;
+  go.max_memory_bytes = c.max_memory_bytes;
+  rt::ExecutionGraph probe(model, go);
+  if (probe.input_names().size() != 1)
+    throw ConfigError(model.path + ": training needs a model with exactly one data input (this one has " +
+                      std::to_string(probe.input_names().size()) + ")");
+  rt::DatasetSpec spec;
+  spec.targets = c.targets;
+  const rt::Shape& in = probe.input(0).shape();
+  spec.sample_shape = rt::Shape(in.begin() + 1, in.end());
+  spec.input_name = probe.input_names()[0];
+  const rt::Tensor& out = probe.output(0);
+  spec.output_width = out.numel();
+  if (c.loss == "sparse_categorical_crossentropy")
+    spec.encoding = rt::DatasetSpec::Encoding::kSparse;
+  else if (c.loss == "categorical_crossentropy" && c.targets == 1 && spec.output_width > 1)
+    spec.encoding = rt::DatasetSpec::Encoding::kOneHot;
+  return spec;
+}
+
+an::RunInfo run_info(const TrainOptions& o, const rt::TrainResult& r) {
+  an::RunInfo info;
+  info.tool_version = DL_VERSION_STRING;
+  info.model = o.model;
+  info.data = o.data;
+  info.iterations = r.iterations;
+  info.epochs = r.epochs;
+  info.stopped_early = r.stopped_early;
+  info.complete = !r.interrupted;
+  info.metric_name = r.metric_name;
+  for (const rt::EpochSummary& e : r.history) {
+    info.epoch_loss.push_back(e.loss);
+    info.epoch_metric.push_back(e.metric);
+    if (e.has_validation) {
+      info.epoch_val_loss.push_back(e.val_loss);
+      info.epoch_val_metric.push_back(e.val_metric);
+    }
+  }
+  return info;
+}
+
+}  // namespace
+
+CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
+  CLI::App* c = app.add_subcommand("train", "Train a model with probes, find and explain faults");
+  c->add_option("model", o.model, "ONNX model (training configuration in its metadata)")->required();
+  c->add_option("data", o.data, "Training data: CSV (targets in the last columns), .npy or .npz (x, y)")->required();
+  c->add_option("--loss", o.loss, "Loss: mse, mae, binary_crossentropy, categorical_crossentropy, "
+                                  "sparse_categorical_crossentropy, huber, hinge");
+  c->add_option("--from-logits", o.from_logits, "The model outputs logits (true/false)")->expected(0, 1)->default_str("true");
+  c->add_option("--optimizer", o.optimizer, "sgd, adam, rmsprop, adagrad, adadelta, adamax, nadam");
+  c->add_option("--lr", o.lr, "Learning rate (default: the optimizer's Keras default)");
+  c->add_option("--momentum", o.momentum, "SGD momentum");
+  c->add_option("--nesterov", o.nesterov, "SGD Nesterov momentum (true/false)")->expected(0, 1)->default_str("true");
+  c->add_option("--decay", o.decay, "Keras time-based learning-rate decay");
+  c->add_option("--clipnorm", o.clipnorm, "Clip each gradient tensor to this L2 norm");
+  c->add_option("--clipvalue", o.clipvalue, "Clip gradient values to [-v, v]");
+  c->add_option("--epochs", o.epochs, "Epochs (default 10)");
+  c->add_option("--batch-size", o.batch_size, "Batch size (default 32)");
+  c->add_option("--seed", o.seed, "Seed for shuffling and dropout");
+  c->add_option("--targets", o.targets, "How many trailing CSV columns are targets (default 1)");
+  c->add_option("--validation-split", o.validation_split, "Fraction of rows (the last ones) held out for validation");
+  c->add_option("--trace", o.trace_file, "Write the probe trace to FILE (see docs/trace-format.md)");
+  c->add_option("--report", o.report_file, "Write the report to FILE (atomically)");
+  c->add_option("--format", o.format, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
+  c->add_option("--save", o.save_file, "Write the trained weights into a copy of the model");
+  c->add_option("--set", o.settings, "Override a rule threshold: rule.key=value (repeatable)");
+  c->add_option("--probe-every", o.probe_every, "Record probes every K iterations (default 1)")->check(CLI::PositiveNumber);
+  c->add_option("--trace-max-mb", o.trace_max_mb, "Memory cap of the in-memory trace; older history is decimated (default 256)");
+  c->add_option("--max-memory", o.max_memory_mb, "Refuse models whose buffers need more than this many MiB (default 4096)");
+  c->add_flag("--no-stop", o.no_stop, "Keep training after the first conclusive fault");
+  c->add_flag("--no-probes", o.no_probes, "Train without probes (no analysis; for measuring overhead)");
+  c->add_flag("-q,--quiet", o.quiet, "No progress output");
+  c->add_flag("-v,--verbose", o.verbose, "More detail in the report");
+  return c;
+}
+
+int run_train(const TrainOptions& o) {
+  const auto t_import = Clock::now();
+  ir::Model model = conv::import_model(o.model);
+  rt::TrainConfig config = resolve_config(model, o);
+  an::Settings settings;
+  for (const std::string& s : o.settings) settings.set(s);
+  rt::DatasetSpec spec = dataset_spec(model, config);
+  rt::ReadOptions read;
+  read.max_bytes = config.max_memory_bytes;
+  rt::Dataset all = rt::load_dataset(o.data, spec, read);
+  auto [train, validation] = rt::split_validation(all, config.validation_split);
+  const double import_s = since(t_import);
+
+  const auto t_train = Clock::now();
+  rt::Trainer trainer(model, config, std::move(train), std::move(validation));
+  an::Trace trace;
+  rt::describe_run(trainer.graph(), config, trainer.train_data(), trainer.metric().name(),
+                   trainer.metric().higher_is_better(), trace.header);
+  trace.header.model = o.model;
+  trace.header.data = o.data;
+  std::unique_ptr<rt::ProbeRecorder> probes;
+  if (!o.no_probes) {
+    probes = std::make_unique<rt::ProbeRecorder>(trainer.graph(), trace);
+    trace.set_probe_every(o.probe_every);
+    trace.set_capacity_bytes(static_cast<int64_t>(o.trace_max_mb * 1024 * 1024));
+    trainer.set_observer(probes.get());
+    trainer.add_listener(probes.get());
+  }
+  OnlineAnalysis online(trace, settings, !o.no_stop && !o.no_probes);
+  if (!o.no_probes) trainer.add_listener(&online);
+  TerminalStyle style = TerminalStyle::detect();
+  ProgressPrinter progress(config.epochs, trainer.metric().name(), style, o.quiet);
+  trainer.add_listener(&progress);
+
+  g_interrupted.store(false);
+  auto old_int = std::signal(SIGINT, on_signal);
+  auto old_term = std::signal(SIGTERM, on_signal);
+  trainer.set_interrupt_flag(&g_interrupted);
+  rt::TrainResult result = trainer.run();
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
+  trace.complete = !result.interrupted;
+  const double train_s = since(t_train);
+
+  const auto t_analysis = Clock::now();
+  an::Diagnosis diagnosis;
+  if (!o.no_probes) diagnosis = an::analyze(trace, settings, /*final=*/true);
+  an::RunInfo info = run_info(o, result);
+  info.import_s = import_s;
+  info.train_s = train_s;
+  info.analysis_s = since(t_analysis);
+
+  if (!o.trace_file.empty() && !o.no_probes) an::write_trace(trace, o.trace_file);
+  if (!o.save_file.empty()) save_trained_model(o.model, o.save_file, *trainer.store());
+  emit_report(diagnosis, trace, info, o.format, o.report_file, o.quiet, style);
+  if (result.interrupted) return g_signal.load() == SIGTERM ? 143 : 130;
+  return diagnosis.fault ? 1 : 0;
+}
+
+CLI::App* add_analyze_command(CLI::App& app, AnalyzeOptions& o) {
+  CLI::App* c = app.add_subcommand("analyze", "Re-run the analysis on a saved trace (e.g. with other thresholds)");
+  c->add_option("trace", o.trace_file, "Trace written by train --trace")->required();
+  c->add_option("--report", o.report_file, "Write the report to FILE (atomically)");
+  c->add_option("--format", o.format, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
+  c->add_option("--set", o.settings, "Override a rule threshold: rule.key=value (repeatable)");
+  c->add_flag("-q,--quiet", o.quiet, "Print nothing when writing --report");
+  return c;
+}
+
+int run_analyze(const AnalyzeOptions& o) {
+  const auto t0 = Clock::now();
+  an::Trace trace = an::read_trace(o.trace_file);
+  an::Settings settings;
+  for (const std::string& s : o.settings) settings.set(s);
+  an::Diagnosis diagnosis = an::analyze(trace, settings, /*final=*/true);
+  an::RunInfo info;
+  info.tool_version = DL_VERSION_STRING;
+  info.model = trace.header.model;
+  info.data = trace.header.data;
+  info.iterations = static_cast<int64_t>(trace.loss.size());
+  info.epochs = static_cast<int64_t>(trace.epochs.size());
+  info.complete = trace.complete;
+  info.metric_name = trace.header.metric_name;
+  for (const an::EpochRecord& e : trace.epochs) {
+    info.epoch_loss.push_back(e.loss);
+    info.epoch_metric.push_back(e.metric);
+  }
+  info.analysis_s = since(t0);
+  emit_report(diagnosis, trace, info, o.format, o.report_file, o.quiet, TerminalStyle::detect());
+  return diagnosis.fault ? 1 : 0;
+}
+
+}  // namespace dl::cli

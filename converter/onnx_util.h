@@ -1,0 +1,46 @@
+// Internal to converter/: protobuf helpers shared by the converter's .cpp files.
+// Only converter/*.cpp may include this header (it pulls in protobuf and ONNX).
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <string>
+
+#include "converter/ir.h"
+
+namespace dl::conv::detail {
+
+// Reads a whole file into memory; throws ModelError "PATH: cannot open (...)".
+std::string read_file(const std::string& path);
+
+// Parses a serialized ModelProto and checks it looks like one (a graph, an
+// ir_version, an opset_import). Throws ModelError "LABEL: not an ONNX model (...)".
+onnx::ModelProto parse_model(const std::string& bytes, const std::string& label);
+
+// The IR dtype for an ONNX TensorProto data type. int8/uint8 map to kInt32 (the IR
+// holds every integer type in `ints`); types the IR cannot hold map to kOther.
+ir::DType dtype_from_onnx(int32_t data_type);
+std::string onnx_dtype_name(int32_t data_type);
+
+bool has_external_data(const onnx::TensorProto& t);
+
+// Checks a tensor without copying it: no external data, dims >= 0, a supported data
+// type, as many values as the dims need. Returns the element count. Throws
+// ModelError starting with `what`.
+int64_t validate_tensor(const onnx::TensorProto& t, const std::string& what);
+
+// Converts a tensor, validating it first. `what` names it in errors, e.g.
+// "model.onnx: initializer 'w'". raw_data is released from `t` once copied, to keep peak memory near one copy.
+ir::TensorData tensor_from_proto(onnx::TensorProto& t, const std::string& what);
+
+// Gives unnamed nodes the name "<OpType>_<index>", checks that every value is
+// produced once and every node input (including outer-scope values used by
+// subgraphs) is defined, rejects cycles, and reorders the nodes topologically
+// (stable: an already sorted graph keeps its order). Throws ModelError "LABEL: ...".
+void validate_and_sort_graph(onnx::GraphProto& graph, const std::string& label);
+
+// Folds a multi-line library message into one line.
+std::string one_line(const std::string& message);
+
+}  // namespace dl::conv::detail

@@ -1,0 +1,51 @@
+#!/usr/bin/python3
+"""Generates the bundled demo used by `make run`: an Iris classifier exported from
+PyTorch to ONNX (opset 13, training mode, Keras initialisation: glorot_uniform
+kernels, zero biases) with its training configuration in metadata_props, and the
+standardised Iris data as CSV (class id in the last column).
+
+Run: /usr/bin/python3 models/demo/gen_demo.py  (Debian python3-torch, python3-onnx,
+python3-sklearn). Deterministic: fixed seeds."""
+import os
+
+import numpy as np
+import onnx
+import torch
+from sklearn.datasets import load_iris
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+torch.manual_seed(0)
+
+
+def keras_init(module):
+    for m in module.modules():
+        if isinstance(m, torch.nn.Linear):
+            torch.nn.init.xavier_uniform_(m.weight)
+            torch.nn.init.zeros_(m.bias)
+
+
+model = torch.nn.Sequential(
+    torch.nn.Linear(4, 16), torch.nn.ReLU(),
+    torch.nn.Linear(16, 8), torch.nn.ReLU(),
+    torch.nn.Linear(8, 3), torch.nn.Softmax(dim=1))
+keras_init(model)
+path = os.path.join(HERE, "model.onnx")
+torch.onnx.export(model, torch.zeros(1, 4), path, opset_version=13, input_names=["input"],
+                  output_names=["output"], dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+                  training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+m = onnx.load(path)
+for k, v in {"loss": "categorical_crossentropy", "optimizer": "adam", "learning_rate": "0.01",
+             "epochs": "30", "batch_size": "16", "seed": "1", "validation_split": "0.2"}.items():
+    p = m.metadata_props.add()
+    p.key, p.value = "deeplocalize." + k, v
+onnx.checker.check_model(m)
+onnx.save(m, path)
+
+iris = load_iris()
+x = (iris.data - iris.data.mean(0)) / iris.data.std(0)
+rng = np.random.default_rng(0)
+order = rng.permutation(len(x))
+with open(os.path.join(HERE, "data.csv"), "w") as f:
+    f.write("sepal_length,sepal_width,petal_length,petal_width,species\n")
+    for i in order:
+        f.write(",".join(f"{v:.6f}" for v in x[i]) + f",{iris.target[i]}\n")

@@ -1,0 +1,199 @@
+// BatchNormalization (since 9, 14, 15): Y = (X - mean) / sqrt(var + epsilon) * scale + B
+// per channel (axis 1) of X (N, C, D1, ...).
+//
+// Batch statistics (mean and population variance over every axis but 1) are used when
+// the node says so (training_mode = 1; in version 9, when its training outputs are
+// requested) or when the graph runs in training mode (ctx.training: the trainer trains
+// like Keras, where BatchNormalization layers normalise with the batch). Otherwise the
+// given input_mean / input_var are used.
+//
+// With batch statistics, running = input * momentum + current * (1 - momentum)
+// (onnx/backend/test/case/node/batchnorm.py, _batchnorm_training_mode) goes to the
+// optional outputs (version 9: mean, var, then saved_mean / saved_var = the batch
+// statistics). Without them the optional outputs repeat input_mean / input_var.
+//
+// Model state: when ctx.training, forward ALSO writes the running statistics into
+// input_mean / input_var themselves (ctx.in[3], ctx.in[4]). Those are the model's
+// initializers, owned by the graph's ParamStore and never trained by gradient
+// (differentiable_input is false for them), so this is how the moving averages a
+// trained model exports evolve during training. Nothing else reads them in the step.
+#include <cmath>
+
+#include "runtime/attrs.h"
+#include "runtime/ops/eigen_map.h"
+#include "runtime/ops/shape_util.h"
+
+namespace dl::rt {
+namespace {
+
+class BatchNormalization : public Op {
+ public:
+  explicit BatchNormalization(const ir::Node& node) : Op(node), version_(node.since_version) {
+    Attrs a(node);
+    epsilon_ = a.f("epsilon", 1e-5f);
+    momentum_ = a.f("momentum", 0.9f);
+    if (version_ == 0 || version_ >= 14) training_mode_ = a.i("training_mode", 0) != 0;
+    a.finish();
+  }
+
+  void infer(InferCtx& ctx) override {
+    check_inputs(ctx, 5, 5, 5, where());
+    for (const Tensor* t : ctx.in)
+      if (t->dtype() != DType::kFloat32) throw ShapeError(where() + ": inputs must be float32");
+    const Tensor& x = *ctx.in[0];
+    if (x.rank() < 2) throw ShapeError(where() + ": X must be (N, C, ...), got " + shape_str(x.shape()));
+    c_ = x.dim(1);
+    inner_ = 1;
+    for (int64_t d = 2; d < x.rank(); ++d) inner_ *= x.dim(d);
+    outer_ = x.dim(0);
+    static const char* kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
+    for (size_t i = 1; i < 5; ++i)
+      if (ctx.in[i]->shape() != Shape{c_})
+        throw ShapeError(where() + ": " + kNames[i] + " " + shape_str(ctx.in[i]->shape()) + " must have shape [" +
+                         std::to_string(c_) + "] for X " + shape_str(x.shape()));
+    ctx.out[0]->plan(DType::kFloat32, x.shape());
+    const size_t max_out = version_ > 0 && version_ < 14 ? 5 : 3;
+    if (ctx.out.size() > max_out)
+      throw ShapeError(where() + ": has " + std::to_string(ctx.out.size()) + " outputs, at most " +
+                       std::to_string(max_out) + " are defined");
+    v9_training_ = false;
+    for (size_t k = 1; k < ctx.out.size(); ++k)
+      if (ctx.out[k]) {
+        ctx.out[k]->plan(DType::kFloat32, {c_});
+        v9_training_ = version_ > 0 && version_ < 14;
+      }
+    for (auto* v : {&mean_, &invstd_, &var_}) v->assign(static_cast<size_t>(c_), 0.0f);
+  }
+
+  void forward(FwdCtx& ctx) override {
+    const float* x = ctx.in[0]->f();
+    const float* scale = ctx.in[1]->f();
+    const float* bias = ctx.in[2]->f();
+    const float* in_mean = ctx.in[3]->f();
+    const float* in_var = ctx.in[4]->f();
+    float* y = ctx.out[0]->f();
+    batch_stats_ = training_mode_ || v9_training_ || ctx.training;
+    const double count = static_cast<double>(outer_ * inner_);
+    for (int64_t c = 0; c < c_; ++c) {
+      double mean = in_mean[c], var = in_var[c];
+      if (batch_stats_) {  // two passes: the variance from deviations, not E[x^2] - mean^2
+        double s = 0.0;
+        for (int64_t n = 0; n < outer_; ++n) s += sum_of(x + (n * c_ + c) * inner_, inner_);
+        mean = count > 0 ? s / count : 0.0;
+        double ss = 0.0;
+        for (int64_t n = 0; n < outer_; ++n) ss += sum_sq_dev(x + (n * c_ + c) * inner_, inner_, float(mean));
+        var = count > 0 ? ss / count : 0.0;
+      }
+      mean_[c] = static_cast<float>(mean);
+      var_[c] = static_cast<float>(var);
+      invstd_[c] = static_cast<float>(1.0 / std::sqrt(var + epsilon_));
+      const float a = scale[c] * invstd_[c];
+      const float b = bias[c] - mean_[c] * a;
+      for (int64_t n = 0; n < outer_; ++n) {
+        const float* xp = x + (n * c_ + c) * inner_;
+        float* yp = y + (n * c_ + c) * inner_;
+        for (int64_t k = 0; k < inner_; ++k) yp[k] = xp[k] * a + b;
+      }
+    }
+    write_statistics(ctx);
+  }
+
+  void backward(BwdCtx& ctx) override {
+    if (!ctx.dout[0]) return;
+    const float* x = ctx.in[0]->f();
+    const float* scale = ctx.in[1]->f();
+    const float* dy = ctx.dout[0]->f();
+    float* dx = ctx.din[0] ? ctx.din[0]->f() : nullptr;
+    const float count = static_cast<float>(outer_ * inner_);
+    for (int64_t c = 0; c < c_; ++c) {
+      float s = 0.0f, sx = 0.0f;  // sum dy, sum dy * xhat
+      for (int64_t n = 0; n < outer_; ++n) {
+        const int64_t off = (n * c_ + c) * inner_;
+        s += sum_of(dy + off, inner_);
+        sx += dot_dev(dy + off, x + off, inner_, mean_[c]);
+      }
+      sx *= invstd_[c];
+      if (ctx.din[1]) ctx.din[1]->f()[c] += sx;
+      if (ctx.din[2]) ctx.din[2]->f()[c] += s;
+      if (!dx) continue;
+      const float a = scale[c] * invstd_[c];
+      // With batch statistics mean and variance depend on X:
+      // dx = a * (dy - mean(dy) - xhat * mean(dy * xhat)).
+      const float ms = batch_stats_ && count > 0 ? s / count : 0.0f;
+      const float msx = batch_stats_ && count > 0 ? sx / count * invstd_[c] : 0.0f;
+      for (int64_t n = 0; n < outer_; ++n) {
+        const float* xp = x + (n * c_ + c) * inner_;
+        const float* g = dy + (n * c_ + c) * inner_;
+        float* d = dx + (n * c_ + c) * inner_;
+        for (int64_t k = 0; k < inner_; ++k) d[k] += a * (g[k] - ms - (xp[k] - mean_[c]) * msx);
+      }
+    }
+  }
+
+  OpTraits traits() const override {
+    OpTraits t;
+    t.role = OpTraits::Role::kParameterized;
+    return t;
+  }
+  bool differentiable_input(size_t i) const override { return i < 3; }
+
+ private:
+  void write_statistics(FwdCtx& ctx) {
+    const float* in_mean = ctx.in[3]->f();
+    const float* in_var = ctx.in[4]->f();
+    auto out = [&](size_t k) { return k < ctx.out.size() && ctx.out[k] ? ctx.out[k]->f() : nullptr; };
+    float* rm = out(1);
+    float* rv = out(2);
+    for (int64_t c = 0; c < c_; ++c) {
+      const float m = batch_stats_ ? in_mean[c] * momentum_ + mean_[c] * (1.0f - momentum_) : in_mean[c];
+      const float v = batch_stats_ ? in_var[c] * momentum_ + var_[c] * (1.0f - momentum_) : in_var[c];
+      if (rm) rm[c] = m;
+      if (rv) rv[c] = v;
+      if (float* sm = out(3)) sm[c] = mean_[c];
+      if (float* sv = out(4)) sv[c] = var_[c];
+      if (ctx.training) {  // the model's state: see the file comment
+        const_cast<Tensor*>(ctx.in[3])->f()[c] = m;
+        const_cast<Tensor*>(ctx.in[4])->f()[c] = v;
+      }
+    }
+  }
+
+  int version_ = 0;
+  float epsilon_ = 1e-5f, momentum_ = 0.9f;
+  bool training_mode_ = false, v9_training_ = false;
+  bool batch_stats_ = false;  // forward used batch statistics (read by backward)
+  int64_t c_ = 0, outer_ = 0, inner_ = 0;
+  std::vector<float> mean_, invstd_, var_;  // statistics the last forward normalised with
+};
+
+std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<BatchNormalization>(node); }
+
+std::vector<OpSample> samples() {
+  std::vector<float> x(24);
+  for (size_t k = 0; k < x.size(); ++k) x[k] = 0.3f * static_cast<float>((k * 7) % 11) - 1.4f;
+  const Tensor scale = Tensor::floats({3}, {1.2f, -0.7f, 0.9f}), bias = Tensor::floats({3}, {0.1f, -0.3f, 0.5f});
+  const Tensor mean = Tensor::floats({3}, {0.2f, -0.1f, 0.3f}), var = Tensor::floats({3}, {0.8f, 1.5f, 0.6f});
+  OpSample a;
+  a.label = "batchnorm inference 2x3x2x2";
+  a.node = sample_node("BatchNormalization", 5, 1, {}, 15);
+  a.inputs = {Tensor::floats({2, 3, 2, 2}, x), scale, bias, mean, var};
+  a.check_grad = {true, true, true, false, false};
+  OpSample b;
+  b.label = "batchnorm training_mode with running outputs";
+  b.node = sample_node("BatchNormalization", 5, 3, {{"training_mode", attr_i(1)}, {"epsilon", attr_f(1e-3f)}}, 15);
+  b.inputs = {Tensor::floats({2, 3, 2, 2}, x), scale, bias, mean, var};
+  b.check_grad = {true, true, true, false, false};
+  OpSample c;
+  c.label = "batchnorm graph training (ctx.training), 4x3";
+  c.node = sample_node("BatchNormalization", 5, 1, {}, 9);
+  c.inputs = {Tensor::floats({4, 3}, std::vector<float>(x.begin(), x.begin() + 12)), scale, bias, mean, var};
+  c.check_grad = {true, true, true, false, false};
+  c.training = true;
+  return {a, b, c};
+}
+
+}  // namespace
+
+OpInfo op_info_batch_normalization() { return {"BatchNormalization", {9, 14, 15}, make, samples}; }
+
+}  // namespace dl::rt

@@ -1,0 +1,119 @@
+// Shared machinery for the arithmetic binary ops (Add, Sub, Mul, Div): numpy
+// broadcasting (opset >= 7) or ONNX's legacy `broadcast`/`axis` attributes (opset 6),
+// float32 forward + backward, and an int64 forward for shape arithmetic (PyTorch
+// exports compute sizes with Mul/Div/Add on int64 tensors).
+//
+// An op file supplies y = f(a, b) for float and int64 and the local derivatives
+// dy/da, dy/db as functions of (a, b, y); this template does shapes, loops, and the
+// reduction of gradients back to each input's shape.
+#pragma once
+
+#include <memory>
+
+#include "converter/errors.h"
+#include "runtime/attrs.h"
+#include "runtime/op.h"
+#include "runtime/ops/broadcast.h"
+
+namespace dl::rt {
+
+// How a binary node broadcasts: numpy rules from opset 7, or the legacy opt-in rule
+// (B broadcast onto A at `axis`) for nodes whose since-version predates numpy rules.
+class BinaryBroadcast {
+ public:
+  // Reads `broadcast` and `axis` when node.since_version is in (0, first_numpy_version).
+  BinaryBroadcast(Attrs& attrs, const ir::Node& node, int first_numpy_version) {
+    legacy_ = node.since_version > 0 && node.since_version < first_numpy_version;
+    if (!legacy_) return;
+    on_ = attrs.i("broadcast", 0) != 0;
+    has_axis_ = attrs.has("axis");
+    axis_ = attrs.i("axis", 0);
+  }
+
+  // Throws ShapeError naming `where` with both shapes when they do not fit.
+  BroadcastPlan plan(const Shape& a, const Shape& b, const std::string& where) const {
+    if (!legacy_) return BroadcastPlan::make(a, b, where);
+    if (!on_) {
+      if (a != b)
+        throw ShapeError(where + ": shapes " + shape_str(a) + " and " + shape_str(b) +
+                         " differ and attribute 'broadcast' is 0");
+      return BroadcastPlan::make(a, b, where);
+    }
+    return BroadcastPlan::make(a, legacy_broadcast_shape(a, b, axis_, has_axis_, where), where);
+  }
+
+ private:
+  bool legacy_ = false;
+  bool on_ = false;
+  bool has_axis_ = false;
+  int64_t axis_ = 0;
+};
+
+template <class FwdF, class FwdI, class DA, class DB>
+class BinaryOp : public Op {
+ public:
+  BinaryOp(const ir::Node& node, BinaryBroadcast bcast, OpTraits traits, FwdF ff, FwdI fi, DA da, DB db)
+      : Op(node), bcast_(bcast), traits_(traits), ff_(ff), fi_(fi), da_(da), db_(db) {}
+
+  void infer(InferCtx& ctx) override {
+    if (ctx.in.size() != 2 || !ctx.in[0] || !ctx.in[1]) throw ShapeError(where() + ": expects two inputs");
+    const Tensor& a = *ctx.in[0];
+    const Tensor& b = *ctx.in[1];
+    if (a.dtype() != b.dtype())
+      throw ShapeError(where() + ": inputs have different types (" + dtype_name(a.dtype()) + " and " +
+                       dtype_name(b.dtype()) + ")");
+    plan_ = bcast_.plan(a.shape(), b.shape(), where());
+    ctx.out[0]->plan(a.dtype(), plan_.out);
+  }
+
+  void forward(FwdCtx& ctx) override {
+    const Tensor& a = *ctx.in[0];
+    const Tensor& b = *ctx.in[1];
+    if (a.dtype() == DType::kFloat32)
+      broadcast_apply(plan_, a.f(), b.f(), ctx.out[0]->f(), ff_);
+    else
+      broadcast_apply(plan_, a.i(), b.i(), ctx.out[0]->i(), fi_);
+  }
+
+  void backward(BwdCtx& ctx) override {
+    if (!ctx.dout[0] || ctx.in[0]->dtype() != DType::kFloat32) return;
+    const float* a = ctx.in[0]->f();
+    const float* b = ctx.in[1]->f();
+    const float* y = ctx.out[0]->f();
+    const float* dy = ctx.dout[0]->f();
+    if (ctx.din[0])
+      broadcast_accumulate(plan_, 0, ctx.din[0]->f(),
+                           [&](int64_t o, int64_t ia, int64_t ib) { return dy[o] * da_(a[ia], b[ib], y[o]); });
+    if (ctx.din.size() > 1 && ctx.din[1])
+      broadcast_accumulate(plan_, 1, ctx.din[1]->f(),
+                           [&](int64_t o, int64_t ia, int64_t ib) { return dy[o] * db_(a[ia], b[ib], y[o]); });
+  }
+
+  OpTraits traits() const override { return traits_; }
+
+ private:
+  BinaryBroadcast bcast_;
+  BroadcastPlan plan_;
+  OpTraits traits_;
+  FwdF ff_;
+  FwdI fi_;
+  DA da_;
+  DB db_;
+};
+
+template <class FwdF, class FwdI, class DA, class DB>
+std::unique_ptr<Op> make_binary(const ir::Node& node, OpTraits traits, FwdF ff, FwdI fi, DA da, DB db) {
+  Attrs attrs(node);
+  BinaryBroadcast bcast(attrs, node, 7);
+  attrs.finish();
+  return std::make_unique<BinaryOp<FwdF, FwdI, DA, DB>>(node, bcast, traits, ff, fi, da, db);
+}
+
+inline OpTraits elementwise_traits(bool linear) {
+  OpTraits t;
+  t.role = OpTraits::Role::kElementwise;
+  t.linear = linear;
+  return t;
+}
+
+}  // namespace dl::rt

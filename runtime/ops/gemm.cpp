@@ -1,0 +1,159 @@
+// Gemm (since 6, 7, 9, 11, 13): Y = alpha * A' * B' + beta * C, A' = A^T if transA,
+// B' = B^T if transB; A' is (M, K), B' is (K, N). C is unidirectionally broadcast to
+// (M, N): scalar, [N], [1, N], [M, 1] or [M, N]. C is optional from 11. Version 6 takes
+// `broadcast`: without it C must be exactly (M, N).
+#include "runtime/attrs.h"
+#include "runtime/ops/eigen_map.h"
+#include "runtime/ops/shape_util.h"
+
+namespace dl::rt {
+namespace {
+
+// out += alpha * op(a) * op(b), transposes resolved at run time without copies.
+template <class Out>
+void gemm_acc(Out&& out, const CMatMap& a, bool ta, const CMatMap& b, bool tb, float alpha) {
+  if (!ta && !tb) out.noalias() += alpha * (a * b);
+  else if (!ta) out.noalias() += alpha * (a * b.transpose());
+  else if (!tb) out.noalias() += alpha * (a.transpose() * b);
+  else out.noalias() += alpha * (a.transpose() * b.transpose());
+}
+
+class Gemm : public Op {
+ public:
+  explicit Gemm(const ir::Node& node) : Op(node), version_(node.since_version) {
+    Attrs a(node);
+    alpha_ = a.f("alpha", 1.0f);
+    beta_ = a.f("beta", 1.0f);
+    trans_a_ = a.i("transA", 0) != 0;
+    trans_b_ = a.i("transB", 0) != 0;
+    if (version_ > 0 && version_ < 7) legacy_broadcast_ = a.i("broadcast", 0) != 0;
+    a.finish();
+  }
+
+  void infer(InferCtx& ctx) override {
+    check_inputs(ctx, 2, 3, version_ > 0 && version_ < 11 ? 3 : 2, where());
+    for (const Tensor* t : ctx.in)
+      if (t && t->dtype() != DType::kFloat32) throw ShapeError(where() + ": inputs must be float32");
+    const Tensor& a = *ctx.in[0];
+    const Tensor& b = *ctx.in[1];
+    if (a.rank() != 2 || b.rank() != 2)
+      throw ShapeError(where() + ": A " + shape_str(a.shape()) + " and B " + shape_str(b.shape()) + " must be 2-D");
+    m_ = trans_a_ ? a.dim(1) : a.dim(0);
+    k_ = trans_a_ ? a.dim(0) : a.dim(1);
+    n_ = trans_b_ ? b.dim(0) : b.dim(1);
+    const int64_t kb = trans_b_ ? b.dim(1) : b.dim(0);
+    if (kb != k_)
+      throw ShapeError(where() + ": inner dimensions differ: A " + shape_str(a.shape()) + (trans_a_ ? "^T" : "") +
+                       " and B " + shape_str(b.shape()) + (trans_b_ ? "^T" : ""));
+    has_c_ = ctx.in.size() > 2 && ctx.in[2];
+    if (has_c_) {
+      const Shape& c = ctx.in[2]->shape();
+      const bool exact = c == Shape{m_, n_};
+      bool fits = c.size() <= 2;
+      c_rows_ = c.size() == 2 ? c[0] : 1;
+      c_cols_ = c.empty() ? 1 : c.back();
+      fits = fits && (c_rows_ == 1 || c_rows_ == m_) && (c_cols_ == 1 || c_cols_ == n_);
+      if (!fits || (version_ > 0 && version_ < 7 && !legacy_broadcast_ && !exact))
+        throw ShapeError(where() + ": C " + shape_str(c) + " does not broadcast to the output [" +
+                         std::to_string(m_) + ", " + std::to_string(n_) + "]");
+    }
+    ctx.out[0]->plan(DType::kFloat32, {m_, n_});
+  }
+
+  void forward(FwdCtx& ctx) override {
+    MatMap y(ctx.out[0]->f(), m_, n_);
+    if (has_c_) {
+      const float* c = ctx.in[2]->f();
+      float* yp = ctx.out[0]->f();
+      const int64_t rs = c_rows_ == 1 ? 0 : c_cols_, cs = c_cols_ == 1 ? 0 : 1;
+      for (int64_t i = 0; i < m_; ++i)
+        for (int64_t j = 0; j < n_; ++j) yp[i * n_ + j] = beta_ * c[i * rs + j * cs];
+    } else {
+      y.setZero();
+    }
+    gemm_acc(y, a_map(ctx.in[0]), trans_a_, b_map(ctx.in[1]), trans_b_, alpha_);
+  }
+
+  void backward(BwdCtx& ctx) override {
+    if (!ctx.dout[0]) return;
+    CMatMap dy(ctx.dout[0]->f(), m_, n_);
+    const CMatMap a = a_map(ctx.in[0]), b = b_map(ctx.in[1]);
+    // d op(A) = alpha dY op(B)^T (M x K); d op(B) = alpha op(A)^T dY (K x N).
+    if (ctx.din[0]) {
+      if (!trans_a_) gemm_acc(MatMap(ctx.din[0]->f(), m_, k_), dy, false, b, !trans_b_, alpha_);
+      else gemm_acc(MatMap(ctx.din[0]->f(), k_, m_), b, trans_b_, dy, true, alpha_);
+    }
+    if (ctx.din[1]) {
+      if (!trans_b_) gemm_acc(MatMap(ctx.din[1]->f(), k_, n_), a, !trans_a_, dy, false, alpha_);
+      else gemm_acc(MatMap(ctx.din[1]->f(), n_, k_), dy, true, a, trans_a_, alpha_);
+    }
+    if (has_c_ && ctx.din.size() > 2 && ctx.din[2]) {
+      float* dc = ctx.din[2]->f();
+      const float* g = ctx.dout[0]->f();
+      const int64_t rs = c_rows_ == 1 ? 0 : c_cols_, cs = c_cols_ == 1 ? 0 : 1;
+      for (int64_t i = 0; i < m_; ++i)
+        for (int64_t j = 0; j < n_; ++j) dc[i * rs + j * cs] += beta_ * g[i * n_ + j];
+    }
+  }
+
+  OpTraits traits() const override {
+    OpTraits t;
+    t.role = OpTraits::Role::kParameterized;
+    t.linear = true;
+    return t;
+  }
+
+ private:
+  CMatMap a_map(const Tensor* t) const { return CMatMap(t->f(), trans_a_ ? k_ : m_, trans_a_ ? m_ : k_); }
+  CMatMap b_map(const Tensor* t) const { return CMatMap(t->f(), trans_b_ ? n_ : k_, trans_b_ ? k_ : n_); }
+
+  int version_ = 0;
+  float alpha_ = 1.0f, beta_ = 1.0f;
+  bool trans_a_ = false, trans_b_ = false, legacy_broadcast_ = false;
+  int64_t m_ = 0, k_ = 0, n_ = 0;
+  bool has_c_ = false;
+  int64_t c_rows_ = 1, c_cols_ = 1;  // C viewed as (c_rows_, c_cols_), each 1 or the output's
+};
+
+std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<Gemm>(node); }
+
+std::vector<float> ramp(int64_t n, float scale, float shift) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = scale * static_cast<float>((k * 5) % 9) + shift;
+  return v;
+}
+
+std::vector<OpSample> samples() {
+  OpSample a;
+  a.label = "gemm 3x4 * 4x2 + C[2] (row broadcast)";
+  a.node = sample_node("Gemm", 3, 1, {}, 13);
+  a.inputs = {Tensor::floats({3, 4}, ramp(12, 0.3f, -1.1f)), Tensor::floats({4, 2}, ramp(8, 0.25f, -0.9f)),
+              Tensor::floats({2}, {0.5f, -0.3f})};
+  a.check_grad = {true, true, true};
+  OpSample b;
+  b.label = "gemm transA transB alpha beta, C [3, 1]";
+  b.node = sample_node("Gemm", 3, 1,
+                       {{"transA", attr_i(1)}, {"transB", attr_i(1)}, {"alpha", attr_f(0.7f)}, {"beta", attr_f(-1.5f)}},
+                       13);
+  b.inputs = {Tensor::floats({4, 3}, ramp(12, 0.3f, -1.0f)), Tensor::floats({2, 4}, ramp(8, 0.2f, -0.8f)),
+              Tensor::floats({3, 1}, {0.4f, -0.2f, 0.1f})};
+  b.check_grad = {true, true, true};
+  OpSample c;
+  c.label = "gemm transB, no C";
+  c.node = sample_node("Gemm", 2, 1, {{"transB", attr_i(1)}}, 13);
+  c.inputs = {Tensor::floats({2, 3}, ramp(6, 0.4f, -1.2f)), Tensor::floats({4, 3}, ramp(12, 0.3f, -1.0f))};
+  c.check_grad = {true, true};
+  OpSample d;
+  d.label = "gemm transA, scalar C";
+  d.node = sample_node("Gemm", 3, 1, {{"transA", attr_i(1)}, {"beta", attr_f(2.0f)}}, 13);
+  d.inputs = {Tensor::floats({3, 2}, ramp(6, 0.4f, -1.2f)), Tensor::floats({3, 3}, ramp(9, 0.3f, -1.0f)),
+              Tensor::floats({}, {0.3f})};
+  d.check_grad = {true, true, true};
+  return {a, b, c, d};
+}
+
+}  // namespace
+
+OpInfo op_info_gemm() { return {"Gemm", {6, 7, 9, 11, 13}, make, samples}; }
+
+}  // namespace dl::rt

@@ -1,0 +1,183 @@
+// MaxPool (since 1, 8, 10, 11, 12): the maximum over each window, padding excluded
+// (padded positions act as -inf). 1 to 3 spatial axes; ceil_mode, dilations, auto_pad.
+// The optional Indices output (int64) holds flat indices into X: row-major, or for
+// storage_order 1 column-major within each (n, c) plane (1-D and 2-D inputs only).
+//
+// Forward records each output's argmax (plane-local) in a member buffer sized in
+// infer(); backward routes the gradient there.
+#include <limits>
+
+#include "runtime/attrs.h"
+#include "runtime/ops/shape_util.h"
+#include "runtime/ops/window.h"
+
+namespace dl::rt {
+namespace {
+
+class MaxPool : public Op {
+ public:
+  explicit MaxPool(const ir::Node& node) : Op(node) {
+    Attrs a(node);
+    attrs_ = read_window_attrs(a, true, true);
+    storage_order_ = a.i("storage_order", 0);
+    if (storage_order_ != 0 && storage_order_ != 1) a.fail("storage_order", "must be 0 or 1");
+    a.finish();
+  }
+
+  void infer(InferCtx& ctx) override {
+    check_inputs(ctx, 1, 1, 1, where());
+    const Tensor& x = *ctx.in[0];
+    if (x.dtype() != DType::kFloat32) throw ShapeError(where() + ": input must be float32");
+    win_ = plan_window(where(), attrs_, x.shape(), attrs_.kernel);
+    Shape out = {x.dim(0), x.dim(1)};
+    for (int64_t d : win_.out_dims()) out.push_back(d);
+    ctx.out[0]->plan(DType::kFloat32, out);
+    if (ctx.out.size() > 1 && ctx.out[1]) {
+      if (storage_order_ == 1 && win_.spatial == 3)
+        throw ShapeError(where() + ": attribute 'storage_order' 1 (column-major Indices) is supported for 1-D and "
+                                   "2-D pooling only, got input " + shape_str(x.shape()));
+      ctx.out[1]->plan(DType::kInt64, out);
+    }
+    planes_ = x.dim(0) * x.dim(1);
+    for (int a = 0; a < 2; ++a) {
+      taps_[a].resize(static_cast<size_t>(win_.out[a]));
+      for (int64_t o = 0; o < win_.out[a]; ++o) {
+        Taps& t = taps_[a][static_cast<size_t>(o)];
+        win_.taps(a, o, t.first, t.lo, t.hi);
+      }
+    }
+    row_taps_.resize(static_cast<size_t>(win_.k[2]));
+    for (int64_t t = 0; t < win_.k[2]; ++t) {
+      RowTap& r = row_taps_[static_cast<size_t>(t)];
+      r.offset = t * win_.dil[2] - win_.pad_begin[2];
+      win_.valid_range(2, t * win_.dil[2], r.lo, r.hi);
+    }
+    argmax_.assign(static_cast<size_t>(shape_numel(out)), 0);
+  }
+
+  void forward(FwdCtx& ctx) override {
+    const float* x = ctx.in[0]->f();
+    float* y = ctx.out[0]->f();
+    const Window& w = win_;
+    const int64_t S = w.in_size(), P = w.out_size(), ow_n = w.out[2], sw = w.stride[2];
+    // One output row (fixed od, oh) at a time, tap by tap: the inner loop runs over the
+    // row's outputs, which are independent (SIMD/ILP), instead of along one window's
+    // taps, a serial max chain. Taps are visited in row-major order, so the first
+    // maximum wins as with a per-window scan.
+    for (int64_t pl = 0; pl < planes_; ++pl) {
+      const float* __restrict xp = x + pl * S;
+      for (int64_t od = 0; od < w.out[0]; ++od) {
+        const Taps td_ = taps_[0][static_cast<size_t>(od)];
+        for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+          const Taps th_ = taps_[1][static_cast<size_t>(oh)];
+          const int64_t o0 = pl * P + (od * w.out[1] + oh) * ow_n;
+          float* __restrict yr = y + o0;
+          int32_t* __restrict ar = argmax_.data() + o0;
+          for (int64_t ow = 0; ow < ow_n; ++ow) {
+            yr[ow] = -std::numeric_limits<float>::infinity();
+            ar[ow] = -1;
+          }
+          for (int64_t td = td_.lo; td < td_.hi; ++td)
+            for (int64_t th = th_.lo; th < th_.hi; ++th) {
+              const int64_t row = ((td_.first + td * w.dil[0]) * w.in[1] + th_.first + th * w.dil[1]) * w.in[2];
+              for (const RowTap& t : row_taps_) {
+                const int64_t base = row + t.offset, lo = t.lo, hi = t.hi;  // locals: no aliasing with ar
+                for (int64_t ow = lo; ow < hi; ++ow) {
+                  const int32_t i = static_cast<int32_t>(base + ow * sw);
+                  const float v = xp[i];
+                  const bool take = v > yr[ow] || ar[ow] < 0;  // selects, not branches
+                  yr[ow] = take ? v : yr[ow];
+                  ar[ow] = take ? i : ar[ow];
+                }
+              }
+            }
+          for (int64_t ow = 0; ow < ow_n; ++ow)  // windows wholly in padding: lowest float, as ORT
+            if (ar[ow] < 0) yr[ow] = std::numeric_limits<float>::lowest();
+        }
+      }
+    }
+    if (ctx.out.size() > 1 && ctx.out[1]) write_indices(ctx.out[1]->i());
+  }
+
+  void backward(BwdCtx& ctx) override {
+    if (!ctx.dout[0] || !ctx.din[0]) return;
+    const float* dy = ctx.dout[0]->f();
+    float* dx = ctx.din[0]->f();
+    const int64_t S = win_.in_size(), P = win_.out_size();
+    for (int64_t pl = 0; pl < planes_; ++pl) {
+      const int32_t* am = argmax_.data() + pl * P;
+      for (int64_t o = 0; o < P; ++o)
+        if (am[o] >= 0) dx[pl * S + am[o]] += dy[pl * P + o];
+    }
+  }
+
+  OpTraits traits() const override { return {}; }
+
+ private:
+  void write_indices(int64_t* ind) const {
+    const int64_t S = win_.in_size(), P = win_.out_size(), H = win_.in[1], W = win_.in[2];
+    for (int64_t pl = 0; pl < planes_; ++pl)
+      for (int64_t o = 0; o < P; ++o) {
+        int64_t a = argmax_[static_cast<size_t>(pl * P + o)];
+        if (a >= 0 && storage_order_ == 1) a = (a % W) * H + a / W;  // 2-D view: (h, w) -> w * H + h
+        ind[pl * P + o] = a < 0 ? -1 : pl * S + a;
+      }
+  }
+
+  struct Taps {
+    int64_t first, lo, hi;  // see Window::taps
+  };
+  struct RowTap {
+    int64_t offset;  // input column of output ow: ow * stride + offset
+    int64_t lo, hi;  // outputs ow in [lo, hi) read inside the row
+  };
+
+  WindowAttrs attrs_;
+  int64_t storage_order_ = 0;
+  std::vector<Taps> taps_[2];     // D and H: per output coordinate (computed in infer)
+  std::vector<RowTap> row_taps_;  // W: per kernel tap
+  Window win_;
+  int64_t planes_ = 0;
+  std::vector<int32_t> argmax_;  // per output: plane-local flat input index, -1 if none
+};
+
+std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<MaxPool>(node); }
+
+// Distinct values at least 0.2 apart in a shuffled order: no ties inside any window.
+std::vector<float> distinct(int64_t n, int64_t mult) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k)
+    v[static_cast<size_t>(k)] = 0.2f * static_cast<float>((k * mult) % n) - 0.1f * static_cast<float>(n);
+  return v;
+}
+
+std::vector<OpSample> samples() {
+  OpSample a;
+  a.label = "maxpool 2-D 3x3 stride 2, pads 1, ceil_mode";
+  a.node = sample_node(
+      "MaxPool", 1, 1,
+      {{"kernel_shape", attr_ints({3, 3})}, {"strides", attr_ints({2, 2})}, {"pads", attr_ints({1, 1, 0, 0})},
+       {"ceil_mode", attr_i(1)}},
+      12);
+  a.inputs = {Tensor::floats({1, 2, 5, 6}, distinct(60, 7))};
+  a.check_grad = {true};
+  OpSample b;
+  b.label = "maxpool 2-D 2x2 dilations 2, SAME_UPPER, with Indices";
+  b.node = sample_node(
+      "MaxPool", 1, 2,
+      {{"kernel_shape", attr_ints({2, 2})}, {"dilations", attr_ints({2, 2})}, {"auto_pad", attr_s("SAME_UPPER")}}, 12);
+  b.inputs = {Tensor::floats({2, 1, 4, 4}, distinct(32, 5))};
+  b.check_grad = {true};
+  OpSample c;
+  c.label = "maxpool 1-D kernel 3 stride 2";
+  c.node = sample_node("MaxPool", 1, 1, {{"kernel_shape", attr_ints({3})}, {"strides", attr_ints({2})}}, 12);
+  c.inputs = {Tensor::floats({1, 2, 9}, distinct(18, 5))};
+  c.check_grad = {true};
+  return {a, b, c};
+}
+
+}  // namespace
+
+OpInfo op_info_max_pool() { return {"MaxPool", {1, 8, 10, 11, 12}, make, samples}; }
+
+}  // namespace dl::rt

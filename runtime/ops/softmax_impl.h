@@ -1,0 +1,148 @@
+// Shared kernel of Softmax and LogSoftmax. The input is viewed as [outer, n, inner]
+// and normalised over n:
+//   since-version 1 and 11: the input is coerced to 2-D at `axis` (default 1), so n is
+//     the product of dims[axis:] and inner = 1;
+//   since-version 13: a single axis (default -1): n = dims[axis], inner = dims after it.
+// Rows are contiguous when inner == 1 (the usual classifier case) and take a fast path.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "converter/errors.h"
+#include "runtime/attrs.h"
+#include "runtime/op.h"
+
+namespace dl::rt {
+
+template <bool kLog>
+class SoftmaxOp : public Op {
+ public:
+  explicit SoftmaxOp(const ir::Node& node) : Op(node) {
+    coerce_2d_ = node.since_version > 0 && node.since_version < 13;
+    Attrs attrs(node);
+    axis_ = attrs.i("axis", coerce_2d_ ? 1 : -1);
+    attrs.finish();
+  }
+
+  void infer(InferCtx& ctx) override {
+    if (ctx.in.size() != 1 || !ctx.in[0]) throw ShapeError(where() + ": expects exactly one input");
+    const Tensor& x = *ctx.in[0];
+    if (x.dtype() != DType::kFloat32) throw ShapeError(where() + ": input must be float32");
+    const int64_t r = x.rank();
+    const int64_t hi = coerce_2d_ ? r : r - 1;  // coercion at axis r is a valid (trivial) split
+    const int64_t axis = axis_ < 0 ? axis_ + r : axis_;
+    if (axis < 0 || axis > hi)
+      throw ShapeError(where() + ": axis " + std::to_string(axis_) + " is out of range for input of shape " +
+                       shape_str(x.shape()));
+    outer_ = n_ = inner_ = 1;
+    for (int64_t d = 0; d < r; ++d) {
+      if (d < axis) outer_ *= x.dim(d);
+      else if (d == axis || coerce_2d_) n_ *= x.dim(d);
+      else inner_ *= x.dim(d);
+    }
+    scratch_a_.assign(static_cast<size_t>(inner_), 0.0f);
+    scratch_b_.assign(static_cast<size_t>(inner_), 0.0f);
+    ctx.out[0]->plan(DType::kFloat32, x.shape());
+  }
+
+  void forward(FwdCtx& ctx) override {
+    const float* x = ctx.in[0]->f();
+    float* y = ctx.out[0]->f();
+    if (n_ == 0) return;
+    if (inner_ == 1) {
+      for (int64_t o = 0; o < outer_; ++o) row_forward(x + o * n_, y + o * n_);
+      return;
+    }
+    float* mx = scratch_a_.data();
+    float* sum = scratch_b_.data();
+    for (int64_t o = 0; o < outer_; ++o) {
+      const float* xo = x + o * n_ * inner_;
+      float* yo = y + o * n_ * inner_;
+      std::copy(xo, xo + inner_, mx);
+      for (int64_t j = 1; j < n_; ++j)
+        for (int64_t i = 0; i < inner_; ++i) mx[i] = std::max(mx[i], xo[j * inner_ + i]);
+      std::fill(sum, sum + inner_, 0.0f);
+      for (int64_t j = 0; j < n_; ++j)
+        for (int64_t i = 0; i < inner_; ++i) {
+          const float e = std::exp(xo[j * inner_ + i] - mx[i]);
+          sum[i] += e;
+          if (!kLog) yo[j * inner_ + i] = e;
+        }
+      for (int64_t i = 0; i < inner_; ++i) sum[i] = kLog ? std::log(sum[i]) : 1.0f / sum[i];
+      for (int64_t j = 0; j < n_; ++j)
+        for (int64_t i = 0; i < inner_; ++i) {
+          float& v = yo[j * inner_ + i];
+          v = kLog ? (xo[j * inner_ + i] - mx[i]) - sum[i] : v * sum[i];
+        }
+    }
+  }
+
+  // Softmax: dx = y * (dy - sum(dy * y)); LogSoftmax: dx = dy - exp(y) * sum(dy).
+  void backward(BwdCtx& ctx) override {
+    if (!ctx.din[0] || !ctx.dout[0] || n_ == 0) return;
+    const float* y = ctx.out[0]->f();
+    const float* dy = ctx.dout[0]->f();
+    float* dx = ctx.din[0]->f();
+    float* s = scratch_a_.data();
+    for (int64_t o = 0; o < outer_; ++o) {
+      const int64_t base = o * n_ * inner_;
+      std::fill(s, s + inner_, 0.0f);
+      for (int64_t j = 0; j < n_; ++j)
+        for (int64_t i = 0; i < inner_; ++i) {
+          const int64_t k = base + j * inner_ + i;
+          s[i] += kLog ? dy[k] : dy[k] * y[k];
+        }
+      for (int64_t j = 0; j < n_; ++j)
+        for (int64_t i = 0; i < inner_; ++i) {
+          const int64_t k = base + j * inner_ + i;
+          dx[k] += kLog ? dy[k] - std::exp(y[k]) * s[i] : y[k] * (dy[k] - s[i]);
+        }
+    }
+  }
+
+  OpTraits traits() const override {
+    OpTraits t;
+    t.role = OpTraits::Role::kActivation;
+    t.out_hi = kLog ? 0.0 : 1.0;
+    if (!kLog) {
+      t.out_lo = 0.0;
+      t.saturates = true;
+      t.sat_margin = 1e-3;
+      t.normalizes = true;
+      t.normalized_axis = axis_;
+    }
+    return t;
+  }
+
+ private:
+  void row_forward(const float* x, float* y) const {
+    float mx = x[0];
+    for (int64_t j = 1; j < n_; ++j) mx = std::max(mx, x[j]);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n_; ++j) {
+      const float e = std::exp(x[j] - mx);
+      sum += e;
+      if (!kLog) y[j] = e;
+    }
+    if (kLog) {
+      // (x - max) - log(sum), not x - (max + log(sum)): for large x the sum max + log(sum)
+      // would round away log(sum)'s low bits.
+      const float log_sum = std::log(sum);
+      for (int64_t j = 0; j < n_; ++j) y[j] = (x[j] - mx) - log_sum;
+    } else {
+      const float inv = 1.0f / sum;
+      for (int64_t j = 0; j < n_; ++j) y[j] *= inv;
+    }
+  }
+
+  bool coerce_2d_ = false;
+  int64_t axis_ = -1;
+  int64_t outer_ = 1, n_ = 1, inner_ = 1;
+  std::vector<float> scratch_a_, scratch_b_;  // per-inner-position max / sum
+};
+
+}  // namespace dl::rt

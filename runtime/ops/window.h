@@ -1,0 +1,145 @@
+// Sliding-window geometry shared by Conv, MaxPool and AveragePool: attribute parsing
+// with ONNX defaults and the output-size / padding rules of the spec, for 1 to 3
+// spatial axes.
+//
+// Every window op computes on a 3-D view (D, H, W): an input with fewer spatial axes
+// gets leading axes of size 1 with kernel 1, stride 1, dilation 1 and no padding, so
+// one set of loops serves Conv1D/2D/3D and the pools.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "converter/errors.h"
+#include "runtime/attrs.h"
+#include "runtime/tensor.h"
+
+namespace dl::rt {
+
+struct WindowAttrs {
+  std::string auto_pad = "NOTSET";
+  std::vector<int64_t> kernel;  // empty when absent (Conv takes it from W)
+  std::vector<int64_t> strides, dilations, pads;
+  bool ceil_mode = false;
+};
+
+// Reads auto_pad, kernel_shape, strides, dilations and pads (and ceil_mode when
+// `with_ceil`); dilations and ceil_mode only where the caller's op defines them.
+inline WindowAttrs read_window_attrs(Attrs& a, bool with_dilations, bool with_ceil) {
+  WindowAttrs w;
+  w.auto_pad = a.s("auto_pad", "NOTSET");
+  if (w.auto_pad != "NOTSET" && w.auto_pad != "SAME_UPPER" && w.auto_pad != "SAME_LOWER" && w.auto_pad != "VALID")
+    a.fail("auto_pad", "must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '" + w.auto_pad + "'");
+  w.kernel = a.ints("kernel_shape");
+  w.strides = a.ints("strides");
+  if (with_dilations) w.dilations = a.ints("dilations");
+  w.pads = a.ints("pads");
+  if (with_ceil) w.ceil_mode = a.i("ceil_mode", 0) != 0;
+  for (int64_t v : w.kernel)
+    if (v < 1) a.fail("kernel_shape", "must be positive");
+  for (int64_t v : w.strides)
+    if (v < 1) a.fail("strides", "must be positive");
+  for (int64_t v : w.dilations)
+    if (v < 1) a.fail("dilations", "must be positive");
+  for (int64_t v : w.pads)
+    if (v < 0) a.fail("pads", "must be non-negative");
+  if (w.auto_pad != "NOTSET" && std::any_of(w.pads.begin(), w.pads.end(), [](int64_t p) { return p != 0; }))
+    a.fail("pads", "cannot be combined with auto_pad " + w.auto_pad);
+  return w;
+}
+
+// The resolved geometry in the 3-D view. Index 0 = D, 1 = H, 2 = W.
+struct Window {
+  int spatial = 0;  // real spatial axes of the input (1..3)
+  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, stride[3] = {1, 1, 1}, dil[3] = {1, 1, 1};
+  int64_t pad_begin[3] = {0, 0, 0}, pad_end[3] = {0, 0, 0}, out[3] = {1, 1, 1};
+
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+  int64_t k_size() const { return k[0] * k[1] * k[2]; }
+  // Output spatial dims in the input's own rank.
+  Shape out_dims() const { return Shape(out + 3 - spatial, out + 3); }
+  // Kernel 1, stride 1, no padding: the window is the identity map (1x1 convolution).
+  bool pointwise() const {
+    for (int a = 0; a < 3; ++a)
+      if (k[a] != 1 || stride[a] != 1 || pad_begin[a] != 0 || pad_end[a] != 0) return false;
+    return true;
+  }
+  // Kernel taps t in [lo, hi) of output o along axis a read the in-range inputs
+  // first + t * dil[a].
+  void taps(int a, int64_t o, int64_t& first, int64_t& lo, int64_t& hi) const {
+    first = o * stride[a] - pad_begin[a];
+    lo = first >= 0 ? 0 : (-first + dil[a] - 1) / dil[a];
+    const int64_t room = in[a] - first;
+    hi = room <= 0 ? 0 : std::min(k[a], (room + dil[a] - 1) / dil[a]);
+    hi = std::max(hi, lo);
+  }
+  // Outputs o in [lo, hi) read an in-range input at o*stride - pad_begin + offset on axis a.
+  void valid_range(int a, int64_t offset, int64_t& lo, int64_t& hi) const {
+    const int64_t first = pad_begin[a] - offset;  // need o*stride >= first
+    const int64_t last = in[a] + pad_begin[a] - offset;  // need o*stride < last
+    lo = first <= 0 ? 0 : (first + stride[a] - 1) / stride[a];
+    hi = last <= 0 ? 0 : (last + stride[a] - 1) / stride[a];
+    lo = std::min(lo, out[a]);
+    hi = std::min(std::max(hi, lo), out[a]);
+  }
+};
+
+// Resolves the window for input shape x = (N, C, spatial...) and the kernel's spatial
+// size. Throws ShapeError naming `where` for unsupported ranks, attribute lengths that
+// do not match the rank, or a window larger than the padded input.
+inline Window plan_window(const std::string& where, const WindowAttrs& wa, const Shape& x,
+                          const std::vector<int64_t>& kernel) {
+  const int64_t nd = static_cast<int64_t>(x.size()) - 2;
+  if (nd < 1 || nd > 3)
+    throw ShapeError(where + ": supports 1 to 3 spatial axes (input rank 3 to 5), got input " + shape_str(x));
+  auto check_len = [&](const std::vector<int64_t>& v, int64_t n, const char* name) {
+    if (!v.empty() && static_cast<int64_t>(v.size()) != n)
+      throw ShapeError(where + ": attribute '" + name + "' has " + std::to_string(v.size()) + " values, expected " +
+                       std::to_string(n) + " for input " + shape_str(x));
+  };
+  check_len(kernel, nd, "kernel_shape");
+  if (kernel.empty()) throw ShapeError(where + ": attribute 'kernel_shape' is required");
+  check_len(wa.strides, nd, "strides");
+  check_len(wa.dilations, nd, "dilations");
+  check_len(wa.pads, 2 * nd, "pads");
+  Window w;
+  w.spatial = static_cast<int>(nd);
+  const int off = 3 - w.spatial;
+  for (int64_t i = 0; i < nd; ++i) {
+    const int a = off + static_cast<int>(i);
+    w.in[a] = x[static_cast<size_t>(2 + i)];
+    w.k[a] = kernel[static_cast<size_t>(i)];
+    w.stride[a] = wa.strides.empty() ? 1 : wa.strides[static_cast<size_t>(i)];
+    w.dil[a] = wa.dilations.empty() ? 1 : wa.dilations[static_cast<size_t>(i)];
+    const int64_t extent = (w.k[a] - 1) * w.dil[a] + 1;
+    if (wa.auto_pad == "SAME_UPPER" || wa.auto_pad == "SAME_LOWER") {
+      w.out[a] = (w.in[a] + w.stride[a] - 1) / w.stride[a];
+      const int64_t total = std::max<int64_t>(0, (w.out[a] - 1) * w.stride[a] + extent - w.in[a]);
+      const int64_t small = total / 2;  // the odd pixel goes to the end (UPPER) or start (LOWER)
+      w.pad_begin[a] = wa.auto_pad == "SAME_UPPER" ? small : total - small;
+      w.pad_end[a] = total - w.pad_begin[a];
+      continue;
+    }
+    if (wa.auto_pad == "NOTSET" && !wa.pads.empty()) {
+      w.pad_begin[a] = wa.pads[static_cast<size_t>(i)];
+      w.pad_end[a] = wa.pads[static_cast<size_t>(nd + i)];
+    }
+    const int64_t span = w.in[a] + w.pad_begin[a] + w.pad_end[a] - extent;
+    if (span < 0)
+      throw ShapeError(where + ": window extent " + std::to_string(extent) + " exceeds the padded input along axis " +
+                       std::to_string(2 + i) + " of " + shape_str(x));
+    if (wa.ceil_mode && wa.auto_pad == "NOTSET") {
+      w.out[a] = (span + w.stride[a] - 1) / w.stride[a] + 1;
+      // A last window that would start inside the end padding is dropped (PyTorch, ORT).
+      if ((w.out[a] - 1) * w.stride[a] >= w.in[a] + w.pad_begin[a]) --w.out[a];
+    } else {
+      w.out[a] = span / w.stride[a] + 1;
+    }
+  }
+  return w;
+}
+
+}  // namespace dl::rt

@@ -1,0 +1,128 @@
+// The optimizer driver shared by every rule: state allocation, Keras' learning-rate decay
+// and gradient clipping, and the factory with its option checks. The rules are in
+// optimizer_rules.cpp.
+#include "runtime/optimizer.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "converter/errors.h"
+#include "runtime/optimizer_impl.h"
+
+namespace dl::rt {
+
+Optimizer::Optimizer(const OptimizerConfig& config, double default_lr, int slots)
+    : config_(config), name_(config.name), lr_(config.learning_rate.value_or(default_lr)), slots_(slots) {}
+
+Optimizer::~Optimizer() = default;
+
+double Optimizer::current_learning_rate() const {
+  if (!decays_lr() || config_.decay <= 0) return lr_;
+  return lr_ / (1.0 + config_.decay * double(iterations_));
+}
+
+void Optimizer::allocate(const std::vector<Param>& params) {
+  state_.assign(params.size(), {});
+  size_t largest = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const size_t n = static_cast<size_t>(params[i].value->numel());
+    largest = std::max(largest, n);
+    state_[i].resize(static_cast<size_t>(slots_));
+    for (int k = 0; k < slots_; ++k) state_[i][static_cast<size_t>(k)].assign(n, init_slot(k));
+  }
+  if (config_.clipnorm || config_.clipvalue) scratch_.assign(largest, 0.0f);
+  slot_ptrs_.assign(static_cast<size_t>(std::max(slots_, 1)), nullptr);
+  allocated_ = true;
+}
+
+// Keras' _transform_gradients: clipvalue, then clipnorm (tf.clip_by_norm on each tensor).
+const float* Optimizer::transform(const Param& p) {
+  const float* g = p.grad->f();
+  if (!config_.clipnorm && !config_.clipvalue) return g;
+  const int64_t n = p.grad->numel();
+  float* out = scratch_.data();
+  if (config_.clipvalue) {
+    const float c = static_cast<float>(*config_.clipvalue);
+    for (int64_t k = 0; k < n; ++k) out[k] = g[k] < -c ? -c : (g[k] > c ? c : g[k]);  // NaN passes
+  } else {
+    std::copy(g, g + n, out);
+  }
+  if (config_.clipnorm) {
+    const double c = *config_.clipnorm;
+    double ss = 0.0;
+    for (int64_t k = 0; k < n; ++k) ss += double(out[k]) * double(out[k]);
+    const double norm = std::sqrt(ss);
+    if (!(norm <= c)) {  // also NaN/Inf norms, which TF propagates
+      for (int64_t k = 0; k < n; ++k) out[k] = static_cast<float>(double(out[k]) * c / norm);
+    }
+  }
+  return out;
+}
+
+void Optimizer::step(std::vector<Param>& params) {
+  for (const Param& p : params) {
+    if (p.value == nullptr || p.grad == nullptr || p.value->dtype() != DType::kFloat32 ||
+        p.grad->numel() != p.value->numel() || !p.grad->allocated())
+      throw InternalError("optimizer " + name_ + ": parameter '" + p.name + "' has no gradient of its size");
+  }
+  if (!allocated_) allocate(params);
+  if (params.size() != state_.size())
+    throw InternalError("optimizer " + name_ + ": called with " + std::to_string(params.size()) +
+                        " parameters, its state has " + std::to_string(state_.size()));
+  begin_step(iterations_);
+  const double lr_t = current_learning_rate();
+  for (size_t i = 0; i < params.size(); ++i) {
+    Param& p = params[i];
+    const int64_t n = p.value->numel();
+    if (slots_ > 0 && static_cast<int64_t>(state_[i][0].size()) != n)
+      throw InternalError("optimizer " + name_ + ": parameter " + std::to_string(i) + " ('" + p.name +
+                          "') changed size between steps");
+    for (int k = 0; k < slots_; ++k) slot_ptrs_[static_cast<size_t>(k)] = state_[i][static_cast<size_t>(k)].data();
+    update(p.value->f(), transform(p), slot_ptrs_.data(), n, lr_t);
+  }
+  ++iterations_;
+}
+
+const char* valid_optimizer_names() { return "sgd, adam, rmsprop, adagrad, adadelta, adamax, nadam"; }
+
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw ConfigError(message);
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& in) {
+  OptimizerConfig c = in;
+  std::transform(c.name.begin(), c.name.end(), c.name.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  const std::string& n = c.name;
+  if (!opt_detail::known(n))
+    throw ConfigError("--optimizer: unknown optimizer '" + in.name + "' (valid: " + valid_optimizer_names() + ")");
+  if (c.learning_rate)
+    require(std::isfinite(*c.learning_rate) && *c.learning_rate >= 0,
+            "--lr: the learning rate must be a finite number >= 0, got " + num(*c.learning_rate));
+  require(std::isfinite(c.momentum) && c.momentum >= 0 && c.momentum < 1,
+          "--momentum: must be in [0, 1), got " + num(c.momentum));
+  require(c.momentum == 0 || n == "sgd" || n == "rmsprop",
+          "--momentum: the " + n + " optimizer has no momentum (only sgd and rmsprop do)");
+  require(!c.nesterov || n == "sgd",
+          "--nesterov: only the sgd optimizer has Nesterov momentum, not " + n);
+  require(std::isfinite(c.decay) && c.decay >= 0, "decay: must be a finite number >= 0, got " + num(c.decay));
+  if (c.clipnorm)
+    require(std::isfinite(*c.clipnorm) && *c.clipnorm > 0, "clipnorm: must be a finite number > 0, got " + num(*c.clipnorm));
+  if (c.clipvalue)
+    require(std::isfinite(*c.clipvalue) && *c.clipvalue > 0,
+            "clipvalue: must be a finite number > 0, got " + num(*c.clipvalue));
+  return opt_detail::make_rule(c);
+}
+
+}  // namespace dl::rt

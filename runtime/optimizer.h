@@ -1,0 +1,105 @@
+// Optimizers with tf.keras 2.x (optimizer_v2, the "legacy" optimizers of TF >= 2.11)
+// semantics and defaults. Every step:
+//   1. iterations t (0 on the first step) gives lr_t = lr / (1 + decay * t)   [_decayed_lr]
+//   2. each gradient tensor g is transformed as Keras' _transform_gradients does, in this
+//      order: clipvalue  g = clip(g, -clipvalue, clipvalue) element-wise; then clipnorm
+//      g = g * clipnorm / max(||g||_2, clipnorm), the norm taken over that ONE parameter
+//      tensor (tf.clip_by_norm per gradient, not the global norm).
+//   3. the rule below updates the parameter; t += 1.
+// Rules (TF kernels in core/kernels/training_ops.cc, Keras files optimizer_v2/*.py), with
+// T = t + 1:
+//   sgd       momentum == 0: w -= lr_t * g                    (ResourceApplyGradientDescent)
+//             else a = momentum*a - lr_t*g; w += a, or with nesterov
+//             w += momentum*a - lr_t*g                          (ResourceApplyKerasMomentum)
+//   adam      m += (g - m)(1-b1); v += (g^2 - v)(1-b2);
+//             w -= lr_t*sqrt(1-b2^T)/(1-b1^T) * m / (sqrt(v) + eps)      (ResourceApplyAdam)
+//   rmsprop   momentum == 0: v = rho*v + (1-rho)*g^2; w -= lr_t*g/(sqrt(v) + eps)
+//             momentum > 0:  v = rho*v + (1-rho)*g^2; a = momentum*a + lr_t*g/sqrt(v + eps);
+//                            w -= a                            (ResourceApplyRMSProp)
+//   adagrad   acc += g^2 (acc starts at 0.1); w -= lr_t*g/(sqrt(acc) + eps)   (AdagradV2)
+//   adadelta  acc = rho*acc + (1-rho)*g^2; u = sqrt(accu + eps)/sqrt(acc + eps) * g;
+//             w -= lr_t*u; accu = rho*accu + (1-rho)*u^2               (ResourceApplyAdadelta)
+//   adamax    m += (g - m)(1-b1); v = max(b2*v, |g|); w -= lr_t/(1-b1^T) * m/(v + eps)
+//   nadam     Keras' Nadam, momentum schedule mu_T = b1*(1 - 0.5*0.96^(0.004*T)),
+//             ms_T = prod mu_1..mu_T; g' = g/(1-ms_T); m = b1*m + (1-b1)g; m' = m/(1-ms_T*mu_{T+1});
+//             v = b2*v + (1-b2)g^2; v' = v/(1-b2^T); mbar = (1-mu_T)g' + mu_{T+1}m';
+//             w -= lr*mbar/(sqrt(v') + eps). tf.keras' Nadam takes over the `decay` argument
+//             for this schedule (0.004), so the learning rate is never decayed: `decay` is
+//             ignored for nadam, as in Keras.
+// Defaults: sgd lr 0.01; adam, rmsprop, adamax, nadam 0.001; adagrad 0.01 (classic Keras;
+// tf.keras 2.x uses 0.001); adadelta 1.0 (classic Keras; tf.keras 2.x uses 0.001);
+// b1 0.9, b2 0.999, rho 0.9 (rmsprop) / 0.95 (adadelta), eps 1e-7.
+// Arithmetic is float32 for the state like TF's kernels; scalar coefficients in double.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/graph.h"
+
+namespace dl::rt {
+
+struct OptimizerConfig {
+  std::string name = "rmsprop";
+  std::optional<double> learning_rate;  // unset: the optimizer's default (see above)
+  double momentum = 0;                  // sgd and rmsprop only
+  bool nesterov = false;                // sgd only
+  double decay = 0;                     // time-based learning-rate decay
+  std::optional<double> clipnorm, clipvalue;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer();
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // Applies one update to every parameter from its gradient (params[i].grad). State is
+  // keyed by position i, so callers must pass the params in the same order every call
+  // (sizes are checked: InternalError if they change). Allocates state on the first call
+  // only. Gradients are read, never modified.
+  void step(std::vector<Param>& params);
+
+  double learning_rate() const { return lr_; }          // the configured (initial) rate
+  double current_learning_rate() const;                 // lr_t the next step will use
+  int64_t iterations() const { return iterations_; }
+  const std::string& name() const { return name_; }
+  const OptimizerConfig& config() const { return config_; }
+
+ protected:
+  Optimizer(const OptimizerConfig& config, double default_lr, int slots);
+  // Updates w (n elements) in place from the transformed gradient g; s[k] is slot k's
+  // state for this parameter (n floats each, zero-initialised unless init_slot says).
+  virtual void update(float* w, const float* g, float* const* s, int64_t n, double lr_t) = 0;
+  virtual float init_slot(int /*slot*/) const { return 0.0f; }
+  virtual void begin_step(int64_t /*t*/) {}  // once per step, before any update()
+  virtual bool decays_lr() const { return true; }
+
+  OptimizerConfig config_;
+
+ private:
+  void allocate(const std::vector<Param>& params);
+  const float* transform(const Param& p);
+
+  std::string name_;
+  double lr_;
+  int slots_;
+  int64_t iterations_ = 0;
+  std::vector<std::vector<std::vector<float>>> state_;  // [param][slot][element]
+  std::vector<float> scratch_;                          // transformed gradient
+  std::vector<float*> slot_ptrs_;                       // the current parameter's slots
+  bool allocated_ = false;
+};
+
+// Throws ConfigError naming the option for an unknown name (listing the valid ones), a
+// negative or non-finite learning rate, decay, clipnorm or clipvalue, a momentum outside
+// [0, 1), momentum on an optimizer without it (only sgd and rmsprop have one), or
+// nesterov on anything but sgd.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config);
+
+const char* valid_optimizer_names();
+
+}  // namespace dl::rt

@@ -1,0 +1,82 @@
+#include "runtime/train_config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "converter/errors.h"
+
+namespace dl::rt {
+
+namespace {
+const char* kLosses[] = {"mse", "mae", "binary_crossentropy", "categorical_crossentropy",
+                         "sparse_categorical_crossentropy", "huber", "hinge"};
+}
+
+double parse_number(const std::string& text, const std::string& what) {
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    throw ConfigError(what + ": '" + text + "' is not a finite number");
+  return v;
+}
+
+int64_t parse_integer(const std::string& text, const std::string& what) {
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE) throw ConfigError(what + ": '" + text + "' is not an integer");
+  return v;
+}
+
+bool parse_bool(const std::string& text, const std::string& what) {
+  if (text == "true" || text == "True" || text == "1") return true;
+  if (text == "false" || text == "False" || text == "0") return false;
+  throw ConfigError(what + ": '" + text + "' is not true or false");
+}
+
+TrainConfig config_from_metadata(const std::map<std::string, std::string>& metadata) {
+  TrainConfig c;
+  const std::string prefix = "deeplocalize.";
+  for (const auto& [key, value] : metadata) {
+    if (key.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string k = key.substr(prefix.size());
+    const std::string what = "model metadata '" + key + "'";
+    if (k == "loss") c.loss = value;
+    else if (k == "from_logits") c.from_logits = parse_bool(value, what);
+    else if (k == "optimizer") c.optimizer.name = value;
+    else if (k == "learning_rate") c.optimizer.learning_rate = parse_number(value, what);
+    else if (k == "momentum") c.optimizer.momentum = parse_number(value, what);
+    else if (k == "nesterov") c.optimizer.nesterov = parse_bool(value, what);
+    else if (k == "decay") c.optimizer.decay = parse_number(value, what);
+    else if (k == "epochs") c.epochs = parse_integer(value, what);
+    else if (k == "batch_size") c.batch_size = parse_integer(value, what);
+    else if (k == "targets") c.targets = parse_integer(value, what);
+    else if (k == "seed") c.seed = static_cast<uint64_t>(parse_integer(value, what));
+    else if (k == "validation_split") c.validation_split = parse_number(value, what);
+    else if (k == "clipnorm") c.optimizer.clipnorm = parse_number(value, what);
+    else if (k == "clipvalue") c.optimizer.clipvalue = parse_number(value, what);
+    else throw ConfigError(what + ": unknown key (known: loss, from_logits, optimizer, learning_rate, momentum, "
+                           "nesterov, decay, epochs, batch_size, targets, seed, validation_split, clipnorm, clipvalue)");
+  }
+  return c;
+}
+
+void validate(const TrainConfig& c) {
+  if (c.loss.empty())
+    throw ConfigError("no loss given: set the model metadata 'deeplocalize.loss' or pass --loss (one of mse, mae, "
+                      "binary_crossentropy, categorical_crossentropy, sparse_categorical_crossentropy, huber, hinge)");
+  bool known = false;
+  for (const char* l : kLosses) known = known || c.loss == l;
+  if (!known)
+    throw ConfigError("loss '" + c.loss + "' is not supported (one of mse, mae, binary_crossentropy, "
+                      "categorical_crossentropy, sparse_categorical_crossentropy, huber, hinge)");
+  if (c.epochs < 1) throw ConfigError("epochs must be at least 1 (got " + std::to_string(c.epochs) + ")");
+  if (c.batch_size < 1) throw ConfigError("batch size must be at least 1 (got " + std::to_string(c.batch_size) + ")");
+  if (c.targets < 1) throw ConfigError("targets must be at least 1 (got " + std::to_string(c.targets) + ")");
+  if (!(c.validation_split >= 0.0 && c.validation_split < 1.0))
+    throw ConfigError("validation split must be in [0, 1) (got " + std::to_string(c.validation_split) + ")");
+}
+
+}  // namespace dl::rt

@@ -32,8 +32,14 @@ TensorStats* Trace::begin_record(const IterationRecord& record) {
   return stats.data() + (records.size() - 1) * header.probes.size();
 }
 
+void Trace::reserve_iterations(int64_t n) {
+  loss.reserve(static_cast<size_t>(n));
+  metric.reserve(static_cast<size_t>(n));
+}
+
 void Trace::add_loss(int64_t iteration, float l, float m) {
   if (static_cast<int64_t>(loss.size()) <= iteration) {
+    // Within the reserved capacity this does not allocate.
     loss.resize(static_cast<size_t>(iteration) + 1, 0.0f);
     metric.resize(static_cast<size_t>(iteration) + 1, 0.0f);
   }

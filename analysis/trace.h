@@ -141,6 +141,8 @@ class Trace {
   // Starts a record; fill its stats through stats(i, probe) before the next begin().
   TensorStats* begin_record(const IterationRecord& record);
   void add_loss(int64_t iteration, float loss, float metric);
+  // Reserves the per-iteration loss/metric history (no allocation per step).
+  void reserve_iterations(int64_t n);
   void add_epoch(const EpochRecord& e) { epochs.push_back(e); }
 
   size_t size() const { return records.size(); }

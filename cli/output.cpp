@@ -31,7 +31,7 @@ void write_text_atomically(const std::string& path, const std::string& text) {
 void emit_report(const an::Diagnosis& diagnosis, const an::Trace& trace, const an::RunInfo& info,
                  const std::string& format, const std::string& file, bool quiet, const TerminalStyle& style) {
   const bool json = format == "json";
-  const std::string for_file = json ? an::report_json(diagnosis, trace, info).dump(2) + "\n"
+  const std::string for_file = json ? an::report_json(diagnosis, trace, info).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
                                     : an::report_text(diagnosis, trace, info, false);
   if (!file.empty()) write_text_atomically(file, for_file);
   if (quiet && !file.empty()) return;

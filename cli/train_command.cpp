@@ -156,6 +156,7 @@ int run_train(const TrainOptions& o) {
     probes = std::make_unique<rt::ProbeRecorder>(trainer.graph(), trace);
     trace.set_probe_every(o.probe_every);
     trace.set_capacity_bytes(static_cast<int64_t>(o.trace_max_mb * 1024 * 1024));
+    trace.reserve_iterations(config.epochs * trace.header.batches_per_epoch);
     trainer.set_observer(probes.get());
     trainer.add_listener(probes.get());
   }

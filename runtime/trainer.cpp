@@ -69,6 +69,10 @@ TrainResult Trainer::run() {
   result.metric_name = metric_->name();
   for (TrainListener* l : listeners_) l->on_train_begin(graph());
   BatchIterator batches(train_, config_.batch_size, config_.seed);
+  // Per-iteration history is reserved up front: no allocation per step.
+  result.loss.reserve(static_cast<size_t>(config_.epochs * batches.batch_count()));
+  result.metric.reserve(result.loss.capacity());
+  result.history.reserve(static_cast<size_t>(config_.epochs));
   int64_t iteration = 0;
   bool stop = false;
   for (int64_t epoch = 0; epoch < config_.epochs && !stop; ++epoch) {

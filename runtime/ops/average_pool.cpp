@@ -4,7 +4,8 @@
 //
 // The divisor is the number of in-range elements, or with count_include_pad the window
 // clipped to the explicitly padded input: positions added by ceil_mode beyond the end
-// padding never count (as ONNX Runtime and PyTorch).
+// padding never count (as ONNX Runtime and PyTorch). It factors per axis, so 1/count
+// is precomputed per axis and output coordinate.
 #include "runtime/attrs.h"
 #include "runtime/ops/shape_util.h"
 #include "runtime/ops/window.h"
@@ -26,48 +27,49 @@ class AveragePool : public Op {
     const Tensor& x = *ctx.in[0];
     if (x.dtype() != DType::kFloat32) throw ShapeError(where() + ": input must be float32");
     win_ = plan_window(where(), attrs_, x.shape(), attrs_.kernel);
-    Shape out = {x.dim(0), x.dim(1)};
-    for (int64_t d : win_.out_dims()) out.push_back(d);
+    const Shape out = win_.out_shape(x.dim(0), x.dim(1));
     ctx.out[0]->plan(DType::kFloat32, out);
     planes_ = x.dim(0) * x.dim(1);
+    taps_.plan(win_);
+    rows_.assign(static_cast<size_t>(win_.k[0] * win_.k[1]), 0);
+    for (int a = 0; a < 3; ++a) {
+      inv_count_[a].resize(static_cast<size_t>(win_.out[a]));
+      for (int64_t o = 0; o < win_.out[a]; ++o) {
+        const PoolTaps::Axis& t = taps_.axis[a][static_cast<size_t>(o)];
+        const int64_t n = count_include_pad_ ? std::min(t.first + win_.k[a], win_.in[a] + win_.pad_end[a]) - t.first
+                                             : t.hi - t.lo;
+        inv_count_[a][static_cast<size_t>(o)] = n > 0 ? 1.0f / static_cast<float>(n) : 0.0f;
+      }
+    }
   }
 
   void forward(FwdCtx& ctx) override {
     const float* x = ctx.in[0]->f();
     float* y = ctx.out[0]->f();
-    const int64_t S = win_.in_size(), P = win_.out_size();
-    for (int64_t pl = 0; pl < planes_; ++pl) {
-      const float* xp = x + pl * S;
-      float* yp = y + pl * P;
-      for_each_window([&](int64_t o, const Range (&r)[3], float inv) {
-        float s = 0.0f;
-        for (int64_t id = r[0].lo; id < r[0].hi; ++id)
-          for (int64_t ih = r[1].lo; ih < r[1].hi; ++ih) {
-            const float* row = xp + (id * win_.in[1] + ih) * win_.in[2];
-            for (int64_t iw = r[2].lo; iw < r[2].hi; ++iw) s += row[iw];
-          }
-        yp[o] = s * inv;
+    const int64_t ow_n = win_.out[2];
+    for_each_row([&](const float* __restrict xp, float* __restrict yr, const int64_t* rows, int64_t n_rows,
+                     float inv_dh) {
+      for (int64_t ow = 0; ow < ow_n; ++ow) yr[ow] = 0.0f;
+      for_each_tap(rows, n_rows, [&](int64_t base, int64_t lo, int64_t hi, int64_t sw) {
+        for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += xp[base + ow * sw];
       });
-    }
+      const float* __restrict inv_w = inv_count_[2].data();
+      for (int64_t ow = 0; ow < ow_n; ++ow) yr[ow] *= inv_dh * inv_w[ow];
+    }, x, y);
   }
 
   void backward(BwdCtx& ctx) override {
     if (!ctx.dout[0] || !ctx.din[0]) return;
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
-    const int64_t S = win_.in_size(), P = win_.out_size();
-    for (int64_t pl = 0; pl < planes_; ++pl) {
-      float* dxp = dx + pl * S;
-      const float* dyp = dy + pl * P;
-      for_each_window([&](int64_t o, const Range (&r)[3], float inv) {
-        const float g = dyp[o] * inv;
-        for (int64_t id = r[0].lo; id < r[0].hi; ++id)
-          for (int64_t ih = r[1].lo; ih < r[1].hi; ++ih) {
-            float* row = dxp + (id * win_.in[1] + ih) * win_.in[2];
-            for (int64_t iw = r[2].lo; iw < r[2].hi; ++iw) row[iw] += g;
-          }
+    // Reads dy through the "output" pointer and scatters into dx through the "input" one.
+    for_each_row([&](float* __restrict dxp, const float* __restrict dyr, const int64_t* rows, int64_t n_rows,
+                     float inv_dh) {
+      const float* __restrict inv_w = inv_count_[2].data();
+      for_each_tap(rows, n_rows, [&](int64_t base, int64_t lo, int64_t hi, int64_t sw) {
+        for (int64_t ow = lo; ow < hi; ++ow) dxp[base + ow * sw] += dyr[ow] * inv_dh * inv_w[ow];
       });
-    }
+    }, dx, dy);
   }
 
   OpTraits traits() const override {
@@ -77,42 +79,39 @@ class AveragePool : public Op {
   }
 
  private:
-  struct Range {
-    int64_t lo, hi;  // in-range input coordinates [lo, hi) (no dilation before version 19)
-  };
-
-  // Calls f(output_index, in-range input ranges per axis, 1 / divisor) for every output
-  // position of one plane.
-  template <class F>
-  void for_each_window(F f) const {
-    Range r[3];
-    int64_t padded[3];
-    for (int64_t od = 0, o = 0; od < win_.out[0]; ++od) {
-      clip(0, od, r[0], padded[0]);
-      for (int64_t oh = 0; oh < win_.out[1]; ++oh) {
-        clip(1, oh, r[1], padded[1]);
-        for (int64_t ow = 0; ow < win_.out[2]; ++ow, ++o) {
-          clip(2, ow, r[2], padded[2]);
-          const int64_t n = count_include_pad_ ? padded[0] * padded[1] * padded[2]
-                                               : (r[0].hi - r[0].lo) * (r[1].hi - r[1].lo) * (r[2].hi - r[2].lo);
-          f(o, r, n > 0 ? 1.0f / static_cast<float>(n) : 0.0f);
+  // Row-wise walk (see PoolTaps): f(plane input, output row, input row offsets of the
+  // window's in-range (D, H) taps, their count, 1 / (D count * H count)).
+  template <class F, class X, class Y>
+  void for_each_row(F f, X* x, Y* y) {
+    const int64_t S = win_.in_size(), P = win_.out_size();
+    int64_t* rows = rows_.data();
+    for (int64_t pl = 0; pl < planes_; ++pl)
+      for (int64_t od = 0; od < win_.out[0]; ++od) {
+        const PoolTaps::Axis dt = taps_.axis[0][static_cast<size_t>(od)];
+        for (int64_t oh = 0; oh < win_.out[1]; ++oh) {
+          const PoolTaps::Axis ht = taps_.axis[1][static_cast<size_t>(oh)];
+          int64_t n = 0;
+          for (int64_t td = dt.lo; td < dt.hi; ++td)
+            for (int64_t th = ht.lo; th < ht.hi; ++th) rows[n++] = ((dt.first + td) * win_.in[1] + ht.first + th) * win_.in[2];
+          const float inv_dh = inv_count_[0][static_cast<size_t>(od)] * inv_count_[1][static_cast<size_t>(oh)];
+          f(x + pl * S, y + pl * P + (od * win_.out[1] + oh) * win_.out[2], rows, n, inv_dh);
         }
       }
-    }
   }
 
-  // Window of output o along axis a: in-range part, and its size within the padded input.
-  void clip(int a, int64_t o, Range& r, int64_t& padded) const {
-    const int64_t start = o * win_.stride[a] - win_.pad_begin[a];
-    const int64_t end = start + win_.k[a];
-    padded = std::min(end, win_.in[a] + win_.pad_end[a]) - start;
-    r.lo = std::max<int64_t>(start, 0);
-    r.hi = std::max(std::min(end, win_.in[a]), r.lo);
+  // g(first input index of output 0 for this tap, lo, hi, stride) per (row, W tap).
+  template <class G>
+  void for_each_tap(const int64_t* rows, int64_t n_rows, G g) const {
+    for (int64_t r = 0; r < n_rows; ++r)
+      for (const PoolTaps::RowTap& t : taps_.row) g(rows[r] + t.offset, t.lo, t.hi, win_.stride[2]);
   }
 
   WindowAttrs attrs_;
   bool count_include_pad_ = false;
   Window win_;
+  PoolTaps taps_;
+  std::vector<float> inv_count_[3];  // per axis and output coordinate: 1 / elements counted
+  std::vector<int64_t> rows_;        // scratch: input row offsets of one window's (D, H) taps
   int64_t planes_ = 0;
 };
 

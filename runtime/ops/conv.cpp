@@ -107,8 +107,7 @@ class Conv : public Op {
       throw ShapeError(where() + ": bias B " + shape_str(ctx.in[2]->shape()) + " must have shape [" +
                        std::to_string(m_) + "]");
     win_ = plan_window(where(), attrs_, x.shape(), kernel);
-    Shape out = {batch_, m_};
-    for (int64_t d : win_.out_dims()) out.push_back(d);
+    const Shape out = win_.out_shape(batch_, m_);
     ctx.out[0]->plan(DType::kFloat32, out);
     col_.assign(win_.pointwise() ? 0 : static_cast<size_t>((c_ / group_) * win_.k_size() * win_.out_size()), 0.0f);
   }

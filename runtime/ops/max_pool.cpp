@@ -29,8 +29,7 @@ class MaxPool : public Op {
     const Tensor& x = *ctx.in[0];
     if (x.dtype() != DType::kFloat32) throw ShapeError(where() + ": input must be float32");
     win_ = plan_window(where(), attrs_, x.shape(), attrs_.kernel);
-    Shape out = {x.dim(0), x.dim(1)};
-    for (int64_t d : win_.out_dims()) out.push_back(d);
+    const Shape out = win_.out_shape(x.dim(0), x.dim(1));
     ctx.out[0]->plan(DType::kFloat32, out);
     if (ctx.out.size() > 1 && ctx.out[1]) {
       if (storage_order_ == 1 && win_.spatial == 3)
@@ -39,18 +38,13 @@ class MaxPool : public Op {
       ctx.out[1]->plan(DType::kInt64, out);
     }
     planes_ = x.dim(0) * x.dim(1);
-    for (int a = 0; a < 2; ++a) {
-      taps_[a].resize(static_cast<size_t>(win_.out[a]));
-      for (int64_t o = 0; o < win_.out[a]; ++o) {
-        Taps& t = taps_[a][static_cast<size_t>(o)];
-        win_.taps(a, o, t.first, t.lo, t.hi);
-      }
-    }
-    row_taps_.resize(static_cast<size_t>(win_.k[2]));
-    for (int64_t t = 0; t < win_.k[2]; ++t) {
-      RowTap& r = row_taps_[static_cast<size_t>(t)];
-      r.offset = t * win_.dil[2] - win_.pad_begin[2];
-      win_.valid_range(2, t * win_.dil[2], r.lo, r.hi);
+    if (win_.in_size() > std::numeric_limits<int32_t>::max())  // argmax_ holds plane-local int32
+      throw ShapeError(where() + ": spatial size of " + shape_str(x.shape()) + " exceeds 2^31 elements");
+    taps_.plan(win_);
+    first_col_.assign(static_cast<size_t>(win_.out[2]), -1);
+    for (int64_t ow = 0; ow < win_.out[2]; ++ow) {
+      const PoolTaps::Axis& t = taps_.axis[2][static_cast<size_t>(ow)];
+      if (t.lo < t.hi) first_col_[static_cast<size_t>(ow)] = static_cast<int32_t>(t.first + t.lo * win_.dil[2]);
     }
     argmax_.assign(static_cast<size_t>(shape_numel(out)), 0);
   }
@@ -60,32 +54,36 @@ class MaxPool : public Op {
     float* y = ctx.out[0]->f();
     const Window& w = win_;
     const int64_t S = w.in_size(), P = w.out_size(), ow_n = w.out[2], sw = w.stride[2];
-    // One output row (fixed od, oh) at a time, tap by tap: the inner loop runs over the
-    // row's outputs, which are independent (SIMD/ILP), instead of along one window's
-    // taps, a serial max chain. Taps are visited in row-major order, so the first
-    // maximum wins as with a per-window scan.
+    // Row-wise (see PoolTaps); taps are visited in row-major order and only a strictly
+    // greater value replaces the running maximum, so the first maximum wins.
     for (int64_t pl = 0; pl < planes_; ++pl) {
       const float* __restrict xp = x + pl * S;
       for (int64_t od = 0; od < w.out[0]; ++od) {
-        const Taps td_ = taps_[0][static_cast<size_t>(od)];
+        const PoolTaps::Axis dt = taps_.axis[0][static_cast<size_t>(od)];
         for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-          const Taps th_ = taps_[1][static_cast<size_t>(oh)];
+          const PoolTaps::Axis ht = taps_.axis[1][static_cast<size_t>(oh)];
           const int64_t o0 = pl * P + (od * w.out[1] + oh) * ow_n;
           float* __restrict yr = y + o0;
           int32_t* __restrict ar = argmax_.data() + o0;
+          // Start from -inf at the window's first in-range input (so an all -inf window
+          // still points at an input); windows wholly in padding keep -1.
+          const bool rows = dt.lo < dt.hi && ht.lo < ht.hi;
+          const int32_t first_row = static_cast<int32_t>(
+              ((dt.first + dt.lo * w.dil[0]) * w.in[1] + ht.first + ht.lo * w.dil[1]) * w.in[2]);
           for (int64_t ow = 0; ow < ow_n; ++ow) {
+            const int32_t col = first_col_[static_cast<size_t>(ow)];
             yr[ow] = -std::numeric_limits<float>::infinity();
-            ar[ow] = -1;
+            ar[ow] = rows && col >= 0 ? first_row + col : -1;
           }
-          for (int64_t td = td_.lo; td < td_.hi; ++td)
-            for (int64_t th = th_.lo; th < th_.hi; ++th) {
-              const int64_t row = ((td_.first + td * w.dil[0]) * w.in[1] + th_.first + th * w.dil[1]) * w.in[2];
-              for (const RowTap& t : row_taps_) {
+          for (int64_t td = dt.lo; td < dt.hi; ++td)
+            for (int64_t th = ht.lo; th < ht.hi; ++th) {
+              const int64_t row = ((dt.first + td * w.dil[0]) * w.in[1] + ht.first + th * w.dil[1]) * w.in[2];
+              for (const PoolTaps::RowTap& t : taps_.row) {
                 const int64_t base = row + t.offset, lo = t.lo, hi = t.hi;  // locals: no aliasing with ar
                 for (int64_t ow = lo; ow < hi; ++ow) {
                   const int32_t i = static_cast<int32_t>(base + ow * sw);
                   const float v = xp[i];
-                  const bool take = v > yr[ow] || ar[ow] < 0;  // selects, not branches
+                  const bool take = v > yr[ow];  // selects, not branches
                   yr[ow] = take ? v : yr[ow];
                   ar[ow] = take ? i : ar[ow];
                 }
@@ -124,18 +122,10 @@ class MaxPool : public Op {
       }
   }
 
-  struct Taps {
-    int64_t first, lo, hi;  // see Window::taps
-  };
-  struct RowTap {
-    int64_t offset;  // input column of output ow: ow * stride + offset
-    int64_t lo, hi;  // outputs ow in [lo, hi) read inside the row
-  };
-
   WindowAttrs attrs_;
   int64_t storage_order_ = 0;
-  std::vector<Taps> taps_[2];     // D and H: per output coordinate (computed in infer)
-  std::vector<RowTap> row_taps_;  // W: per kernel tap
+  PoolTaps taps_;
+  std::vector<int32_t> first_col_;  // W: per output, first in-range input column (-1: none)
   Window win_;
   int64_t planes_ = 0;
   std::vector<int32_t> argmax_;  // per output: plane-local flat input index, -1 if none

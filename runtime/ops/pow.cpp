@@ -11,13 +11,13 @@ namespace {
 
 int64_t int_pow(int64_t base, int64_t exp) {
   if (exp < 0) return base == 1 ? 1 : base == -1 ? (exp % 2 ? -1 : 1) : 0;  // numpy-like truncation
-  int64_t r = 1;
-  while (exp) {
-    if (exp & 1) r *= base;
-    base *= base;
-    exp >>= 1;
+  // Unsigned arithmetic wraps like numpy's int64 instead of being undefined on overflow.
+  uint64_t r = 1, b = static_cast<uint64_t>(base);
+  for (uint64_t e = static_cast<uint64_t>(exp); e; e >>= 1) {
+    if (e & 1) r *= b;
+    b *= b;
   }
-  return r;
+  return static_cast<int64_t>(r);
 }
 
 class PowOp : public Op {

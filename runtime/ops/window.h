@@ -59,8 +59,12 @@ struct Window {
   int64_t in_size() const { return in[0] * in[1] * in[2]; }
   int64_t out_size() const { return out[0] * out[1] * out[2]; }
   int64_t k_size() const { return k[0] * k[1] * k[2]; }
-  // Output spatial dims in the input's own rank.
-  Shape out_dims() const { return Shape(out + 3 - spatial, out + 3); }
+  // (N, C) followed by the output spatial dims in the input's own rank.
+  Shape out_shape(int64_t n, int64_t c) const {
+    Shape s = {n, c};
+    for (int a = 3 - spatial; a < 3; ++a) s.push_back(out[a]);
+    return s;
+  }
   // Kernel 1, stride 1, no padding: the window is the identity map (1x1 convolution).
   bool pointwise() const {
     for (int a = 0; a < 3; ++a)
@@ -84,6 +88,38 @@ struct Window {
     hi = last <= 0 ? 0 : (last + stride[a] - 1) / stride[a];
     lo = std::min(lo, out[a]);
     hi = std::min(std::max(hi, lo), out[a]);
+  }
+};
+
+// Tap ranges for the row-wise pooling loops, computed once per plan. Pools walk one
+// output row (fixed D and H coordinates) at a time and, for each kernel tap, run over
+// the row's outputs: independent accumulations the compiler vectorises, instead of a
+// serial chain along each window.
+struct PoolTaps {
+  struct Axis {
+    int64_t first, lo, hi;  // Window::taps of one output coordinate
+  };
+  struct RowTap {
+    int64_t offset;  // input column read by output ow: ow * stride[2] + offset
+    int64_t lo, hi;  // outputs ow in [lo, hi) read inside the row
+  };
+  std::vector<Axis> axis[3];  // per axis, per output coordinate
+  std::vector<RowTap> row;    // per kernel tap along W
+
+  void plan(const Window& w) {
+    for (int a = 0; a < 3; ++a) {
+      axis[a].resize(static_cast<size_t>(w.out[a]));
+      for (int64_t o = 0; o < w.out[a]; ++o) {
+        Axis& t = axis[a][static_cast<size_t>(o)];
+        w.taps(a, o, t.first, t.lo, t.hi);
+      }
+    }
+    row.resize(static_cast<size_t>(w.k[2]));
+    for (int64_t t = 0; t < w.k[2]; ++t) {
+      RowTap& r = row[static_cast<size_t>(t)];
+      r.offset = t * w.dil[2] - w.pad_begin[2];
+      w.valid_range(2, t * w.dil[2], r.lo, r.hi);
+    }
   }
 };
 

@@ -1,0 +1,164 @@
+// Static: the data cannot be right for the model and loss: class ids outside 0..C-1 or
+// not integers, targets outside the loss's domain (binary cross-entropy needs [0, 1]),
+// NaN or Inf in the features or targets.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "analysis/context.h"
+#include "analysis/rules/rule_util.h"
+
+namespace dl::an {
+namespace {
+
+// The class id quoted in a label issue ("data.csv:12: class id 3 is outside 0..2").
+std::optional<double> quoted_id(const std::string& issue) {
+  const auto at = issue.find("class id ");
+  if (at == std::string::npos) return std::nullopt;
+  const char* begin = issue.c_str() + at + 9;
+  char* end = nullptr;
+  const double v = std::strtod(begin, &end);
+  if (end == begin) return std::nullopt;
+  return v;
+}
+
+class LabelsInvalid : public Rule {
+ public:
+  std::string id() const override { return "labels_invalid"; }
+  std::string description() const override {
+    return "Class ids outside 0..C-1 or not integers, targets outside the loss's domain, NaN/Inf in the data";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"shown_issues", 5, "offending lines listed in the evidence (the count is always complete)"},
+            {"domain_tolerance", 1e-6, "targets this far outside [0, 1] still count as inside (float rounding)"}};
+  }
+
+  void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
+    nonfinite(ctx, out);
+    class_ids(ctx, out);
+    loss_domain(ctx, out);
+  }
+
+ private:
+  void nonfinite(const AnalysisContext& ctx, std::vector<Finding>& out) const {
+    const DataSummary& d = ctx.header().data_summary;
+    auto bad = [](const ColumnSummary& c) { return c.nan + c.inf; };
+    int64_t features = bad(d.all_features), targets = 0;
+    int first_feature = -1, first_target = -1;
+    for (size_t c = 0; c < d.feature_columns.size(); ++c)
+      if (bad(d.feature_columns[c]) > 0 && first_feature < 0) first_feature = static_cast<int>(c);
+    for (size_t c = 0; c < d.target_columns.size(); ++c) {
+      targets += bad(d.target_columns[c]);
+      if (bad(d.target_columns[c]) > 0 && first_target < 0) first_target = static_cast<int>(c);
+    }
+    if (features + targets == 0) return;
+    Finding f = ctx.make(*this, "nonfinite_data", Stage::kStatic, -1, std::nullopt);
+    f.root_cause = RootCause::kData;
+    f.conclusive = true;
+    std::string what;
+    if (features > 0)
+      what = std::to_string(features) + " NaN/Inf feature value(s)" +
+             (first_feature >= 0 ? " (first in feature column " + std::to_string(first_feature) + ")" : "");
+    if (targets > 0)
+      what += (what.empty() ? "" : " and ") + std::to_string(targets) + " NaN/Inf target value(s)" +
+              " (first in target column " + std::to_string(first_target) + ")";
+    f.message = "the training data " + (d.source.empty() ? std::string() : "(" + d.source + ") ") + "holds " + what +
+                ": every batch that contains one turns the loss and all gradients into NaN";
+    f.recommendation = "remove or impute the rows with NaN/Inf values before training (e.g. drop them, or fill "
+                       "with the column mean)";
+    f.evidence = {{"nonfinite_features", features}, {"nonfinite_targets", targets},
+                  {"first_feature_column", first_feature}, {"first_target_column", first_target},
+                  {"rows", d.rows}};
+    out.push_back(std::move(f));
+  }
+
+  void class_ids(const AnalysisContext& ctx, std::vector<Finding>& out) const {
+    const DataSummary& d = ctx.header().data_summary;
+    if (d.label_issue_count <= 0) return;
+    const int64_t classes = d.classes > 0 ? d.classes : ctx.header().output_width;
+    const size_t shown = static_cast<size_t>(std::max(0.0, threshold(ctx, "shown_issues")));
+    nlohmann::json lines = nlohmann::json::array();
+    bool all_at_c = !d.label_issues.empty(), non_integer = false, negative = false;
+    double max_id = -INFINITY;
+    for (size_t k = 0; k < d.label_issues.size(); ++k) {
+      const std::string& issue = d.label_issues[k];
+      if (k < shown) lines.push_back(issue);
+      const auto id = quoted_id(issue);
+      if (!id || !std::isfinite(*id) || *id != std::floor(*id)) {
+        non_integer = true;
+        all_at_c = false;
+        continue;
+      }
+      max_id = std::max(max_id, *id);
+      negative = negative || *id < 0;
+      all_at_c = all_at_c && *id == double(classes);
+    }
+    Finding f = ctx.make(*this, "invalid_labels", Stage::kStatic, -1, std::nullopt);
+    f.root_cause = RootCause::kLabels;
+    f.conclusive = true;
+    const std::string range = "0.." + std::to_string(classes - 1);
+    f.message = std::to_string(d.label_issue_count) + " of " + std::to_string(d.rows) +
+                " training labels are not class ids in " + range + " for the model's " + std::to_string(classes) +
+                " outputs" + (d.label_issues.empty() ? "" : " (first: " + d.label_issues.front() + ")");
+    // Class 0 never occurs in one-hot targets when the ids run 1..C (invalid rows are all zero).
+    const bool no_class_zero = d.target_columns.size() == size_t(classes) && d.target_columns[0].max == 0.0;
+    if (all_at_c)
+      f.recommendation = std::string("the labels appear to run 1..") + std::to_string(classes) +
+                         (no_class_zero ? " (no label is 0)" : "") + ": subtract 1 from every label so they run " +
+                         range;
+    else if (non_integer)
+      f.recommendation = "class ids must be integers in " + range +
+                         ": map the label values to class indices (e.g. with a label encoder)";
+    else if (negative)
+      f.recommendation = "remap the labels to class indices " + range + " (negative ids are not classes)";
+    else
+      f.recommendation = "the labels go up to " + ru::num(max_id) + ": give the last layer " + ru::num(max_id + 1) +
+                         " units, or remap the ids to " + range;
+    f.evidence = {{"invalid_labels", d.label_issue_count}, {"rows", d.rows}, {"classes", classes},
+                  {"first_issues", lines}};
+    if (std::isfinite(max_id)) f.evidence["max_listed_id"] = max_id;
+    out.push_back(std::move(f));
+  }
+
+  void loss_domain(const AnalysisContext& ctx, std::vector<Finding>& out) const {
+    const TraceHeader& h = ctx.header();
+    const DataSummary& d = h.data_summary;
+    const std::string loss = ru::config(h, "loss");
+    // Class-id encodings are judged by class_ids(); this checks targets used as given.
+    const bool as_given = loss == "binary_crossentropy" ||
+                          (loss == "categorical_crossentropy" && d.label_issue_count == 0 &&
+                           d.target_columns.size() > 1);
+    if (!as_given || d.target_columns.empty()) return;
+    const double tol = threshold(ctx, "domain_tolerance");
+    double tmin = INFINITY, tmax = -INFINITY;
+    int column = -1;
+    for (size_t c = 0; c < d.target_columns.size(); ++c) {
+      const ColumnSummary& col = d.target_columns[c];
+      if ((col.min < -tol || col.max > 1 + tol) && column < 0) column = static_cast<int>(c);
+      tmin = std::min(tmin, col.min);
+      tmax = std::max(tmax, col.max);
+    }
+    if (column < 0) return;
+    Finding f = ctx.make(*this, "targets_outside_loss_domain", Stage::kStatic, -1, std::nullopt);
+    f.root_cause = RootCause::kLabels;
+    f.conclusive = true;
+    f.message = loss + " needs targets in [0, 1] but the targets span [" + ru::num(tmin) + ", " + ru::num(tmax) +
+                "] (first in target column " + std::to_string(column) + ")";
+    const bool ids = d.targets_integer && tmin >= 0 && tmax > 1;
+    if (ids && loss == "binary_crossentropy")
+      f.recommendation = "the targets look like class ids 0.." + ru::num(tmax) +
+                         ": use sparse_categorical_crossentropy with a softmax over " + ru::num(tmax + 1) +
+                         " output units, or map them to 0/1 for binary classification";
+    else
+      f.recommendation = "rescale the targets into [0, 1] (e.g. (y - min) / (max - min)), or use mse for real-valued "
+                         "targets";
+    f.evidence = {{"loss", loss}, {"target_min", tmin}, {"target_max", tmax}, {"target_column", column}};
+    out.push_back(std::move(f));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Rule> make_rule_labels_invalid() { return std::make_unique<LabelsInvalid>(); }
+
+}  // namespace dl::an

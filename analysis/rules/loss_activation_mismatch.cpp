@@ -1,0 +1,133 @@
+// Static: the last layer's activation does not suit the loss (from its traits and the
+// configured loss / from_logits), e.g. softmax over one unit, probabilities fed to a
+// from-logits loss, logits fed to a probability cross-entropy.
+#include <cmath>
+
+#include "analysis/context.h"
+#include "analysis/rules/rule_util.h"
+
+namespace dl::an {
+namespace {
+
+class LossActivationMismatch : public Rule {
+ public:
+  std::string id() const override { return "loss_activation_mismatch"; }
+  std::string description() const override {
+    return "The last layer's activation does not suit the loss (softmax over one unit, sigmoid with "
+           "categorical cross-entropy, probabilities fed to a from-logits loss, logits or ReLU fed to a "
+           "probability cross-entropy)";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"many_classes", 2,
+             "sigmoid outputs with categorical_crossentropy are flagged from this many output units "
+             "(one unit is a different fault: a single-unit categorical loss)"},
+            {"logits_confidence", 0.9,
+             "confidence that probabilities fed to a from-logits loss stall training (the loss sees "
+             "a nearly uniform softmax of values in [0, 1])"}};
+  }
+
+  void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
+    const TraceHeader& h = ctx.header();
+    const std::string loss = ru::config(h, "loss");
+    if (loss.empty() || h.layers.empty()) return;
+    const bool logits = ru::from_logits(h);
+    const ru::OutputLayer o = ru::output_layer(ctx);
+    const OpDescription& op = o.op;
+    const bool ce = ru::is_cross_entropy(loss);
+    const bool categorical = loss == "categorical_crossentropy" || loss == "sparse_categorical_crossentropy";
+    const bool probabilities = ru::outputs_probabilities(op);
+    const bool relu_like = op.has_dead_zone && op.out_lo == 0.0 && std::isinf(op.out_hi);
+    const bool unbounded = !probabilities && !relu_like;
+    const std::string where = ctx.layer_label(o.layer);
+    const std::string node = o.node.empty() ? "its output" : o.node;
+
+    auto emit = [&](const std::string& symptom, RootCause cause, bool conclusive, double confidence,
+                    const std::string& message, const std::string& fix) {
+      Finding f = ctx.make(*this, symptom, Stage::kStatic, o.layer, std::nullopt);
+      f.root_cause = cause;
+      f.conclusive = conclusive;
+      f.confidence = confidence;
+      f.message = message;
+      f.recommendation = fix;
+      f.evidence = {{"loss", loss},         {"from_logits", logits},   {"output_node", o.node},
+                    {"output_units", o.units}, {"out_lo", op.out_lo}, {"out_hi", op.out_hi},
+                    {"normalizes", op.normalizes}, {"dead_zone", op.has_dead_zone}};
+      out.push_back(std::move(f));
+    };
+
+    // A softmax over one unit outputs exactly 1.0 for every sample, whatever the loss.
+    if (op.normalizes && o.units == 1) {
+      std::string fix = ru::is_regression_loss(loss)
+                            ? "remove the softmax (" + node + ") so " + where + " has a linear output for " + loss
+                            : "replace the softmax (" + node + ") with a sigmoid and use binary_crossentropy, or "
+                              "give " + where + " one unit per class for categorical_crossentropy";
+      emit("softmax_single_unit", RootCause::kActivation, true, 1.0,
+           where + " applies softmax to a single unit: its output is always 1.0 and the loss cannot change",
+           fix);
+      return;
+    }
+    // Categorical cross-entropy over one output: the prediction is normalised to 1.0
+    // (or soft-maxed over one logit), so the loss is constantly 0.
+    if (categorical && o.units == 1) {
+      emit("categorical_single_unit", RootCause::kLoss, true, 1.0,
+           where + " has one output unit but the loss is " + loss +
+               ", which normalises each prediction over the units: the loss is always 0",
+           "use binary_crossentropy with a sigmoid output for two classes, or make " + where + " " +
+               "as wide as the number of classes with a softmax");
+      return;
+    }
+    if (!ce) return;
+    if (logits && probabilities) {
+      emit("probabilities_to_logits_loss", RootCause::kLoss, false, threshold(ctx, "logits_confidence"),
+           where + " outputs probabilities in " + ru::range_text(op.out_lo, op.out_hi) + " but " + loss +
+               " is configured with from_logits=true, so they are squashed a second time and the gradients "
+               "become tiny",
+           "set from_logits to false (--from-logits false), or remove the final activation of " + where +
+               " so the loss receives logits");
+      return;
+    }
+    if (op.normalizes && loss == "binary_crossentropy" && o.units > 1) {
+      emit("softmax_binary_crossentropy", RootCause::kLoss, false, 0.7,
+           where + " applies softmax over " + std::to_string(o.units) +
+               " units but the loss is binary_crossentropy, which treats each unit as an independent yes/no",
+           "use categorical_crossentropy for one class per sample, or sigmoid outputs of " + where +
+               " for multi-label targets");
+      return;
+    }
+    if (categorical && probabilities && !op.normalizes && !logits &&
+        double(o.units) >= threshold(ctx, "many_classes")) {
+      emit("sigmoid_categorical_crossentropy", RootCause::kActivation, false, 0.7,
+           where + " outputs " + std::to_string(o.units) + " independent values in " +
+               ru::range_text(op.out_lo, op.out_hi) + " (no softmax) but the loss is " + loss +
+               ", which expects one probability distribution per sample",
+           "use a softmax activation on " + where + " (" + node + ") with " + loss);
+      return;
+    }
+    if (relu_like) {
+      const std::string act = logits ? "no activation (raw logits)"
+                                     : (loss == "binary_crossentropy" ? "a sigmoid" : "a softmax");
+      emit("relu_output_crossentropy", RootCause::kActivation, false, 0.8,
+           where + " ends in a ReLU-like activation with output " + ru::range_text(op.out_lo, op.out_hi) +
+               " and a dead zone at 0, which cannot express " + (logits ? "negative logits" : "probabilities") +
+               " for " + loss,
+           "replace the final ReLU of " + where + " (" + node + ") with " + act + " for " + loss);
+      return;
+    }
+    if (!logits && unbounded) {
+      const bool has_activation = op.role == "activation";
+      const std::string act = loss == "binary_crossentropy" ? "sigmoid" : "softmax";
+      emit("logits_to_probability_loss", has_activation ? RootCause::kActivation : RootCause::kLoss, false, 0.8,
+           where + " outputs values in " + ru::range_text(op.out_lo, op.out_hi) + ", not probabilities, but " + loss +
+               " with from_logits=false expects probabilities and clips them to [1e-7, 1 - 1e-7]",
+           has_activation ? "replace the final activation of " + where + " (" + node + ") with " + act
+                          : "set from_logits to true (--from-logits true) if " + where +
+                                " outputs logits, or add a " + act + " activation after it");
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Rule> make_rule_loss_activation_mismatch() { return std::make_unique<LossActivationMismatch>(); }
+
+}  // namespace dl::an

@@ -1,0 +1,193 @@
+#include "analysis/rules/rule_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "analysis/rule.h"
+
+namespace dl::an::ru {
+
+std::string config(const TraceHeader& h, const std::string& key, const std::string& fallback) {
+  auto it = h.config.find(key);
+  return it == h.config.end() ? fallback : it->second;
+}
+
+double config_number(const TraceHeader& h, const std::string& key, double fallback) {
+  const std::string v = config(h, key);
+  if (v.empty()) return fallback;
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  return end && *end == '\0' ? d : fallback;
+}
+
+bool from_logits(const TraceHeader& h) {
+  const std::string v = config(h, "from_logits", "false");
+  return v == "true" || v == "1" || v == "True";
+}
+
+bool is_cross_entropy(const std::string& loss) {
+  return loss == "binary_crossentropy" || loss == "categorical_crossentropy" ||
+         loss == "sparse_categorical_crossentropy";
+}
+
+bool is_regression_loss(const std::string& loss) {
+  return loss == "mse" || loss == "mae" || loss == "huber" || loss == "mean_squared_error" ||
+         loss == "mean_absolute_error";
+}
+
+double keras_default_learning_rate(const std::string& optimizer) {
+  // The runtime's defaults (runtime/optimizer_rules.cpp), which follow Keras.
+  if (optimizer == "sgd" || optimizer == "adagrad") return 0.01;
+  if (optimizer == "adadelta") return 1.0;
+  return 0.001;
+}
+
+double learning_rate(const TraceHeader& h) {
+  return config_number(h, "learning_rate", keras_default_learning_rate(config(h, "optimizer", "adam")));
+}
+
+std::vector<size_t> layer_forward_probes(const AnalysisContext& ctx, int layer) {
+  std::vector<size_t> out;
+  const auto& probes = ctx.header().probes;
+  for (size_t k = 0; k < probes.size(); ++k)
+    if (probes[k].kind == ProbeKind::kForward && probes[k].layer == layer) out.push_back(k);
+  return out;
+}
+
+std::optional<size_t> anchor_probe(const AnalysisContext& ctx, int layer) {
+  for (size_t k : layer_forward_probes(ctx, layer))
+    if (ctx.header().probes[k].op.role == "parameterized") return k;
+  return std::nullopt;
+}
+
+int64_t layer_units(const AnalysisContext& ctx, int layer) {
+  if (auto a = anchor_probe(ctx, layer); a && ctx.header().probes[*a].op.units > 0)
+    return ctx.header().probes[*a].op.units;
+  int64_t widest = 0;
+  for (size_t k : layer_forward_probes(ctx, layer)) widest = std::max(widest, ctx.header().probes[k].op.units);
+  return widest;
+}
+
+OutputLayer output_layer(const AnalysisContext& ctx) {
+  OutputLayer o;
+  const TraceHeader& h = ctx.header();
+  o.layer = h.layers.empty() ? -1 : static_cast<int>(h.layers.size()) - 1;
+  std::vector<size_t> probes = layer_forward_probes(ctx, o.layer);
+  if (probes.empty())
+    for (size_t k = 0; k < h.probes.size(); ++k)
+      if (h.probes[k].kind == ProbeKind::kForward) probes.push_back(k);
+  // Shape ops (Reshape, Flatten, Identity) after the activation keep its values and range.
+  for (auto it = probes.rbegin(); it != probes.rend(); ++it) {
+    if (h.probes[*it].op.role == "shape" && it + 1 != probes.rend()) continue;
+    o.probe = *it;
+    break;
+  }
+  if (o.probe) {
+    o.op = h.probes[*o.probe].op;
+    o.node = h.probes[*o.probe].node;
+  } else {
+    o.op.role = "parameterized";
+    o.op.linear = true;
+  }
+  o.units = o.op.normalizes && o.op.units > 0 ? o.op.units : h.output_width;
+  if (o.units <= 0) o.units = o.op.units;
+  return o;
+}
+
+bool outputs_probabilities(const OpDescription& op) {
+  return op.normalizes || (op.out_lo >= 0.0 && op.out_hi <= 1.0);
+}
+
+std::string range_text(double lo, double hi) {
+  auto side = [](double v) { return std::isinf(v) ? std::string(v < 0 ? "-inf" : "inf") : num(v); };
+  return (std::isinf(lo) ? "(" : "[") + side(lo) + ", " + side(hi) + (std::isinf(hi) ? ")" : "]");
+}
+
+std::optional<double> median_update_ratio(const AnalysisContext& ctx) {
+  const Trace& t = ctx.trace();
+  if (t.size() == 0) return std::nullopt;
+  const TraceHeader& h = ctx.header();
+  std::vector<double> per_layer;
+  for (const LayerInfo& layer : h.layers) {
+    if (layer.params.empty()) continue;
+    for (size_t k = 0; k < h.probes.size(); ++k) {
+      const Probe& p = h.probes[k];
+      if (p.kind != ProbeKind::kUpdate || p.node != layer.params[0]) continue;
+      double sum = 0;
+      size_t n = 0;
+      for (size_t r = t.size() / 2; r < t.size(); ++r) {
+        const TensorStats& s = t.at(r, k);
+        if (!std::isfinite(s.mean) || s.nan > 0) continue;
+        sum += s.mean;
+        ++n;
+      }
+      if (n > 0) per_layer.push_back(sum / double(n));
+      break;
+    }
+  }
+  if (per_layer.empty()) return std::nullopt;
+  std::sort(per_layer.begin(), per_layer.end());
+  const size_t m = per_layer.size();
+  return m % 2 ? per_layer[m / 2] : 0.5 * (per_layer[m / 2 - 1] + per_layer[m / 2]);
+}
+
+Curve curve(const AnalysisContext& ctx, size_t min_epochs, size_t points) {
+  Curve c;
+  const Trace& t = ctx.trace();
+  if (t.epochs.size() >= min_epochs) {
+    c.per_epoch = true;
+    for (const EpochRecord& e : t.epochs) {
+      c.loss.push_back(e.loss);
+      c.metric.push_back(e.metric);
+    }
+    c.iterations_per_point = ctx.header().batches_per_epoch > 0 ? double(ctx.header().batches_per_epoch)
+                                                                : double(t.loss.size()) / double(t.epochs.size());
+    return c;
+  }
+  const size_t n = t.loss.size();
+  if (n == 0 || points == 0) return c;
+  const size_t w = std::max<size_t>(1, n / points);
+  c.iterations_per_point = double(w);
+  for (size_t start = 0; start + w <= n; start += w) {
+    double l = 0, m = 0;
+    for (size_t k = start; k < start + w; ++k) {
+      l += t.loss[k];
+      m += k < t.metric.size() ? t.metric[k] : 0.0;
+    }
+    c.loss.push_back(l / double(w));
+    c.metric.push_back(m / double(w));
+  }
+  return c;
+}
+
+void place_at_end(const AnalysisContext& ctx, Finding& f) {
+  const Trace& t = ctx.trace();
+  if (!t.loss.empty()) {
+    f.iteration = static_cast<int64_t>(t.loss.size()) - 1;
+    const int64_t b = ctx.header().batches_per_epoch;
+    f.epoch = b > 0 ? f.iteration / b : (t.epochs.empty() ? 0 : t.epochs.back().epoch);
+  } else if (t.size() > 0) {
+    f.iteration = t.records.back().iteration;
+    f.epoch = t.records.back().epoch;
+  }
+}
+
+std::vector<Finding> findings_of(const AnalysisContext& ctx, std::initializer_list<const char*> rule_ids) {
+  std::vector<Finding> out;
+  for (const char* id : rule_ids)
+    for (const auto& rule : all_rules())
+      if (rule->id() == id) rule->check(ctx, out);
+  return out;
+}
+
+std::string num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+}  // namespace dl::an::ru

@@ -59,6 +59,52 @@ void check_supported(const ir::Model& model) {
   throw ModelError(msg);
 }
 
+// Trainable parameters, as Keras would have them: the float initializers a
+// parameterised op (Gemm, Conv, MatMul, BatchNormalization) reads through a
+// differentiable input, and biases added right after one (MatMul + Add, Conv + Add).
+std::set<std::string> trainable_initializers(const ir::Graph& g, const std::vector<std::unique_ptr<Op>>& ops) {
+  std::set<std::string> out;
+  std::map<std::string, size_t> producer;
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    for (const std::string& o : g.nodes[k].outputs) producer[o] = k;
+  // The float initializer a value is (or is a reshaped/transposed view of: exporters
+  // sometimes put a Transpose or Reshape between a weight and its MatMul).
+  std::map<std::string, std::string> source;
+  for (const auto& [name, data] : g.initializers)
+    if (data.dtype == ir::DType::kFloat32 || data.dtype == ir::DType::kFloat64) source[name] = name;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const ir::Node& n = g.nodes[k];
+    if (ops[k]->traits().role != OpTraits::Role::kShape || n.inputs.empty()) continue;
+    auto it = source.find(n.inputs[0]);
+    if (it != source.end())
+      for (const std::string& o : n.outputs) source[o] = it->second;
+  }
+  auto init_of = [&](const std::string& value) -> const std::string* {
+    auto it = source.find(value);
+    return it == source.end() ? nullptr : &it->second;
+  };
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const ir::Node& n = g.nodes[k];
+    const OpTraits t = ops[k]->traits();
+    if (t.role == OpTraits::Role::kParameterized) {
+      for (size_t i = 0; i < n.inputs.size(); ++i)
+        if (const std::string* init = init_of(n.inputs[i]))
+          if (ops[k]->differentiable_input(i)) out.insert(*init);
+    } else if (t.role == OpTraits::Role::kElementwise && t.linear) {
+      bool after_parameterized = false;
+      for (const std::string& in : n.inputs) {
+        auto p = producer.find(in);
+        if (p != producer.end() && ops[p->second]->traits().role == OpTraits::Role::kParameterized)
+          after_parameterized = true;
+      }
+      if (after_parameterized)
+        for (const std::string& in : n.inputs)
+          if (const std::string* init = init_of(in)) out.insert(*init);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::shared_ptr<ParamStore> ParamStore::from_model(const ir::Model& model) {
@@ -104,10 +150,18 @@ void ExecutionGraph::plan(const GraphOptions& options) {
     return slot;
   };
 
+  std::vector<std::unique_ptr<Op>> ops;
+  ops.reserve(g.nodes.size());
+  for (const ir::Node& node : g.nodes) ops.push_back(make_op(node));
+  const std::set<std::string> trainable = trainable_initializers(g, ops);
+
   for (const auto& [name, data] : g.initializers) {
     auto it = store_->values.find(name);
     if (it != store_->values.end()) {
-      new_slot(name, &it->second, false, true);
+      // Float constants that are not weights or biases (scales, exponents, epsilons
+      // stored as initializers by tf2onnx) are plan-time constants, not parameters.
+      const bool param = trainable.count(name) != 0;
+      new_slot(name, &it->second, !param, param);
     } else {
       int s = new_slot(name, nullptr, true, false);
       values_.back() = tensor_from(data);
@@ -154,10 +208,11 @@ void ExecutionGraph::plan(const GraphOptions& options) {
     input_names_.push_back(in.name);
   }
 
-  for (const ir::Node& node : g.nodes) {
+  for (size_t node_index = 0; node_index < g.nodes.size(); ++node_index) {
+    const ir::Node& node = g.nodes[node_index];
     Step step;
     step.node = &node;
-    step.op = make_op(node);
+    step.op = std::move(ops[node_index]);
     InferCtx ic;
     ic.training = options.training;
     bool all_known = true;

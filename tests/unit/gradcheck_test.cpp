@@ -33,7 +33,7 @@ TEST_CASE("gradient checker: every registered op, every sample case") {
       bool any = false;
       for (bool b : sample.check_grad) any = any || b;
       if (!any) continue;
-      INFO("op " << info.type << ", case '" << sample.label << "'");
+      INFO("op " << std::string(info.type) << ", case '" << sample.label << "'");
       dl::test::OpRun run(sample.node, sample.inputs, sample.training);
       std::mt19937 gen(7);
       std::uniform_real_distribution<float> uni(-1.0f, 1.0f);

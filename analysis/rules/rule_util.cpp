@@ -133,6 +133,17 @@ std::optional<double> median_update_ratio(const AnalysisContext& ctx) {
   return m % 2 ? per_layer[m / 2] : 0.5 * (per_layer[m / 2 - 1] + per_layer[m / 2]);
 }
 
+LrVerdict judge_learning_rate(const AnalysisContext& ctx, double tiny_lr, double tiny_update, double huge_update) {
+  const TraceHeader& h = ctx.header();
+  const double lr = learning_rate(h);
+  const auto ratio = median_update_ratio(ctx);
+  if (lr <= tiny_lr) return LrVerdict::kTooSmall;
+  if (ratio && *ratio < tiny_update && lr < 0.1 * keras_default_learning_rate(config(h, "optimizer", "adam")))
+    return LrVerdict::kTooSmall;
+  if (ratio && *ratio > huge_update) return LrVerdict::kTooLarge;
+  return LrVerdict::kFine;
+}
+
 Curve curve(const AnalysisContext& ctx, size_t min_epochs, size_t points) {
   Curve c;
   const Trace& t = ctx.trace();

@@ -55,6 +55,13 @@ int64_t layer_units(const AnalysisContext& ctx, int layer);
 // over the last half of the records; the median over layers. nullopt without records.
 std::optional<double> median_update_ratio(const AnalysisContext& ctx);
 
+// The learning rate judged from the update sizes: too small when lr <= tiny_lr, or when
+// the median update ratio is below tiny_update with an lr under a tenth of the
+// optimizer's default (a normal lr with tiny updates means vanishing gradients, not the
+// rate); too large when the median update ratio exceeds huge_update.
+enum class LrVerdict { kFine, kTooSmall, kTooLarge };
+LrVerdict judge_learning_rate(const AnalysisContext& ctx, double tiny_lr, double tiny_update, double huge_update);
+
 // A smoothed loss/metric curve: per-epoch means when there are at least `min_epochs`
 // complete epochs, else means of about `points` equal windows of the per-iteration
 // values. `per_epoch` says which; `iterations_per_point` converts points to iterations.

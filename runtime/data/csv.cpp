@@ -245,9 +245,8 @@ class CsvParser {
 
   [[noreturn]] void non_numeric(int64_t line, const char* p, const char* f, const char* fe, int64_t field) const {
     // Numbers separated by something else (np.savetxt's default is a space) get a hint.
-    const bool other_separator =
-        (static_cast<unsigned char>(*f - '0') < 10 || *f == '-' || *f == '.') &&
-        std::find_if(f, fe, [](char c) { return c == ' ' || c == '\t' || c == ';'; }) != fe;
+    const bool other_separator = (static_cast<unsigned char>(*f - '0') < 10 || *f == '-' || *f == '.') &&
+                                 std::find_if(f, fe, [](char c) { return c == ' ' || c == '\t' || c == ';'; }) != fe;
     fail(line, p, f,
          "non-numeric value \"" + data::quote_text(f, fe) + "\" (" + field_name(field) + ")" +
              (other_separator ? "; values must be separated by commas" : ""));

@@ -1,16 +1,17 @@
-// BatchNormalization (since 9, 14, 15): Y = (X - mean) / sqrt(var + epsilon) * scale + B
-// per channel (axis 1) of X (N, C, D1, ...).
+// BatchNormalization (since 7, 9, 14, 15): Y = (X - mean) / sqrt(var + epsilon) * scale
+// + B per channel (axis 1) of X (N, C, D1, ...). Version 7 only with spatial = 1 (its
+// default), which is version 9's semantics.
 //
 // Batch statistics (mean and population variance over every axis but 1) are used when
-// the node says so (training_mode = 1; in version 9, when its training outputs are
-// requested) or when the graph runs in training mode (ctx.training: the trainer trains
+// the node says so (training_mode = 1; in versions 7 and 9, when their training outputs
+// are requested) or when the graph runs in training mode (ctx.training: the trainer trains
 // like Keras, where BatchNormalization layers normalise with the batch). Otherwise the
 // given input_mean / input_var are used.
 //
 // With batch statistics, running = input * momentum + current * (1 - momentum)
 // (onnx/backend/test/case/node/batchnorm.py, _batchnorm_training_mode) goes to the
-// optional outputs (version 9: mean, var, then saved_mean / saved_var = the batch
-// statistics). Without them the optional outputs repeat input_mean / input_var.
+// optional outputs (versions 7 and 9: mean, var, then saved_mean / saved_var = the batch
+// statistics). Without batch statistics the optional outputs repeat the inputs.
 //
 // Model state: when ctx.training, forward ALSO writes the running statistics into
 // input_mean / input_var themselves (ctx.in[3], ctx.in[4]). Those are the model's
@@ -33,6 +34,8 @@ class BatchNormalization : public Op {
     epsilon_ = a.f("epsilon", 1e-5f);
     momentum_ = a.f("momentum", 0.9f);
     if (version_ == 0 || version_ >= 14) training_mode_ = a.i("training_mode", 0) != 0;
+    if (version_ == 7 && a.i("spatial", 1) != 1)
+      a.fail("spatial", "0 (per-activation statistics) is not supported; flatten to (N, C*D1*...) instead");
     a.finish();
   }
 
@@ -56,11 +59,11 @@ class BatchNormalization : public Op {
     if (ctx.out.size() > max_out)
       throw ShapeError(where() + ": has " + std::to_string(ctx.out.size()) + " outputs, at most " +
                        std::to_string(max_out) + " are defined");
-    v9_training_ = false;
+    legacy_training_ = false;
     for (size_t k = 1; k < ctx.out.size(); ++k)
       if (ctx.out[k]) {
         ctx.out[k]->plan(DType::kFloat32, {c_});
-        v9_training_ = version_ > 0 && version_ < 14;
+        legacy_training_ = version_ > 0 && version_ < 14;
       }
     for (auto* v : {&mean_, &invstd_, &var_}) v->assign(static_cast<size_t>(c_), 0.0f);
   }
@@ -72,7 +75,7 @@ class BatchNormalization : public Op {
     const float* in_mean = ctx.in[3]->f();
     const float* in_var = ctx.in[4]->f();
     float* y = ctx.out[0]->f();
-    batch_stats_ = training_mode_ || v9_training_ || ctx.training;
+    batch_stats_ = training_mode_ || legacy_training_ || ctx.training;
     const double count = static_cast<double>(outer_ * inner_);
     for (int64_t c = 0; c < c_; ++c) {
       double mean = in_mean[c], var = in_var[c];
@@ -160,7 +163,8 @@ class BatchNormalization : public Op {
 
   int version_ = 0;
   float epsilon_ = 1e-5f, momentum_ = 0.9f;
-  bool training_mode_ = false, v9_training_ = false;
+  bool training_mode_ = false;
+  bool legacy_training_ = false;  // versions 7/9 with training outputs requested
   bool batch_stats_ = false;  // forward used batch statistics (read by backward)
   int64_t c_ = 0, outer_ = 0, inner_ = 0;
   std::vector<float> mean_, invstd_, var_;  // statistics the last forward normalised with
@@ -194,6 +198,6 @@ std::vector<OpSample> samples() {
 
 }  // namespace
 
-OpInfo op_info_batch_normalization() { return {"BatchNormalization", {9, 14, 15}, make, samples}; }
+OpInfo op_info_batch_normalization() { return {"BatchNormalization", {7, 9, 14, 15}, make, samples}; }
 
 }  // namespace dl::rt

@@ -1,10 +1,11 @@
 // Conv (since 1, 11): Y[n, m] = sum_c W[m, c] (*) X[n, g*Cg + c] + B[m], grouped, with
 // strides, dilations and explicit or automatic padding. 1 to 3 spatial axes.
 //
-// Lowered to im2col + one Eigen GEMM per image and group: col (Cg*K x P) holds the
-// receptive fields, Y_g (Mg x P) = W_g (Mg x Cg*K) * col. The col buffer is sized in
-// infer() and reused for both the forward columns and the backward column gradient
-// (which col2im scatters back into dX). A 1x1 stride-1 convolution skips im2col.
+// Lowered to im2col + Eigen GEMM per image, group and tile of output rows: col
+// (Cg*K x positions) holds the receptive fields, Y_g[:, tile] = W_g (Mg x Cg*K) * col.
+// The col buffer is sized in infer() (capped, see kColBudget) and reused for both the
+// forward columns and the backward column gradient, which col2im scatters back into dX.
+// A 1x1 stride-1 convolution skips im2col.
 #include "runtime/attrs.h"
 #include "runtime/ops/eigen_map.h"
 #include "runtime/ops/shape_util.h"
@@ -13,61 +14,62 @@
 namespace dl::rt {
 namespace {
 
-// Walks the (channel, kernel offset) rows of the column matrix and the output positions
-// that read inside the input, calling f(col_row, input_row, start, lo, hi, step) for
-// each run of output positions along W: col_row[ow] <-> input_row[ow * step + start]
-// for ow in [lo, hi). Positions that read padding are reported through pad(col_ptr, n).
-// X is const float (im2col) or float (col2im).
+// Walks the column matrix of output rows [r0, r1) (flattened (od, oh) coordinates):
+// one matrix row per (channel, kernel offset), one column per output position of those
+// rows. Calls f(col_row, input_row, start, lo, hi, step) for each output row:
+// col_row[ow] <-> input_row[ow * step + start] for ow in [lo, hi); positions that read
+// padding go to pad(col_ptr, n). X is const float (im2col) or float (col2im).
 template <class X, class F, class Pad>
-void walk_columns(const Window& w, int64_t channels, float* col, X* x, F f, Pad pad) {
-  const int64_t P = w.out_size(), ohw = w.out[1] * w.out[2];
+void walk_columns(const Window& w, int64_t channels, int64_t r0, int64_t r1, float* col, X* x, F f, Pad pad) {
+  const int64_t ow_n = w.out[2], width = (r1 - r0) * ow_n;
   int64_t row = 0;
   for (int64_t c = 0; c < channels; ++c) {
     X* xc = x + c * w.in_size();
     for (int64_t kd = 0; kd < w.k[0]; ++kd)
       for (int64_t kh = 0; kh < w.k[1]; ++kh)
         for (int64_t kw = 0; kw < w.k[2]; ++kw, ++row) {
-          float* r = col + row * P;
+          float* r = col + row * width;
           int64_t wlo, whi;
           w.valid_range(2, kw * w.dil[2], wlo, whi);
-          for (int64_t od = 0; od < w.out[0]; ++od) {
-            const int64_t id = od * w.stride[0] - w.pad_begin[0] + kd * w.dil[0];
-            float* rd = r + od * ohw;
-            if (id < 0 || id >= w.in[0]) {
-              pad(rd, ohw);
+          const int64_t start = kw * w.dil[2] - w.pad_begin[2];
+          for (int64_t rr = r0; rr < r1; ++rr, r += ow_n) {
+            const int64_t id = (rr / w.out[1]) * w.stride[0] - w.pad_begin[0] + kd * w.dil[0];
+            const int64_t ih = (rr % w.out[1]) * w.stride[1] - w.pad_begin[1] + kh * w.dil[1];
+            if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1]) {
+              pad(r, ow_n);
               continue;
             }
-            for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-              const int64_t ih = oh * w.stride[1] - w.pad_begin[1] + kh * w.dil[1];
-              float* rh = rd + oh * w.out[2];
-              if (ih < 0 || ih >= w.in[1]) {
-                pad(rh, w.out[2]);
-                continue;
-              }
-              pad(rh, wlo);
-              pad(rh + whi, w.out[2] - whi);
-              f(rh, xc + (id * w.in[1] + ih) * w.in[2], kw * w.dil[2] - w.pad_begin[2], wlo, whi, w.stride[2]);
-            }
+            pad(r, wlo);
+            pad(r + whi, ow_n - whi);
+            f(r, xc + (id * w.in[1] + ih) * w.in[2], start, wlo, whi, w.stride[2]);
           }
         }
   }
 }
 
-void im2col(const Window& w, int64_t channels, const float* x, float* col) {
+void im2col(const Window& w, int64_t channels, int64_t r0, int64_t r1, const float* x, float* col) {
   walk_columns(
-      w, channels, col, x,
+      w, channels, r0, r1, col, x,
       [](float* r, const float* xr, int64_t start, int64_t lo, int64_t hi, int64_t s) {
-        for (int64_t o = lo; o < hi; ++o) r[o] = xr[o * s + start];
+        if (s == 1) {
+          std::copy(xr + lo + start, xr + hi + start, r + lo);
+        } else {
+          for (int64_t o = lo; o < hi; ++o) r[o] = xr[o * s + start];
+        }
       },
       [](float* r, int64_t n) { std::fill(r, r + n, 0.0f); });
 }
 
 // dx += col2im(dcol): every column entry goes back to the input pixel it was read from.
-void col2im_add(const Window& w, int64_t channels, float* dcol, float* dx) {
+void col2im_add(const Window& w, int64_t channels, int64_t r0, int64_t r1, float* dcol, float* dx) {
   walk_columns(
-      w, channels, dcol, dx,
+      w, channels, r0, r1, dcol, dx,
       [](float* r, float* dr, int64_t start, int64_t lo, int64_t hi, int64_t s) {
-        for (int64_t o = lo; o < hi; ++o) dr[o * s + start] += r[o];
+        if (s == 1) {
+          for (int64_t o = lo; o < hi; ++o) dr[o + start] += r[o];
+        } else {
+          for (int64_t o = lo; o < hi; ++o) dr[o * s + start] += r[o];
+        }
       },
       [](float*, int64_t) {});
 }
@@ -109,7 +111,10 @@ class Conv : public Op {
     win_ = plan_window(where(), attrs_, x.shape(), kernel);
     const Shape out = win_.out_shape(batch_, m_);
     ctx.out[0]->plan(DType::kFloat32, out);
-    col_.assign(win_.pointwise() ? 0 : static_cast<size_t>((c_ / group_) * win_.k_size() * win_.out_size()), 0.0f);
+    // The column buffer holds whole output rows, as many as fit kColBudget floats.
+    const int64_t rows = win_.out[0] * win_.out[1], per_row = (c_ / group_) * win_.k_size() * win_.out[2];
+    tile_rows_ = std::max<int64_t>(1, std::min(rows, kColBudget / std::max<int64_t>(per_row, 1)));
+    col_.assign(win_.pointwise() ? 0 : static_cast<size_t>(per_row * tile_rows_), 0.0f);
   }
 
   void forward(FwdCtx& ctx) override {
@@ -120,13 +125,16 @@ class Conv : public Op {
     for (int64_t n = 0; n < batch_; ++n)
       for (int64_t g = 0; g < group_; ++g) {
         const float* xg = x + (n * c_ + g * cg) * win_.in_size();
-        const float* col = xg;
-        if (!col_.empty()) {
-          im2col(win_, cg, xg, col_.data());
-          col = col_.data();
+        float* yg = y + (n * m_ + g * mg) * P;
+        CMatMap wg(wt + g * mg * kk, mg, kk);
+        if (col_.empty()) {
+          MatMap(yg, mg, P).noalias() = wg * CMatMap(xg, kk, P);
+          continue;
         }
-        MatMap yg(y + (n * m_ + g * mg) * P, mg, P);
-        yg.noalias() = CMatMap(wt + g * mg * kk, mg, kk) * CMatMap(col, kk, P);
+        for_each_tile([&](int64_t r0, int64_t r1, int64_t p0, int64_t cols) {
+          im2col(win_, cg, r0, r1, xg, col_.data());
+          StridedMatMap(yg + p0, mg, cols, Eigen::OuterStride<>(P)).noalias() = wg * CMatMap(col_.data(), kk, cols);
+        });
       }
     if (ctx.in.size() > 2 && ctx.in[2]) {
       const float* b = ctx.in[2]->f();
@@ -154,24 +162,27 @@ class Conv : public Op {
     for (int64_t n = 0; n < batch_; ++n)
       for (int64_t g = 0; g < group_; ++g) {
         const int64_t xoff = (n * c_ + g * cg) * win_.in_size();
-        CMatMap dyg(dy + (n * m_ + g * mg) * P, mg, P);
+        const float* dyg = dy + (n * m_ + g * mg) * P;
         CMatMap wg(wt + g * mg * kk, mg, kk);
-        if (dw) {
-          const float* col = x + xoff;
-          if (!col_.empty()) {
-            im2col(win_, cg, x + xoff, col_.data());
-            col = col_.data();
-          }
-          MatMap(dw + g * mg * kk, mg, kk).noalias() += dyg * CMatMap(col, kk, P).transpose();
+        MatMap dwg(dw ? dw + g * mg * kk : nullptr, mg, kk);
+        if (col_.empty()) {
+          if (dw) dwg.noalias() += CMatMap(dyg, mg, P) * CMatMap(x + xoff, kk, P).transpose();
+          if (dx) MatMap(dx + xoff, kk, P).noalias() += wg.transpose() * CMatMap(dyg, mg, P);
+          continue;
         }
-        if (dx) {
-          if (col_.empty()) {
-            MatMap(dx + xoff, kk, P).noalias() += wg.transpose() * dyg;
-          } else {
-            MatMap(col_.data(), kk, P).noalias() = wg.transpose() * dyg;
-            col2im_add(win_, cg, col_.data(), dx + xoff);
+        // One buffer: the tile's columns for dW, then overwritten by its column gradient.
+        for_each_tile([&](int64_t r0, int64_t r1, int64_t p0, int64_t cols) {
+          CStridedMatMap dyt(dyg + p0, mg, cols, Eigen::OuterStride<>(P));
+          MatMap col(col_.data(), kk, cols);
+          if (dw) {
+            im2col(win_, cg, r0, r1, x + xoff, col_.data());
+            dwg.noalias() += dyt * col.transpose();
           }
-        }
+          if (dx) {
+            col.noalias() = wg.transpose() * dyt;
+            col2im_add(win_, cg, r0, r1, col_.data(), dx + xoff);
+          }
+        });
       }
   }
 
@@ -183,11 +194,27 @@ class Conv : public Op {
   }
 
  private:
+  // f(first output row, end row, first output position, positions) per tile of whole
+  // output rows (flattened (od, oh)).
+  template <class F>
+  void for_each_tile(F f) const {
+    const int64_t rows = win_.out[0] * win_.out[1];
+    for (int64_t r0 = 0; r0 < rows; r0 += tile_rows_) {
+      const int64_t r1 = std::min(rows, r0 + tile_rows_);
+      f(r0, r1, r0 * win_.out[2], (r1 - r0) * win_.out[2]);
+    }
+  }
+
+  // Column buffer cap (floats): bounds each Conv's scratch (4 MiB) whatever the image
+  // size, while keeping GEMMs wide; one output row is the minimum tile.
+  static constexpr int64_t kColBudget = 40;
+
   WindowAttrs attrs_;
   int64_t group_ = 1;
   Window win_;
   int64_t batch_ = 0, c_ = 0, m_ = 0;
-  std::vector<float> col_;  // im2col scratch: (C/group * kernel size) x output positions
+  int64_t tile_rows_ = 1;   // output rows (flattened (od, oh)) per im2col tile
+  std::vector<float> col_;  // im2col scratch: (C/group * kernel size) x (tile_rows_ * out W)
 };
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<Conv>(node); }

@@ -17,6 +17,11 @@ namespace dl::rt {
 
 using MatMap = Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 using CMatMap = Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+// A block of columns of a row-major matrix: rows keep the parent's row stride.
+using StridedMatMap = Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
+                                 Eigen::OuterStride<>>;
+using CStridedMatMap = Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
+                                  Eigen::OuterStride<>>;
 using CVecMap = Eigen::Map<const Eigen::ArrayXf>;
 
 // Reductions over n contiguous floats. Eigen sums in SIMD lanes (a plain loop does not

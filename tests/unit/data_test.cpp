@@ -86,7 +86,8 @@ TEST_CASE("csv: input errors name file:line:column") {
   CHECK(csv_error("1,2\n3,\n") == "d.csv:2:3: empty field (field 2)");
   CHECK(csv_error("1,2\n3, \"\" \n") == "d.csv:2:4: empty field (field 2)");
   CHECK(csv_error("1,2\n3,abc\n") == "d.csv:2:3: non-numeric value \"abc\" (field 2)");
-  CHECK(csv_error("x,y\n1,2\n3,  4 5 ,6\n") == "d.csv:3:5: non-numeric value \"4 5\" (field 2, 'y'); values must be separated by commas");
+  CHECK(csv_error("x,y\n1,2\n3,  4 5 ,6\n") ==
+        "d.csv:3:5: non-numeric value \"4 5\" (field 2, 'y'); values must be separated by commas");
   CHECK(csv_error("1,2\n3,\"abc\"\n") == "d.csv:2:3: non-numeric value \"abc\" (field 2)");
   CHECK(csv_error("1,2\n3," + std::string(50, 'x') + "\n") ==
         "d.csv:2:3: non-numeric value \"" + std::string(40, 'x') + "...\" (field 2)");
@@ -95,7 +96,8 @@ TEST_CASE("csv: input errors name file:line:column") {
   CHECK(csv_error("1,2,3\n4,5\n") == "d.csv:2:4: row has 2 fields, expected 3 (as in line 1)");
   CHECK(csv_error("a,b\n1,2\n3,4,5\n") == "d.csv:3:5: row has 3 fields, expected 2 (as in line 1)");
   CHECK(csv_error("1,2\n\n3,4\n") == "d.csv:2:1: empty row");
-  CHECK(csv_error("1.0 2.0\n3.0 4.0\n") == "d.csv:2:1: non-numeric value \"3.0 4.0\" (field 1); values must be separated by commas");
+  CHECK(csv_error("1.0 2.0\n3.0 4.0\n") ==
+        "d.csv:2:1: non-numeric value \"3.0 4.0\" (field 1, '1.0 2.0'); values must be separated by commas");
   CHECK(csv_error("a,b\n") == "d.csv: no data rows (the file has only a header row)");
   CHECK(csv_error("\n\n") == "d.csv: no data rows");
   CHECK(csv_error("") == "d.csv: file is empty");
@@ -156,10 +158,11 @@ TEST_CASE("csv: a long single line is parsed without copying it") {
   CHECK(t.cols == 200001);
   dl::rt::ReadOptions cap;
   cap.max_bytes = 100000;  // refused before anything is allocated
-  CHECK_THROWS_WITH_AS(read_csv_text(line, "d.csv", cap),
-                       "d.csv: loading needs about 781.3 KB of memory (1 row x 200001 float32 values), over the limit of "
-                       "97.7 KB",
-                       dl::ResourceError);
+  CHECK_THROWS_WITH_AS(
+      read_csv_text(line, "d.csv", cap),
+      "d.csv: loading needs about 781.3 KB of memory (1 row x 200001 float32 values), over the limit of "
+      "97.7 KB",
+      dl::ResourceError);
   std::string bad = line;
   bad.replace(bad.size() - 1, 1, "x\n");  // "1x": the error quotes only that field
   CHECK(csv_error(line + bad) == "d.csv:2:800001: non-numeric value \"1x\" (field 200001)");

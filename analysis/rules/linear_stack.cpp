@@ -1,0 +1,69 @@
+// Static: two consecutive parameterised linear layers with no non-linearity between them
+// collapse into one linear map (the extra layer adds parameters, not capacity).
+#include "analysis/context.h"
+#include "analysis/rules/rule_util.h"
+
+namespace dl::an {
+namespace {
+
+class LinearStack : public Rule {
+ public:
+  std::string id() const override { return "linear_stack"; }
+  std::string description() const override {
+    return "Consecutive linear layers (Dense/Conv) with no activation between them";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"confidence", 0.6,
+             "layer order is graph order, not data flow: parallel branches (e.g. attention projections) can "
+             "look stacked, so this is a warning"}};
+  }
+
+  void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
+    const TraceHeader& h = ctx.header();
+    std::vector<int> stacked;
+    for (size_t l = 0; l + 1 < h.layers.size(); ++l)
+      if (affine(ctx, int(l)) && starts_linear(ctx, int(l) + 1)) stacked.push_back(int(l));
+    if (stacked.empty()) return;
+    const int first = stacked.front();
+    Finding f = ctx.make(*this, "linear_stack", Stage::kStatic, first, std::nullopt);
+    f.root_cause = RootCause::kArchitecture;
+    f.conclusive = false;
+    f.confidence = threshold(ctx, "confidence");
+    f.message = ctx.layer_label(first) + " has no activation and feeds " + ctx.layer_label(first + 1) +
+                " directly: two linear maps in a row are one linear map" +
+                (stacked.size() > 1 ? " (" + std::to_string(stacked.size()) + " such pairs)" : "");
+    f.recommendation = "add a non-linear activation (e.g. ReLU) after " + ctx.layer_label(first) +
+                       ", or merge it with the next layer";
+    nlohmann::json pairs = nlohmann::json::array();
+    for (int l : stacked) pairs.push_back({l, l + 1});
+    f.evidence = {{"stacked_pairs", pairs}};
+    out.push_back(std::move(f));
+  }
+
+ private:
+  // Every step of the layer is linear (affine) and none is an activation.
+  static bool affine(const AnalysisContext& ctx, int layer) {
+    const std::vector<size_t> probes = ru::layer_forward_probes(ctx, layer);
+    if (!ru::anchor_probe(ctx, layer)) return false;
+    for (size_t k : probes) {
+      const OpDescription& op = ctx.header().probes[k].op;
+      if (op.role == "activation" || !op.linear) return false;
+    }
+    return !probes.empty();
+  }
+  // The layer begins (before any non-linear step) with a linear parameterised op.
+  static bool starts_linear(const AnalysisContext& ctx, int layer) {
+    for (size_t k : ru::layer_forward_probes(ctx, layer)) {
+      const OpDescription& op = ctx.header().probes[k].op;
+      if (op.role == "parameterized") return op.linear;
+      if (op.role == "activation" || !op.linear) return false;
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Rule> make_rule_linear_stack() { return std::make_unique<LinearStack>(); }
+
+}  // namespace dl::an

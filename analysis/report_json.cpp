@@ -71,16 +71,18 @@ json report_json(const Diagnosis& d, const Trace& t, const RunInfo& run) {
   if (!run.epoch_val_loss.empty()) training["val_loss"] = numbers(run.epoch_val_loss);
   if (!run.epoch_val_metric.empty()) training["val_accuracy"] = numbers(run.epoch_val_metric);
 
-  return {{"tool", "deeplocalize"},
-          {"version", run.tool_version},
-          {"model", run.model},
-          {"data", run.data},
-          {"verdict", d.fault ? "fault" : "ok"},
-          {"complete", run.complete},
-          {"findings", findings},
-          {"warnings", warnings},
-          {"training", training},
-          {"timing", {{"import_s", run.import_s}, {"train_s", run.train_s}, {"analysis_s", run.analysis_s}}}};
+  json report = {{"tool", "deeplocalize"},
+                 {"version", run.tool_version},
+                 {"model", run.model},
+                 {"data", run.data},
+                 {"verdict", d.fault ? "fault" : "ok"},
+                 {"complete", run.complete},
+                 {"findings", findings},
+                 {"warnings", warnings},
+                 {"training", training},
+                 {"timing", {{"import_s", run.import_s}, {"train_s", run.train_s}, {"analysis_s", run.analysis_s}}}};
+  if (!run.detector.empty()) report["detector"] = run.detector;
+  return report;
 }
 
 }  // namespace dl::an

@@ -174,6 +174,8 @@ std::string report_text(const Diagnosis& d, const Trace& t, const RunInfo& run, 
   const Style st{color};
   std::string out = "deeplocalize " + run.tool_version + ": " + run.model +
                     (run.data.empty() ? "" : " with " + run.data) + "\n";
+  if (!run.detector.empty())
+    out += "Detector: " + run.detector + " (a Keras callback baseline: it can stop training, not localize)\n";
   if (!run.complete)
     out += st.yellow("INTERRUPTED") + ": training stopped after " + std::to_string(run.iterations) +
            " iterations; the diagnosis covers only the part that ran.\n";

@@ -1,11 +1,13 @@
 #include "cli/train_command.h"
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <iostream>
 
 #include "analysis/analyzer.h"
+#include "analysis/baselines.h"
 #include "analysis/report.h"
 #include "analysis/trace_io.h"
 #include "cli/online_analysis.h"
@@ -95,6 +97,45 @@ an::RunInfo run_info(const TrainOptions& o, const rt::TrainResult& r) {
   return info;
 }
 
+// The loss history a Keras callback sees: every batch loss and the epoch logs.
+class HistoryRecorder : public rt::TrainListener {
+ public:
+  explicit HistoryRecorder(an::Trace& trace) : trace_(trace) {}
+  void after_update(const rt::ExecutionGraph&, const rt::IterationInfo& i) override {
+    trace_.add_loss(i.iteration, float(i.loss), float(i.metric));
+  }
+  void on_epoch_end(const rt::EpochSummary& s) override {
+    an::EpochRecord e;
+    e.epoch = s.epoch, e.loss = s.loss, e.metric = s.metric;
+    e.has_validation = s.has_validation, e.val_loss = s.val_loss, e.val_metric = s.val_metric;
+    trace_.add_epoch(e);
+  }
+
+ private:
+  an::Trace& trace_;
+};
+
+// Stops training where the baseline's Keras callback would: TerminateOnNaN after a
+// batch, EarlyStopping at an epoch end.
+class BaselineMonitor : public rt::TrainListener {
+ public:
+  BaselineMonitor(const an::Trace& trace, an::Detector d, bool stop) : trace_(trace), detector_(d), stop_(stop) {}
+  void after_update(const rt::ExecutionGraph&, const rt::IterationInfo& i) override {
+    if (!std::isfinite(i.loss) || !std::isfinite(float(i.loss))) check();
+  }
+  void on_epoch_end(const rt::EpochSummary&) override { check(); }
+  bool should_stop() override { return stop_ && fired_; }
+
+ private:
+  void check() {
+    if (!fired_) fired_ = an::baseline_diagnose(detector_, trace_).fault;
+  }
+  const an::Trace& trace_;
+  an::Detector detector_;
+  bool stop_;
+  bool fired_ = false;
+};
+
 }  // namespace
 
 CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
@@ -128,10 +169,16 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
   c->add_flag("--no-probes", o.no_probes, "Train without probes (no analysis; for measuring overhead)");
   c->add_flag("-q,--quiet", o.quiet, "No progress output");
   c->add_flag("-v,--verbose", o.verbose, "More detail in the report");
+  c->add_option("--detector", o.detector, "deeplocalize (default), or a Keras callback baseline: keras-terminate-on-nan, "
+                                          "keras-early-stopping-loss, keras-early-stopping-accuracy, keras-union")
+      ->check(CLI::IsMember(an::detector_names()));
   return c;
 }
 
-int run_train(const TrainOptions& o) {
+CaseResult diagnose_case(const TrainOptions& o, const CaseRunOptions& run) {
+  const an::Detector detector = an::detector_from(o.detector);
+  const bool baseline = an::is_baseline(detector);
+  const bool probing = !o.no_probes && !baseline;
   const auto t_import = Clock::now();
   ir::Model model = conv::import_model(o.model);
   rt::TrainConfig config = resolve_config(model, o);
@@ -146,13 +193,14 @@ int run_train(const TrainOptions& o) {
 
   const auto t_train = Clock::now();
   rt::Trainer trainer(model, config, std::move(train), std::move(validation));
-  an::Trace trace;
+  CaseResult out;
+  an::Trace& trace = out.trace;
   rt::describe_run(trainer.graph(), config, trainer.train_data(), trainer.metric().name(),
                    trainer.metric().higher_is_better(), trace.header);
   trace.header.model = o.model;
   trace.header.data = o.data;
   std::unique_ptr<rt::ProbeRecorder> probes;
-  if (!o.no_probes) {
+  if (probing) {
     probes = std::make_unique<rt::ProbeRecorder>(trainer.graph(), trace);
     trace.set_probe_every(o.probe_every);
     trace.set_capacity_bytes(static_cast<int64_t>(o.trace_max_mb * 1024 * 1024));
@@ -160,35 +208,58 @@ int run_train(const TrainOptions& o) {
     trainer.set_observer(probes.get());
     trainer.add_listener(probes.get());
   }
-  OnlineAnalysis online(trace, settings, !o.no_stop && !o.no_probes);
-  if (!o.no_probes) trainer.add_listener(&online);
+  // A baseline sees only the loss history, as a Keras callback does, and stops
+  // training when its callback would.
+  HistoryRecorder history(trace);
+  BaselineMonitor monitor(trace, detector, !o.no_stop);
+  if (baseline) {
+    trace.reserve_iterations(config.epochs * trace.header.batches_per_epoch);
+    trainer.add_listener(&history);
+    trainer.add_listener(&monitor);
+  }
+  OnlineAnalysis online(trace, settings, !o.no_stop && probing);
+  if (probing) trainer.add_listener(&online);
   TerminalStyle style = TerminalStyle::detect();
-  ProgressPrinter progress(config.epochs, trainer.metric().name(), style, o.quiet);
+  ProgressPrinter progress(config.epochs, trainer.metric().name(), style, o.quiet || !run.progress);
   trainer.add_listener(&progress);
 
-  g_interrupted.store(false);
-  auto old_int = std::signal(SIGINT, on_signal);
-  auto old_term = std::signal(SIGTERM, on_signal);
-  trainer.set_interrupt_flag(&g_interrupted);
-  rt::TrainResult result = trainer.run();
-  std::signal(SIGINT, old_int);
-  std::signal(SIGTERM, old_term);
+  rt::TrainResult result;
+  if (run.handle_signals) {
+    g_interrupted.store(false);
+    auto old_int = std::signal(SIGINT, on_signal);
+    auto old_term = std::signal(SIGTERM, on_signal);
+    trainer.set_interrupt_flag(&g_interrupted);
+    result = trainer.run();
+    std::signal(SIGINT, old_int);
+    std::signal(SIGTERM, old_term);
+    out.signal = g_signal.load();
+  } else {
+    result = trainer.run();
+  }
   trace.complete = !result.interrupted;
   const double train_s = since(t_train);
 
   const auto t_analysis = Clock::now();
-  an::Diagnosis diagnosis;
-  if (!o.no_probes) diagnosis = an::analyze(trace, settings, /*final=*/true);
-  an::RunInfo info = run_info(o, result);
-  info.import_s = import_s;
-  info.train_s = train_s;
-  info.analysis_s = since(t_analysis);
+  if (probing) out.diagnosis = an::analyze(trace, settings, /*final=*/true);
+  if (baseline) out.diagnosis = an::baseline_diagnose(detector, trace);
+  out.info = run_info(o, result);
+  out.info.import_s = import_s;
+  out.info.train_s = train_s;
+  out.info.analysis_s = since(t_analysis);
+  if (baseline) out.info.detector = an::detector_name(detector);
+  out.interrupted = result.interrupted;
 
   if (!o.trace_file.empty() && !o.no_probes) an::write_trace(trace, o.trace_file);
   if (!o.save_file.empty()) save_trained_model(o.model, o.save_file, *trainer.store());
-  emit_report(diagnosis, trace, info, o.format, o.report_file, o.quiet, style);
-  if (result.interrupted) return g_signal.load() == SIGTERM ? 143 : 130;
-  return diagnosis.fault ? 1 : 0;
+  out.report = an::report_json(out.diagnosis, trace, out.info);
+  return out;
+}
+
+int run_train(const TrainOptions& o) {
+  CaseResult r = diagnose_case(o);
+  emit_report(r.diagnosis, r.trace, r.info, o.format, o.report_file, o.quiet, TerminalStyle::detect());
+  if (r.interrupted) return r.signal == SIGTERM ? 143 : 130;
+  return r.diagnosis.fault ? 1 : 0;
 }
 
 CLI::App* add_analyze_command(CLI::App& app, AnalyzeOptions& o) {

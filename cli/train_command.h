@@ -3,11 +3,17 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "analysis/analyzer.h"
+#include "analysis/report.h"
+#include "analysis/trace.h"
 
 namespace dl::cli {
 
@@ -24,7 +30,30 @@ struct TrainOptions {
   double max_memory_mb = 0;
   double trace_max_mb = 256;
   std::vector<std::string> settings;  // --set rule.key=value
+  std::string detector = "deeplocalize";  // or a Keras baseline (analysis/baselines.h)
 };
+
+// How diagnose_case runs: `train` shows progress and catches SIGINT/SIGTERM while
+// training; a batch runs cases silently.
+struct CaseRunOptions {
+  bool progress = true;        // progress on stderr (unless options.quiet)
+  bool handle_signals = true;  // SIGINT/SIGTERM stop training at the end of the iteration
+};
+
+// One case, diagnosed: what `train` reports.
+struct CaseResult {
+  an::Trace trace;
+  an::Diagnosis diagnosis;
+  an::RunInfo info;
+  nlohmann::json report;  // the contract's JSON report (an::report_json)
+  bool interrupted = false;
+  int signal = 0;  // the signal that interrupted training
+};
+
+// The whole `train` pipeline for one case: import, train with probes (or the baseline's
+// history only), analyse; writes --trace and --save files when set. Throws dl::Error
+// for bad input like `train` does.
+CaseResult diagnose_case(const TrainOptions& options, const CaseRunOptions& run = {});
 
 struct AnalyzeOptions {
   std::string trace_file, report_file;

@@ -207,7 +207,7 @@ class Conv : public Op {
 
   // Column buffer cap (floats): bounds each Conv's scratch (4 MiB) whatever the image
   // size, while keeping GEMMs wide; one output row is the minimum tile.
-  static constexpr int64_t kColBudget = 40;
+  static constexpr int64_t kColBudget = int64_t{1} << 20;
 
   WindowAttrs attrs_;
   int64_t group_ = 1;

@@ -70,7 +70,8 @@ class PadOp : public Op {
     if (!ctx.din[0] || !ctx.dout[0]) return;
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
-    walk(ctx.dout[0]->numel(), [&](int64_t o, int64_t base, const int64_t* src, int64_t n, bool) {
+    walk(ctx.dout[0]->numel(), [&](int64_t o, int64_t base, const int64_t* src, int64_t n, bool all_constant) {
+      if (all_constant) return;
       for (int64_t k = 0; k < n; ++k)
         if (src[k] >= 0) dx[base + src[k]] += dy[o + k];
     });

@@ -68,3 +68,13 @@ TEST_CASE("Pad constant 2x3x4 with constant_value input matches numpy.pad") {
                  1.23f, 1.36f, 1.49f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f,
                  0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f});
 }
+
+TEST_CASE("Pad debug backward") {
+  OpRun run(pad_node("constant", 3),
+            {Tensor::floats({2, 3, 4}, ramp()), Tensor::ints({6}, {0, 1, 2, 1, 0, 1}), Tensor::floats({}, {0.5f})});
+  run.forward();
+  Tensor dy(dl::rt::DType::kFloat32, run.outputs[0].shape());
+  for (int64_t k = 0; k < dy.numel(); ++k) dy.f()[k] = float(k);
+  auto din = run.backward({&dy}, {true, false, false});
+  for (int64_t k = 0; k < 24; ++k) MESSAGE(k << " " << din[0].f()[k]);
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/python3
+"""Generates the benchmark models (ONNX, Keras init, opset 13) and data into OUTDIR.
+
+  /usr/bin/python3 bench/gen_bench_models.py OUTDIR
+
+mlp_784_128_10   784-128(relu)-10(softmax)       issue 3's 60,000-row epoch benchmark
+mlp_a            784-256-128-10                  issue 8 (a)
+lenet5           LeNet-5 on 1x28x28              issue 8 (b)
+wide_c           4096-4096-10                    issue 8 (c)
+Data: MNIST-shaped synthetic CSV (pixels in [0,1], class id last), 60,000 rows for
+mnist60k.csv. Deterministic (fixed seeds)."""
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+
+out = sys.argv[1] if len(sys.argv) > 1 else "bench-data"
+os.makedirs(out, exist_ok=True)
+torch.manual_seed(0)
+
+
+def keras_init(model):
+    for m in model.modules():
+        if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)):
+            torch.nn.init.xavier_uniform_(m.weight)
+            torch.nn.init.zeros_(m.bias)
+    return model
+
+
+def export(model, shape, name, meta):
+    path = os.path.join(out, name + ".onnx")
+    torch.onnx.export(model, torch.zeros(1, *shape), path, opset_version=13, input_names=["input"],
+                      output_names=["output"], dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    m = onnx.load(path)
+    for k, v in meta.items():
+        p = m.metadata_props.add()
+        p.key, p.value = "deeplocalize." + k, str(v)
+    onnx.save(m, path)
+
+
+cfg = {"loss": "categorical_crossentropy", "optimizer": "sgd", "learning_rate": 0.01, "epochs": 1, "batch_size": 32}
+export(keras_init(torch.nn.Sequential(torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10),
+                                      torch.nn.Softmax(dim=1))), (784,), "mlp_784_128_10", cfg)
+export(keras_init(torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128),
+                                      torch.nn.ReLU(), torch.nn.Linear(128, 10), torch.nn.Softmax(dim=1))),
+       (784,), "mlp_a", dict(cfg, batch_size=64))
+export(keras_init(torch.nn.Sequential(
+    torch.nn.Conv2d(1, 6, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+    torch.nn.Conv2d(6, 16, 5), torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+    torch.nn.Linear(400, 120), torch.nn.ReLU(), torch.nn.Linear(120, 84), torch.nn.ReLU(),
+    torch.nn.Linear(84, 10), torch.nn.Softmax(dim=1))), (1, 28, 28), "lenet5", dict(cfg, batch_size=64))
+export(keras_init(torch.nn.Sequential(torch.nn.Linear(4096, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 10),
+                                      torch.nn.Softmax(dim=1))), (4096,), "wide_c", dict(cfg, batch_size=256))
+
+rng = np.random.default_rng(1)
+path = os.path.join(out, "mnist60k.csv")
+if not os.path.exists(path):
+    x = rng.random((60000, 784), dtype=np.float32)
+    y = rng.integers(0, 10, 60000)
+    with open(path, "w") as f:
+        f.write(",".join(f"p{i}" for i in range(784)) + ",label\n")
+        for i in range(60000):
+            f.write(",".join(f"{v:.3f}" for v in x[i]) + f",{y[i]}\n")

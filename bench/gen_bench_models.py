@@ -8,7 +8,8 @@ mlp_a            784-256-128-10                  issue 8 (a)
 lenet5           LeNet-5 on 1x28x28              issue 8 (b)
 wide_c           4096-4096-10                    issue 8 (c)
 Data: MNIST-shaped synthetic CSV (pixels in [0,1], class id last), 60,000 rows for
-mnist60k.csv. Deterministic (fixed seeds)."""
+mnist60k.csv; wide4096.npy, 8,192 rows of 4096 features in [0,1] and a class id (last
+column, float32) for wide_c. Deterministic (fixed seeds)."""
 import os
 import sys
 
@@ -64,3 +65,10 @@ if not os.path.exists(path):
         f.write(",".join(f"p{i}" for i in range(784)) + ",label\n")
         for i in range(60000):
             f.write(",".join(f"{v:.3f}" for v in x[i]) + f",{y[i]}\n")
+
+path = os.path.join(out, "wide4096.npy")
+if not os.path.exists(path):
+    rng = np.random.default_rng(2)
+    xy = rng.random((8192, 4097), dtype=np.float32)
+    xy[:, 4096] = rng.integers(0, 10, 8192).astype(np.float32)
+    np.save(path, xy)

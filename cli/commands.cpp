@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/batch_command.h"
 #include "cli/model_view.h"
 #include "cli/output.h"
 #include "cli/train_command.h"
@@ -61,6 +62,14 @@ CommandSet register_commands(CLI::App& app) {
   auto analyze_args = std::make_shared<AnalyzeOptions>();
   CLI::App* analyze = add_analyze_command(app, *analyze_args);
   set.commands.emplace_back(analyze, [analyze_args] { return run_analyze(*analyze_args); });
+
+  auto batch_args = std::make_shared<BatchOptions>();
+  CLI::App* batch = add_batch_command(app, *batch_args);
+  set.commands.emplace_back(batch, [batch_args] { return run_batch(*batch_args); });
+
+  auto merge_args = std::make_shared<MergeOptions>();
+  CLI::App* merge = add_merge_command(app, *merge_args);
+  set.commands.emplace_back(merge, [merge_args] { return run_merge(*merge_args); });
 
   return set;
 }

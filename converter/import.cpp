@@ -1,4 +1,5 @@
 // The import pipeline: parse, validate, upgrade, infer shapes, build the IR.
+#include <cmath>
 #include "converter/import.h"
 
 #include <onnx/checker.h>
@@ -163,7 +164,15 @@ void build_ir(onnx::ModelProto& model, ir::Model& out, const std::string& label)
   g.name = graph.name();
   for (auto& t : *graph.mutable_initializer()) {
     const std::string name = t.name();
-    g.initializers.emplace(name, detail::tensor_from_proto(t, label + ": initializer '" + name + "'"));
+    const ir::TensorData& data =
+        g.initializers.emplace(name, detail::tensor_from_proto(t, label + ": initializer '" + name + "'"))
+            .first->second;
+    // Initial weights must be finite: a NaN or Inf initializer is a corrupt (or
+    // already diverged) model, not something training could diagnose.
+    for (size_t k = 0; k < data.floats.size(); ++k)
+      if (!std::isfinite(data.floats[k]))
+        throw ModelError(label + ": initializer '" + name + "' holds " + (std::isnan(data.floats[k]) ? "NaN" : "Inf") +
+                         " at flat index " + std::to_string(k) + " (initial weights must be finite)");
   }
   for (const auto& v : graph.input()) {
     if (!g.initializers.count(v.name())) g.inputs.push_back(convert_value_info(v));

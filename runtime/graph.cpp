@@ -195,6 +195,10 @@ void ExecutionGraph::plan(const GraphOptions& options) {
         }
       }
     }
+    for (size_t k = 0; k < shape.size(); ++k)
+      if (shape[k] <= 0)
+        throw ShapeError("graph input '" + in.name + "' has shape " + shape_str(shape) + ": dimension " +
+                         std::to_string(k) + " is " + std::to_string(shape[k]) + " (every dimension must be positive)");
     int s = new_slot(in.name, nullptr, false, false);
     Tensor& t = values_.back();
     t.plan(runtime_dtype(in.dtype, "graph input '" + in.name + "'"), shape);

@@ -114,6 +114,10 @@ class SparseCategorical final : public CategoricalBase {
       const int64_t id = class_id(name_, target, r, l.width);
       const int64_t base = r * l.width;
       float* g = grad != nullptr ? grad->f() + base : nullptr;
+      if (id < 0) {  // invalid class id: reported by the analysis, skipped here
+        if (g != nullptr) std::fill(g, g + l.width, 0.0f);
+        continue;
+      }
       sum += from_logits_ ? row_logits(pred.f() + base, id, l.width, g, scale)
                           : row_probabilities(pred.f() + base, id, l.width, g, scale);
     }

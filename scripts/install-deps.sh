@@ -10,7 +10,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libeigen3-dev libcli11-dev doctest-dev
   nlohmann-json3-dev libfmt-dev libfast-float-dev
-  python3 python3-onnx python3-numpy
+  python3 python3-onnx python3-numpy python3-yaml
 )
 if [[ "${1:-}" == "--dev" ]]; then
   packages+=(python3-torch python3-sklearn libbenchmark-dev)

@@ -84,3 +84,63 @@ std::vector<Finding> findings_of(const AnalysisContext& ctx, std::initializer_li
 std::string num(double v);
 
 }  // namespace dl::an::ru
+
+// --- per-layer parameter dynamics, trace windows, input scale (dynamic rules) -------------
+namespace dl::an::ru {
+
+// The parameter probes (weight, param_grad, update) of one layer.
+struct LayerParamProbes {
+  int layer = -1;
+  std::vector<size_t> weight, grad, update;
+};
+// Every layer that owns parameter probes, in graph order.
+std::vector<LayerParamProbes> param_probes(const AnalysisContext& ctx);
+// sqrt of the sum of the probes' squared L2 norms at one record (NaN when one holds NaN/Inf).
+double combined_l2(const Trace& t, size_t record, const std::vector<size_t>& probes);
+// ||dw|| / ||w|| over all of a layer's parameters at one record: bias vectors that start
+// at zero would read 1.0 on their own after the first step, the layer as a whole does not.
+// 0 when nothing moved; inf when the weights are zero but moved.
+double layer_update_ratio(const Trace& t, size_t record, const LayerParamProbes& p);
+// ||grad|| / ||w|| over all of a layer's parameters at one record (inf when ||w|| = 0 < ||grad||).
+double layer_relative_grad(const Trace& t, size_t record, const LayerParamProbes& p);
+// The layer's parameter norm before training, from the initializer summaries (nullopt when
+// none of its parameters is summarised).
+std::optional<double> initial_weight_l2(const AnalysisContext& ctx, int layer);
+// Largest layer update ratio over records [from, to); its layer in *layer when given (-1 if none).
+double max_update_ratio(const AnalysisContext& ctx, size_t from, size_t to, int* layer = nullptr);
+
+// Number of leading records in which every probe is finite (the whole trace when none
+// holds NaN/Inf). Trend rules judge only these: after a NaN, statistics are meaningless.
+size_t finite_prefix(const Trace& t);
+// [start, end) of the last `n` records of the first `end` ones (fewer when the run is short).
+size_t window_start(size_t end, size_t n);
+double median(std::vector<double> v);
+
+// Scale of the input features (data summary): the largest |x| and the largest over the
+// smallest non-zero per-feature std.
+struct InputScale {
+  double max_abs = 0;
+  double std_spread = 1;
+};
+InputScale input_scale(const TraceHeader& h);
+
+// Why gradients vanish in layers up to `layer`: weights with std below tiny_std
+// (initialization), saturating activations in those layers (activation), else
+// architecture. `why` receives a clause for the message, `fix` a recommendation.
+RootCause vanishing_cause(const AnalysisContext& ctx, int layer, double tiny_std, std::string& why, std::string& fix);
+
+}  // namespace dl::an::ru
+
+// --- least-squares trend of a per-iteration series (trend rules) ----------------------------
+namespace dl::an::ru {
+
+// y = intercept + slope * k fitted over v[from, to) (k = the index in v). `t` is slope / its
+// standard error (0 with fewer than 3 points, +-inf for an exact line), `end` the fitted value
+// at to - 1, `mean` the mean of the values. Non-finite values are skipped.
+struct LineFit {
+  double slope = 0, intercept = 0, t = 0, end = 0, mean = 0;
+  size_t n = 0;
+};
+LineFit fit_line(const std::vector<float>& v, size_t from, size_t to);
+
+}  // namespace dl::an::ru

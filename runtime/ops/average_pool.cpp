@@ -36,8 +36,8 @@ class AveragePool : public Op {
       inv_count_[a].resize(static_cast<size_t>(win_.out[a]));
       for (int64_t o = 0; o < win_.out[a]; ++o) {
         const PoolTaps::Axis& t = taps_.axis[a][static_cast<size_t>(o)];
-        const int64_t n = count_include_pad_ ? std::min(t.first + win_.k[a], win_.in[a] + win_.pad_end[a]) - t.first
-                                             : t.hi - t.lo;
+        const int64_t n =
+            count_include_pad_ ? std::min(t.first + win_.k[a], win_.in[a] + win_.pad_end[a]) - t.first : t.hi - t.lo;
         inv_count_[a][static_cast<size_t>(o)] = n > 0 ? 1.0f / static_cast<float>(n) : 0.0f;
       }
     }
@@ -47,15 +47,16 @@ class AveragePool : public Op {
     const float* x = ctx.in[0]->f();
     float* y = ctx.out[0]->f();
     const int64_t ow_n = win_.out[2];
-    for_each_row([&](const float* __restrict xp, float* __restrict yr, const int64_t* rows, int64_t n_rows,
-                     float inv_dh) {
-      for (int64_t ow = 0; ow < ow_n; ++ow) yr[ow] = 0.0f;
-      for_each_tap(rows, n_rows, [&](int64_t base, int64_t lo, int64_t hi, int64_t sw) {
-        for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += xp[base + ow * sw];
-      });
-      const float* __restrict inv_w = inv_count_[2].data();
-      for (int64_t ow = 0; ow < ow_n; ++ow) yr[ow] *= inv_dh * inv_w[ow];
-    }, x, y);
+    for_each_row(
+        [&](const float* __restrict xp, float* __restrict yr, const int64_t* rows, int64_t n_rows, float inv_dh) {
+          for (int64_t ow = 0; ow < ow_n; ++ow) yr[ow] = 0.0f;
+          for_each_tap(rows, n_rows, [&](int64_t base, int64_t lo, int64_t hi, int64_t sw) {
+            for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += xp[base + ow * sw];
+          });
+          const float* __restrict inv_w = inv_count_[2].data();
+          for (int64_t ow = 0; ow < ow_n; ++ow) yr[ow] *= inv_dh * inv_w[ow];
+        },
+        x, y);
   }
 
   void backward(BwdCtx& ctx) override {
@@ -63,13 +64,14 @@ class AveragePool : public Op {
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
     // Reads dy through the "output" pointer and scatters into dx through the "input" one.
-    for_each_row([&](float* __restrict dxp, const float* __restrict dyr, const int64_t* rows, int64_t n_rows,
-                     float inv_dh) {
-      const float* __restrict inv_w = inv_count_[2].data();
-      for_each_tap(rows, n_rows, [&](int64_t base, int64_t lo, int64_t hi, int64_t sw) {
-        for (int64_t ow = lo; ow < hi; ++ow) dxp[base + ow * sw] += dyr[ow] * inv_dh * inv_w[ow];
-      });
-    }, dx, dy);
+    for_each_row(
+        [&](float* __restrict dxp, const float* __restrict dyr, const int64_t* rows, int64_t n_rows, float inv_dh) {
+          const float* __restrict inv_w = inv_count_[2].data();
+          for_each_tap(rows, n_rows, [&](int64_t base, int64_t lo, int64_t hi, int64_t sw) {
+            for (int64_t ow = lo; ow < hi; ++ow) dxp[base + ow * sw] += dyr[ow] * inv_dh * inv_w[ow];
+          });
+        },
+        dx, dy);
   }
 
   OpTraits traits() const override {
@@ -92,7 +94,8 @@ class AveragePool : public Op {
           const PoolTaps::Axis ht = taps_.axis[1][static_cast<size_t>(oh)];
           int64_t n = 0;
           for (int64_t td = dt.lo; td < dt.hi; ++td)
-            for (int64_t th = ht.lo; th < ht.hi; ++th) rows[n++] = ((dt.first + td) * win_.in[1] + ht.first + th) * win_.in[2];
+            for (int64_t th = ht.lo; th < ht.hi; ++th)
+              rows[n++] = ((dt.first + td) * win_.in[1] + ht.first + th) * win_.in[2];
           const float inv_dh = inv_count_[0][static_cast<size_t>(od)] * inv_count_[1][static_cast<size_t>(oh)];
           f(x + pl * S, y + pl * P + (od * win_.out[1] + oh) * win_.out[2], rows, n, inv_dh);
         }
@@ -126,17 +129,19 @@ std::vector<float> ramp(int64_t n) {
 std::vector<OpSample> samples() {
   OpSample a;
   a.label = "averagepool 2-D 3x3 stride 2, pads 1, ceil_mode, count_include_pad";
-  a.node = sample_node(
-      "AveragePool", 1, 1,
-      {{"kernel_shape", attr_ints({3, 3})}, {"strides", attr_ints({2, 2})}, {"pads", attr_ints({1, 1, 1, 0})},
-       {"ceil_mode", attr_i(1)}, {"count_include_pad", attr_i(1)}},
-      11);
+  a.node = sample_node("AveragePool", 1, 1,
+                       {{"kernel_shape", attr_ints({3, 3})},
+                        {"strides", attr_ints({2, 2})},
+                        {"pads", attr_ints({1, 1, 1, 0})},
+                        {"ceil_mode", attr_i(1)},
+                        {"count_include_pad", attr_i(1)}},
+                       11);
   a.inputs = {Tensor::floats({1, 2, 5, 6}, ramp(60))};
   a.check_grad = {true};
   OpSample b;
   b.label = "averagepool 2-D 2x3 SAME_LOWER, pads excluded";
-  b.node = sample_node("AveragePool", 1, 1,
-                       {{"kernel_shape", attr_ints({2, 3})}, {"auto_pad", attr_s("SAME_LOWER")}}, 11);
+  b.node =
+      sample_node("AveragePool", 1, 1, {{"kernel_shape", attr_ints({2, 3})}, {"auto_pad", attr_s("SAME_LOWER")}}, 11);
   b.inputs = {Tensor::floats({2, 1, 3, 4}, ramp(24))};
   b.check_grad = {true};
   OpSample c;

@@ -18,6 +18,10 @@
 // initializers, owned by the graph's ParamStore and never trained by gradient
 // (differentiable_input is false for them), so this is how the moving averages a
 // trained model exports evolve during training. Nothing else reads them in the step.
+// They follow tf.keras: for a 4-D or 5-D X (Keras' fused kernel, FusedBatchNormV3) the
+// moving variance takes the Bessel-corrected batch variance, var * n / (n - 1) with n the
+// values per channel (as torch.nn.BatchNorm2d does too); for 2-D/3-D X (Keras' non-fused
+// path, tf.nn.moments) the population variance. The ONNX outputs keep the spec's rule.
 #include <cmath>
 
 #include "runtime/attrs.h"
@@ -49,6 +53,8 @@ class BatchNormalization : public Op {
     inner_ = 1;
     for (int64_t d = 2; d < x.rank(); ++d) inner_ *= x.dim(d);
     outer_ = x.dim(0);
+    const double n = static_cast<double>(outer_ * inner_);
+    state_var_scale_ = (x.rank() == 4 || x.rank() == 5) && n > 1 ? static_cast<float>(n / (n - 1.0)) : 1.0f;
     static const char* kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
     for (size_t i = 1; i < 5; ++i)
       if (ctx.in[i]->shape() != Shape{c_})
@@ -156,16 +162,18 @@ class BatchNormalization : public Op {
       if (float* sv = out(4)) sv[c] = var_[c];
       if (ctx.training) {  // the model's state: see the file comment
         const_cast<Tensor*>(ctx.in[3])->f()[c] = m;
-        const_cast<Tensor*>(ctx.in[4])->f()[c] = v;
+        const_cast<Tensor*>(ctx.in[4])->f()[c] =
+            batch_stats_ ? in_var[c] * momentum_ + var_[c] * state_var_scale_ * (1.0f - momentum_) : v;
       }
     }
   }
 
   int version_ = 0;
   float epsilon_ = 1e-5f, momentum_ = 0.9f;
+  float state_var_scale_ = 1.0f;  // Keras' Bessel correction of the moving variance (file comment)
   bool training_mode_ = false;
   bool legacy_training_ = false;  // versions 7/9 with training outputs requested
-  bool batch_stats_ = false;  // forward used batch statistics (read by backward)
+  bool batch_stats_ = false;      // forward used batch statistics (read by backward)
   int64_t c_ = 0, outer_ = 0, inner_ = 0;
   std::vector<float> mean_, invstd_, var_;  // statistics the last forward normalised with
 };

@@ -234,12 +234,14 @@ std::vector<OpSample> samples() {
   a.check_grad = {true, true, true};
   OpSample b;
   b.label = "conv 2-D group 2, dilations 2, SAME_LOWER, batch 2";
-  b.node = sample_node(
-      "Conv", 2, 1,
-      {{"group", attr_i(2)}, {"dilations", attr_ints({2, 1})}, {"auto_pad", attr_s("SAME_LOWER")},
-       {"kernel_shape", attr_ints({2, 3})}},
-      11);
-  b.inputs = {Tensor::floats({2, 4, 4, 3}, ramp(96, 0.25f, -1.2f)), Tensor::floats({2, 2, 2, 3}, ramp(24, 0.15f, -0.6f))};
+  b.node = sample_node("Conv", 2, 1,
+                       {{"group", attr_i(2)},
+                        {"dilations", attr_ints({2, 1})},
+                        {"auto_pad", attr_s("SAME_LOWER")},
+                        {"kernel_shape", attr_ints({2, 3})}},
+                       11);
+  b.inputs = {Tensor::floats({2, 4, 4, 3}, ramp(96, 0.25f, -1.2f)),
+              Tensor::floats({2, 2, 2, 3}, ramp(24, 0.15f, -0.6f))};
   b.check_grad = {true, true};
   OpSample c;
   c.label = "conv 1-D stride 2, SAME_UPPER, bias";

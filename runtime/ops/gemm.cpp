@@ -12,10 +12,14 @@ namespace {
 // out += alpha * op(a) * op(b), transposes resolved at run time without copies.
 template <class Out>
 void gemm_acc(Out&& out, const CMatMap& a, bool ta, const CMatMap& b, bool tb, float alpha) {
-  if (!ta && !tb) out.noalias() += alpha * (a * b);
-  else if (!ta) out.noalias() += alpha * (a * b.transpose());
-  else if (!tb) out.noalias() += alpha * (a.transpose() * b);
-  else out.noalias() += alpha * (a.transpose() * b.transpose());
+  if (!ta && !tb)
+    out.noalias() += alpha * (a * b);
+  else if (!ta)
+    out.noalias() += alpha * (a * b.transpose());
+  else if (!tb)
+    out.noalias() += alpha * (a.transpose() * b);
+  else
+    out.noalias() += alpha * (a.transpose() * b.transpose());
 }
 
 class Gemm : public Op {
@@ -54,8 +58,8 @@ class Gemm : public Op {
       c_cols_ = c.empty() ? 1 : c.back();
       fits = fits && (c_rows_ == 1 || c_rows_ == m_) && (c_cols_ == 1 || c_cols_ == n_);
       if (!fits || (version_ > 0 && version_ < 7 && !legacy_broadcast_ && !exact))
-        throw ShapeError(where() + ": C " + shape_str(c) + " does not broadcast to the output [" +
-                         std::to_string(m_) + ", " + std::to_string(n_) + "]");
+        throw ShapeError(where() + ": C " + shape_str(c) + " does not broadcast to the output [" + std::to_string(m_) +
+                         ", " + std::to_string(n_) + "]");
     }
     ctx.out[0]->plan(DType::kFloat32, {m_, n_});
   }
@@ -80,12 +84,16 @@ class Gemm : public Op {
     const CMatMap a = a_map(ctx.in[0]), b = b_map(ctx.in[1]);
     // d op(A) = alpha dY op(B)^T (M x K); d op(B) = alpha op(A)^T dY (K x N).
     if (ctx.din[0]) {
-      if (!trans_a_) gemm_acc(MatMap(ctx.din[0]->f(), m_, k_), dy, false, b, !trans_b_, alpha_);
-      else gemm_acc(MatMap(ctx.din[0]->f(), k_, m_), b, trans_b_, dy, true, alpha_);
+      if (!trans_a_)
+        gemm_acc(MatMap(ctx.din[0]->f(), m_, k_), dy, false, b, !trans_b_, alpha_);
+      else
+        gemm_acc(MatMap(ctx.din[0]->f(), k_, m_), b, trans_b_, dy, true, alpha_);
     }
     if (ctx.din[1]) {
-      if (!trans_b_) gemm_acc(MatMap(ctx.din[1]->f(), k_, n_), a, !trans_a_, dy, false, alpha_);
-      else gemm_acc(MatMap(ctx.din[1]->f(), n_, k_), dy, true, a, trans_a_, alpha_);
+      if (!trans_b_)
+        gemm_acc(MatMap(ctx.din[1]->f(), k_, n_), a, !trans_a_, dy, false, alpha_);
+      else
+        gemm_acc(MatMap(ctx.din[1]->f(), n_, k_), dy, true, a, trans_a_, alpha_);
     }
     if (has_c_ && ctx.din.size() > 2 && ctx.din[2]) {
       float* dc = ctx.din[2]->f();
@@ -132,9 +140,9 @@ std::vector<OpSample> samples() {
   a.check_grad = {true, true, true};
   OpSample b;
   b.label = "gemm transA transB alpha beta, C [3, 1]";
-  b.node = sample_node("Gemm", 3, 1,
-                       {{"transA", attr_i(1)}, {"transB", attr_i(1)}, {"alpha", attr_f(0.7f)}, {"beta", attr_f(-1.5f)}},
-                       13);
+  b.node =
+      sample_node("Gemm", 3, 1,
+                  {{"transA", attr_i(1)}, {"transB", attr_i(1)}, {"alpha", attr_f(0.7f)}, {"beta", attr_f(-1.5f)}}, 13);
   b.inputs = {Tensor::floats({4, 3}, ramp(12, 0.3f, -1.0f)), Tensor::floats({2, 4}, ramp(8, 0.2f, -0.8f)),
               Tensor::floats({3, 1}, {0.4f, -0.2f, 0.1f})};
   b.check_grad = {true, true, true};

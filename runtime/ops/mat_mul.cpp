@@ -7,8 +7,8 @@
 // batch dimensions and A's batches are not broadcast (the Dense-on-sequence case), the
 // batches fold into one (batch*M x K) * (K x N) GEMM.
 #include "runtime/attrs.h"
-#include "runtime/ops/eigen_map.h"
 #include "runtime/ops/broadcast.h"
+#include "runtime/ops/eigen_map.h"
 #include "runtime/ops/shape_util.h"
 
 namespace dl::rt {
@@ -113,7 +113,7 @@ class MatMul : public Op {
  private:
   int64_t m_ = 0, k_ = 0, n_ = 0;
   bool fold_ = false;
-  int64_t rows_ = 0;  // rows of each A / Y matrix product (batch * M when folded)
+  int64_t rows_ = 0;                    // rows of each A / Y matrix product (batch * M when folded)
   std::vector<int64_t> a_off_, b_off_;  // per product: element offset of its A and B matrix
 };
 

@@ -33,8 +33,10 @@ class MaxPool : public Op {
     ctx.out[0]->plan(DType::kFloat32, out);
     if (ctx.out.size() > 1 && ctx.out[1]) {
       if (storage_order_ == 1 && win_.spatial == 3)
-        throw ShapeError(where() + ": attribute 'storage_order' 1 (column-major Indices) is supported for 1-D and "
-                                   "2-D pooling only, got input " + shape_str(x.shape()));
+        throw ShapeError(where() +
+                         ": attribute 'storage_order' 1 (column-major Indices) is supported for 1-D and "
+                         "2-D pooling only, got input " +
+                         shape_str(x.shape()));
       ctx.out[1]->plan(DType::kInt64, out);
     }
     planes_ = x.dim(0) * x.dim(1);
@@ -68,8 +70,8 @@ class MaxPool : public Op {
           // Start from -inf at the window's first in-range input (so an all -inf window
           // still points at an input); windows wholly in padding keep -1.
           const bool rows = dt.lo < dt.hi && ht.lo < ht.hi;
-          const int32_t first_row = static_cast<int32_t>(
-              ((dt.first + dt.lo * w.dil[0]) * w.in[1] + ht.first + ht.lo * w.dil[1]) * w.in[2]);
+          const int32_t first_row =
+              static_cast<int32_t>(((dt.first + dt.lo * w.dil[0]) * w.in[1] + ht.first + ht.lo * w.dil[1]) * w.in[2]);
           for (int64_t ow = 0; ow < ow_n; ++ow) {
             const int32_t col = first_col_[static_cast<size_t>(ow)];
             yr[ow] = -std::numeric_limits<float>::infinity();
@@ -144,11 +146,12 @@ std::vector<float> distinct(int64_t n, int64_t mult) {
 std::vector<OpSample> samples() {
   OpSample a;
   a.label = "maxpool 2-D 3x3 stride 2, pads 1, ceil_mode";
-  a.node = sample_node(
-      "MaxPool", 1, 1,
-      {{"kernel_shape", attr_ints({3, 3})}, {"strides", attr_ints({2, 2})}, {"pads", attr_ints({1, 1, 0, 0})},
-       {"ceil_mode", attr_i(1)}},
-      12);
+  a.node = sample_node("MaxPool", 1, 1,
+                       {{"kernel_shape", attr_ints({3, 3})},
+                        {"strides", attr_ints({2, 2})},
+                        {"pads", attr_ints({1, 1, 0, 0})},
+                        {"ceil_mode", attr_i(1)}},
+                       12);
   a.inputs = {Tensor::floats({1, 2, 5, 6}, distinct(60, 7))};
   a.check_grad = {true};
   OpSample b;

@@ -3,10 +3,11 @@
 // an int64 input from 11 that must be known at plan time (it fixes the output shape).
 // mode "constant" fills with `value` (attribute) / `constant_value` (optional scalar
 // input, read at forward time); "edge" repeats the border element; "reflect" mirrors
-// about the border element without repeating it. Negative pads crop first and the
-// positive pads then pad the cropped region (onnxruntime's order), so edge/reflect
-// copy from the cropped data. Reflect needs pads smaller than the cropped size: larger
-// pads are where numpy.pad and onnxruntime disagree, so they are rejected.
+// about the border element without repeating it, exactly as numpy.pad does (the spec's
+// reference): pads as large as the axis reflect the padded values again (the spec's
+// example 2 pads an axis of 2 by 2), a size-1 axis is repeated. Negative pads crop
+// first and the positive pads then pad the cropped region (onnxruntime's order), so
+// edge/reflect copy from the cropped data.
 //
 // Every output element is either the constant or one input element, found through a
 // per-axis index map built at plan time; backward scatters dy through the same maps, so
@@ -45,11 +46,12 @@ class PadOp : public Op {
     in_strides_.assign(r, 1);
     for (size_t d = r; d-- > 1;) in_strides_[d - 1] = in_strides_[d] * x.shape()[d];
     for (size_t d = 0; d < r; ++d) {
-      out[d] = x.shape()[d] + pads[d] + pads[d + r];
-      if (out[d] < 0)
+      const int64_t n = x.shape()[d], crop = std::max<int64_t>(-pads[d], 0) + std::max<int64_t>(-pads[d + r], 0);
+      if (crop > n)
         throw ShapeError(where() + ": pads " + shape_str(pads) + " crop axis " + std::to_string(d) + " of data " +
                          shape_str(x.shape()) + " below zero");
-      build_map(d, x.shape()[d], pads[d], pads[d + r], pads);
+      out[d] = n + pads[d] + pads[d + r];
+      build_map(d, n, pads[d], pads[d + r], pads);
       map_at_[d + 1] = static_cast<int64_t>(map_.size());
     }
     counter_.assign(r, 0);
@@ -86,23 +88,39 @@ class PadOp : public Op {
     const int64_t lo = begin < 0 ? -begin : 0;  // the cropped region [lo, hi) of the input axis
     const int64_t hi = end < 0 ? n + end : n;
     const int64_t c = hi - lo;
-    const int64_t grow = std::max<int64_t>(begin, 0) + std::max<int64_t>(end, 0);
-    if (grow > 0 && mode_ != Mode::kConstant && c <= 0)
+    const int64_t left = std::max<int64_t>(begin, 0), right = std::max<int64_t>(end, 0);
+    if (left + right > 0 && mode_ != Mode::kConstant && c == 0)
       throw ShapeError(where() + ": cannot " + (mode_ == Mode::kEdge ? "edge" : "reflect") + "-pad axis " +
                        std::to_string(d) + " of size 0 (after cropping) with pads " + shape_str(pads));
-    if (mode_ == Mode::kReflect && ((begin > 0 && begin >= c) || (end > 0 && end >= c)))
-      throw ShapeError(where() + ": reflect pads " + shape_str(pads) + " must be smaller than axis " +
-                       std::to_string(d) + "'s size " + std::to_string(c) + " (after cropping)");
-    for (int64_t o = 0, m = n + begin + end; o < m; ++o) {
-      const int64_t i = o - begin;
-      if (i >= lo && i < hi)
-        map_.push_back(i);
-      else if (mode_ == Mode::kConstant)
-        map_.push_back(-1);
-      else if (mode_ == Mode::kEdge)
-        map_.push_back(i < lo ? lo : hi - 1);
-      else
-        map_.push_back(i < lo ? 2 * lo - i : 2 * (hi - 1) - i);
+    const size_t at = map_.size();
+    const int64_t m = c + left + right;
+    map_.resize(at + static_cast<size_t>(m), -1);
+    int64_t* a = map_.data() + at;
+    for (int64_t k = 0; k < c; ++k) a[left + k] = lo + k;
+    if (mode_ == Mode::kEdge || (mode_ == Mode::kReflect && c == 1)) {  // numpy: a size-1 axis reflects as edge
+      for (int64_t k = 0; k < left; ++k) a[k] = lo;
+      for (int64_t k = left + c; k < m; ++k) a[k] = hi - 1;
+    } else if (mode_ == Mode::kReflect) {
+      reflect(a, m, left, right);
+    }
+  }
+
+  // numpy.pad's reflect, on indices: mirror chunks no longer than the filled region minus
+  // its border element, alternating sides, until the pads are filled. For pads smaller
+  // than the axis this is the plain mirror; larger pads reflect the already padded values.
+  static void reflect(int64_t* a, int64_t m, int64_t left, int64_t right) {
+    while (left > 0 || right > 0) {
+      const int64_t old = m - left - right - 1;
+      if (left > 0) {
+        const int64_t chunk = std::min(old, left);
+        for (int64_t j = 0; j < chunk; ++j) a[left - chunk + j] = a[left + chunk - j];
+        left -= chunk;
+      }
+      if (right > 0) {
+        const int64_t chunk = std::min(old, right);
+        for (int64_t j = 0; j < chunk; ++j) a[m - right + j] = a[m - right - 2 - j];
+        right -= chunk;
+      }
     }
   }
 

@@ -37,8 +37,9 @@ class LinearReduceOp : public Op {
     std::vector<int64_t> axes = axes_;
     if (ctx.in.size() > 1 && ctx.in[1]) {
       if (ctx.in[1]->dtype() != DType::kInt64 || (ctx.known.size() > 1 && !ctx.known[1]))
-        throw ShapeError(where() + ": input 'axes' must be an int64 tensor known when the graph is planned; "
-                                   "reduce axes computed at run time (data-dependent) are not supported");
+        throw ShapeError(where() +
+                         ": input 'axes' must be an int64 tensor known when the graph is planned; "
+                         "reduce axes computed at run time (data-dependent) are not supported");
       axes = known_ints(ctx, 1, where(), "axes");
     }
     const int64_t r = x.rank();

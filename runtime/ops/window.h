@@ -82,7 +82,7 @@ struct Window {
   }
   // Outputs o in [lo, hi) read an in-range input at o*stride - pad_begin + offset on axis a.
   void valid_range(int a, int64_t offset, int64_t& lo, int64_t& hi) const {
-    const int64_t first = pad_begin[a] - offset;  // need o*stride >= first
+    const int64_t first = pad_begin[a] - offset;         // need o*stride >= first
     const int64_t last = in[a] + pad_begin[a] - offset;  // need o*stride < last
     lo = first <= 0 ? 0 : (first + stride[a] - 1) / stride[a];
     hi = last <= 0 ? 0 : (last + stride[a] - 1) / stride[a];

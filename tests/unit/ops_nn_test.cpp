@@ -24,8 +24,7 @@ namespace {
 
 Tensor seq(Shape shape, int64_t mult, int64_t mod, float div, float shift) {
   std::vector<float> v(static_cast<size_t>(dl::rt::shape_numel(shape)));
-  for (size_t k = 0; k < v.size(); ++k)
-    v[k] = static_cast<float>((static_cast<int64_t>(k) * mult) % mod) / div - shift;
+  for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<float>((static_cast<int64_t>(k) * mult) % mod) / div - shift;
   return Tensor::floats(std::move(shape), std::move(v));
 }
 
@@ -72,6 +71,8 @@ const std::vector<float> kBnRunningMean = {0.25624999f, -0.36250001f, 0.046875f}
 // kBnRunningMean: shape [3]
 const std::vector<float> kBnRunningVar = {0.55605471f, 1.7335938f, 1.1167481f};
 // kBnRunningVar: shape [3]
+const std::vector<float> kBnStateVar = {0.57834822f, 1.7526786f, 1.1334263f};
+// kBnStateVar: shape [3]
 const std::vector<float> kReduceSum02 = {2.25f, 1.5f, -2.125f};
 // kReduceSum02: shape [1, 3, 1]
 const std::vector<float> kReduceMeanLast = {0.0625f, -0.03125f, -0.125f, 0.5f, 0.40625f, -0.40625f};
@@ -94,8 +95,11 @@ TEST_CASE("Conv forward matches numpy") {
   }
   SUBCASE("2-D, group 2, dilations, strides, SAME_LOWER (odd padding)") {
     auto node = sample_node("Conv", 2, 1,
-                            {{"group", attr_i(2)}, {"dilations", attr_ints({2, 1})}, {"strides", attr_ints({2, 1})},
-                             {"auto_pad", attr_s("SAME_LOWER")}, {"kernel_shape", attr_ints({2, 2})}},
+                            {{"group", attr_i(2)},
+                             {"dilations", attr_ints({2, 1})},
+                             {"strides", attr_ints({2, 1})},
+                             {"auto_pad", attr_s("SAME_LOWER")},
+                             {"kernel_shape", attr_ints({2, 2})}},
                             11);
     Tensor y = run1(node, {seq({1, 4, 5, 4}, 7, 23, 8, 1.25f), seq({4, 2, 2, 2}, 5, 13, 10, 0.6f)});
     check_close(y, {1, 4, 3, 4}, kConvB);
@@ -118,8 +122,9 @@ TEST_CASE("Conv rejects bad shapes and attributes naming the node") {
   CHECK_THROWS_WITH_AS(dl::test::OpRun(node, {seq({1, 2, 5, 5}, 7, 23, 8, 1), seq({3, 2, 3, 3}, 5, 13, 10, 0)}),
                        doctest::Contains("sample_Conv"), dl::ShapeError);
   auto plain = sample_node("Conv", 2, 1, {}, 11);
-  CHECK_THROWS_WITH_AS(dl::test::OpRun(plain, {seq({1, 1, 2, 2, 2, 2}, 7, 23, 8, 1), seq({1, 1, 1, 1, 1, 1}, 5, 13, 10, 0)}),
-                       doctest::Contains("sample_Conv"), dl::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      dl::test::OpRun(plain, {seq({1, 1, 2, 2, 2, 2}, 7, 23, 8, 1), seq({1, 1, 1, 1, 1, 1}, 5, 13, 10, 0)}),
+      doctest::Contains("sample_Conv"), dl::ShapeError);
   CHECK_THROWS_AS(dl::test::OpRun(plain, {seq({1, 3, 5, 5}, 7, 23, 8, 1), seq({2, 2, 3, 3}, 5, 13, 10, 0)}),
                   dl::ShapeError);
   auto bad = sample_node("Conv", 2, 1, {{"auto_pad", attr_s("SAME")}}, 11);
@@ -131,8 +136,11 @@ TEST_CASE("Conv rejects bad shapes and attributes naming the node") {
 TEST_CASE("MaxPool forward and Indices") {
   SUBCASE("ceil_mode, dilations, asymmetric pads") {
     auto node = sample_node("MaxPool", 1, 2,
-                            {{"kernel_shape", attr_ints({3, 3})}, {"strides", attr_ints({2, 2})},
-                             {"pads", attr_ints({1, 0, 1, 1})}, {"dilations", attr_ints({1, 2})}, {"ceil_mode", attr_i(1)}},
+                            {{"kernel_shape", attr_ints({3, 3})},
+                             {"strides", attr_ints({2, 2})},
+                             {"pads", attr_ints({1, 0, 1, 1})},
+                             {"dilations", attr_ints({1, 2})},
+                             {"ceil_mode", attr_i(1)}},
                             12);
     dl::test::OpRun run(node, {seq({1, 2, 6, 7}, 17, 89, 10, 4)});
     run.forward();
@@ -141,19 +149,19 @@ TEST_CASE("MaxPool forward and Indices") {
     CHECK(run.outputs[1].ivec() == kMaxPoolAIndices);
   }
   SUBCASE("ONNX example: pads 2, kernel 5, with argmax") {
-    auto node = sample_node("MaxPool", 1, 2, {{"kernel_shape", attr_ints({5, 5})}, {"pads", attr_ints({2, 2, 2, 2})}}, 12);
+    auto node =
+        sample_node("MaxPool", 1, 2, {{"kernel_shape", attr_ints({5, 5})}, {"pads", attr_ints({2, 2, 2, 2})}}, 12);
     dl::test::OpRun run(node, {seq({1, 1, 5, 5}, 1, 100, 1, -1)});  // 1..25
     run.forward();
-    check_close(run.outputs[0], {1, 1, 5, 5}, {13, 14, 15, 15, 15, 18, 19, 20, 20, 20, 23, 24, 25, 25, 25,
-                                                23, 24, 25, 25, 25, 23, 24, 25, 25, 25});
-    CHECK(run.outputs[1].ivec() == std::vector<int64_t>{12, 13, 14, 14, 14, 17, 18, 19, 19, 19, 22, 23, 24, 24, 24,
-                                                        22, 23, 24, 24, 24, 22, 23, 24, 24, 24});
+    check_close(run.outputs[0], {1, 1, 5, 5},
+                {13, 14, 15, 15, 15, 18, 19, 20, 20, 20, 23, 24, 25, 25, 25, 23, 24, 25, 25, 25, 23, 24, 25, 25, 25});
+    CHECK(run.outputs[1].ivec() == std::vector<int64_t>{12, 13, 14, 14, 14, 17, 18, 19, 19, 19, 22, 23, 24,
+                                                        24, 24, 22, 23, 24, 24, 24, 22, 23, 24, 24, 24});
   }
   SUBCASE("ONNX example: storage_order 1 gives column-major indices") {
-    auto node = sample_node("MaxPool", 1, 2,
-                            {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})},
-                             {"storage_order", attr_i(1)}},
-                            12);
+    auto node = sample_node(
+        "MaxPool", 1, 2,
+        {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}, {"storage_order", attr_i(1)}}, 12);
     dl::test::OpRun run(node, {seq({1, 1, 5, 5}, 1, 100, 1, -1)});
     run.forward();
     check_close(run.outputs[0], {1, 1, 2, 2}, {7, 9, 17, 19});
@@ -168,7 +176,8 @@ TEST_CASE("MaxPool forward and Indices") {
     CHECK(din[0].fvec() == std::vector<float>{0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4});
   }
   SUBCASE("storage_order 1 with 3-D Indices is rejected by name") {
-    auto node = sample_node("MaxPool", 1, 2, {{"kernel_shape", attr_ints({1, 1, 1})}, {"storage_order", attr_i(1)}}, 12);
+    auto node =
+        sample_node("MaxPool", 1, 2, {{"kernel_shape", attr_ints({1, 1, 1})}, {"storage_order", attr_i(1)}}, 12);
     CHECK_THROWS_WITH_AS(dl::test::OpRun(node, {seq({1, 1, 2, 2, 2}, 1, 100, 1, 0)}),
                          doctest::Contains("storage_order"), dl::ShapeError);
   }
@@ -182,22 +191,22 @@ TEST_CASE("AveragePool forward matches numpy") {
   SUBCASE("ceil_mode, count_include_pad 1") {
     auto attrs = base;
     attrs["count_include_pad"] = attr_i(1);
-    check_close(run1(sample_node("AveragePool", 1, 1, attrs, 11), {seq({1, 2, 6, 7}, 7, 23, 8, 1.25f)}),
-                {1, 2, 4, 4}, kAvgPoolA);
+    check_close(run1(sample_node("AveragePool", 1, 1, attrs, 11), {seq({1, 2, 6, 7}, 7, 23, 8, 1.25f)}), {1, 2, 4, 4},
+                kAvgPoolA);
   }
   SUBCASE("ceil_mode, count_include_pad 0") {
     check_close(run1(sample_node("AveragePool", 1, 1, base, 11), {seq({1, 2, 6, 7}, 7, 23, 8, 1.25f)}), {1, 2, 4, 4},
                 kAvgPoolB);
   }
   SUBCASE("SAME_UPPER, strides 2") {
-    auto node = sample_node("AveragePool", 1, 1,
-                            {{"kernel_shape", attr_ints({2, 3})}, {"strides", attr_ints({2, 2})},
-                             {"auto_pad", attr_s("SAME_UPPER")}},
-                            11);
+    auto node = sample_node(
+        "AveragePool", 1, 1,
+        {{"kernel_shape", attr_ints({2, 3})}, {"strides", attr_ints({2, 2})}, {"auto_pad", attr_s("SAME_UPPER")}}, 11);
     check_close(run1(node, {seq({1, 2, 6, 7}, 7, 23, 8, 1.25f)}), {1, 2, 3, 4}, kAvgPoolC);
   }
   SUBCASE("dilations are not an AveragePool attribute before 19") {
-    auto node = sample_node("AveragePool", 1, 1, {{"kernel_shape", attr_ints({2, 2})}, {"dilations", attr_ints({2, 2})}}, 11);
+    auto node =
+        sample_node("AveragePool", 1, 1, {{"kernel_shape", attr_ints({2, 2})}, {"dilations", attr_ints({2, 2})}}, 11);
     CHECK_THROWS_WITH_AS(dl::rt::make_op(node), doctest::Contains("dilations"), dl::ModelError);
   }
 }
@@ -227,13 +236,13 @@ TEST_CASE("BatchNormalization: inference, training_mode, running statistics") {
     check_close(run.outputs[2], {3}, kBnRunningVar);
     CHECK(run.inputs[3].fvec() == mean.fvec());
   }
-  SUBCASE("graph training (ctx.training) updates the running statistics in place") {
+  SUBCASE("graph training (ctx.training) updates the running statistics in place, Keras-style") {
     auto node = sample_node("BatchNormalization", 5, 1, {{"epsilon", attr_f(1e-3f)}, {"momentum", attr_f(0.8f)}}, 9);
     dl::test::OpRun run(node, {x, s, b, mean, var}, /*train=*/true);
     run.forward();
     check_close(run.outputs[0], {2, 3, 2, 2}, kBnTraining);
     check_close(run.inputs[3], {3}, kBnRunningMean);
-    check_close(run.inputs[4], {3}, kBnRunningVar);
+    check_close(run.inputs[4], {3}, kBnStateVar);  // Bessel-corrected (Keras' fused kernel, 4-D X)
   }
   SUBCASE("statistics must have shape [C]") {
     auto node = sample_node("BatchNormalization", 5, 1, {}, 15);
@@ -244,8 +253,7 @@ TEST_CASE("BatchNormalization: inference, training_mode, running statistics") {
 
 TEST_CASE("ReduceSum / ReduceMean") {
   const Tensor x = seq({2, 3, 4}, 7, 23, 8, 1.25f);
-  check_close(run1(sample_node("ReduceSum", 2, 1, {}, 13), {x, Tensor::ints({2}, {0, -1})}), {1, 3, 1},
-              kReduceSum02);
+  check_close(run1(sample_node("ReduceSum", 2, 1, {}, 13), {x, Tensor::ints({2}, {0, -1})}), {1, 3, 1}, kReduceSum02);
   check_close(run1(sample_node("ReduceMean", 1, 1, {{"axes", attr_ints({-1})}, {"keepdims", attr_i(0)}}, 13), {x}),
               {2, 3}, kReduceMeanLast);
   Tensor all = run1(sample_node("ReduceSum", 1, 1, {{"keepdims", attr_i(0)}}, 13), {x});
@@ -253,7 +261,8 @@ TEST_CASE("ReduceSum / ReduceMean") {
   double total = 0;
   for (float v : x.fvec()) total += v;
   CHECK(all.f()[0] == doctest::Approx(total).epsilon(1e-5));
-  Tensor noop = run1(sample_node("ReduceSum", 2, 1, {{"noop_with_empty_axes", attr_i(1)}}, 13), {x, Tensor::ints({0}, {})});
+  Tensor noop =
+      run1(sample_node("ReduceSum", 2, 1, {{"noop_with_empty_axes", attr_i(1)}}, 13), {x, Tensor::ints({0}, {})});
   CHECK(noop.shape() == x.shape());
   CHECK(noop.fvec() == x.fvec());
 
@@ -274,16 +283,19 @@ TEST_CASE("ReduceSum / ReduceMean") {
 }
 
 TEST_CASE("MatMul and Gemm forward") {
-  check_close(run1(sample_node("MatMul", 2, 1, {}, 13), {seq({2, 1, 2, 3}, 7, 23, 8, 1.25f), seq({3, 3, 2}, 5, 13, 10, 0.6f)}),
-              {2, 3, 2, 2}, kMatMul);
-  Tensor v = run1(sample_node("MatMul", 2, 1, {}, 13), {Tensor::floats({3}, {1, 2, 3}), Tensor::floats({3}, {4, 5, 6})});
+  check_close(
+      run1(sample_node("MatMul", 2, 1, {}, 13), {seq({2, 1, 2, 3}, 7, 23, 8, 1.25f), seq({3, 3, 2}, 5, 13, 10, 0.6f)}),
+      {2, 3, 2, 2}, kMatMul);
+  Tensor v =
+      run1(sample_node("MatMul", 2, 1, {}, 13), {Tensor::floats({3}, {1, 2, 3}), Tensor::floats({3}, {4, 5, 6})});
   CHECK(v.shape() == Shape{});
   CHECK(v.f()[0] == doctest::Approx(32));
-  CHECK_THROWS_AS(dl::test::OpRun(sample_node("MatMul", 2, 1, {}, 13), {seq({2, 3}, 1, 9, 1, 0), seq({2, 3}, 1, 9, 1, 0)}),
-                  dl::ShapeError);
-  auto gemm = sample_node("Gemm", 3, 1,
-                          {{"transA", attr_i(1)}, {"transB", attr_i(1)}, {"alpha", attr_f(0.5f)}, {"beta", attr_f(2.0f)}},
-                          13);
+  CHECK_THROWS_AS(
+      dl::test::OpRun(sample_node("MatMul", 2, 1, {}, 13), {seq({2, 3}, 1, 9, 1, 0), seq({2, 3}, 1, 9, 1, 0)}),
+      dl::ShapeError);
+  auto gemm =
+      sample_node("Gemm", 3, 1,
+                  {{"transA", attr_i(1)}, {"transB", attr_i(1)}, {"alpha", attr_f(0.5f)}, {"beta", attr_f(2.0f)}}, 13);
   check_close(run1(gemm, {seq({4, 3}, 7, 23, 8, 1.25f), seq({2, 4}, 5, 13, 10, 0.6f),
                           Tensor::floats({3, 1}, {0.5f, -1.0f, 0.25f})}),
               {3, 2}, kGemm);

@@ -151,6 +151,9 @@ def main():
     emit('kBnTraining', bn_ref(x, s, b, cm, cv, 1e-3))
     emit('kBnRunningMean', mean * 0.8 + cm * 0.2)
     emit('kBnRunningVar', var * 0.8 + cv * 0.2)
+    # The model state a Keras-style training step leaves (4-D X: Keras' fused kernel takes
+    # the Bessel-corrected batch variance, n / (n - 1) with n = 8 values per channel).
+    emit('kBnStateVar', var * 0.8 + cv * (8.0 / 7.0) * 0.2)
     # Reductions, MatMul, Gemm.
     x = seq(24, 7, 23, 8, 1.25).reshape(2, 3, 4)
     emit('kReduceSum02', x.sum(axis=(0, 2), keepdims=True))

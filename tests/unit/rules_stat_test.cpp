@@ -737,6 +737,26 @@ TEST_CASE("rule training_too_short: edge cases") {
         [](int64_t, double p) { return 0.33 + 0.2 * p; });
     CHECK(run("training_too_short", t).empty());
   }
+  SUBCASE("batch noise around a flat loss is not a steady decrease") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("softmax", 3).config("epochs", "3").build(30);
+    set_curve(
+        t, [](int64_t it, double p) { return 1.1 - 0.02 * p + 0.08 * std::sin(2.3 * double(it)); },
+        [](int64_t, double) { return 0.4; });
+    CHECK(run("training_too_short", t).empty());
+    // --set: a looser significance lets the trend through.
+    CHECK(run("training_too_short", t, true, with("training_too_short.min_t=0")).size() == 1);
+  }
+  SUBCASE("a single epoch can be too short") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("softmax", 3).config("epochs", "1").batches_per_epoch(19).build(19);
+    set_curve(
+        t, [](int64_t it, double p) { return 1.15 - 0.15 * p + 0.02 * std::sin(2.3 * double(it)); },
+        [](int64_t, double p) { return 0.3 + 0.15 * p; });
+    auto f = run("training_too_short", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].evidence["suggested_epochs"].get<double>() >= 2);
+  }
   SUBCASE("stopped early by another fault") {
     TraceBuilder b;
     Trace t = b.dense("relu", 16).dense("softmax", 3).config("epochs", "20").build(30);

@@ -1,0 +1,167 @@
+// Dynamic: values, gradients or weights that explode while still finite. A forward
+// value whose largest |x| grew more than `value_growth`x over the first record and passed
+// `value_abs`, a layer's parameter gradient norm that grew `grad_growth`x past `grad_abs`,
+// or a layer's weight norm that grew `weight_growth`x over its initial value. Conclusive
+// when it is still growing at the end of the trace (divergence); a warning when it levelled
+// off or a NaN followed (numerical_error is then the primary finding).
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/context.h"
+#include "analysis/rules/rule_util.h"
+
+namespace dl::an {
+namespace {
+
+// One exploding series: where it first crossed the thresholds and its values per record.
+struct Hit {
+  size_t record = 0;
+  int layer = -1;
+  std::string node;
+  double baseline = 0, value = 0;
+  std::vector<double> series;  // over records [0, end)
+};
+
+class ExplodingTensor : public Rule {
+ public:
+  std::string id() const override { return "exploding_tensor"; }
+  std::string description() const override {
+    return "Forward values, gradients or weights growing by orders of magnitude (still finite)";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"value_growth", 1e3, "a forward value's max |x| growing 1000x over the first record (healthy deep "
+                                  "nets measured at most ~200x, as activations grow while the net learns)"},
+            {"value_abs", 1e6, "and above 1e6: float32 activations this large overflow within a few more steps"},
+            {"grad_growth", 1e3, "a layer's gradient norm growing 1000x over the first record (healthy gradients "
+                                 "shrink as the loss falls)"},
+            {"grad_abs", 1e4, "and above 1e4: an update of that size rewrites weights of order 1"},
+            {"weight_growth", 100, "a layer's weight norm growing 100x over its initial value (healthy runs: "
+                                   "at most ~2.5x)"},
+            {"window", 5, "records at the end of the trace over which the tensor must rise at every record to be "
+                          "conclusive (certain divergence)"},
+            {"window_growth", 2, "and double over that window: exponential growth, not a slow drift or a plateau"},
+            {"input_max_abs", 100, "inputs beyond |x| = 100 are unnormalised: the root cause is then the data"},
+            {"input_std_spread", 100, "a 100x spread of per-feature std means the features were not standardised"}};
+  }
+
+  void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
+    const Trace& t = ctx.trace();
+    const size_t end = ru::finite_prefix(t);
+    if (end < 2) return;
+    const bool diverged_to_nan = end < t.size();
+    if (auto h = forward_hit(ctx, end)) report(ctx, *h, "exploding_values", Stage::kForward, end, diverged_to_nan, out);
+    const auto layers = ru::param_probes(ctx);
+    // Gradients: the deepest layer where the growth starts (backward order).
+    std::optional<Hit> grad, weight;
+    for (const ru::LayerParamProbes& p : layers) {
+      const double g0 = ru::combined_l2(t, 0, p.grad);
+      if (auto h = series_hit(ctx, p, p.grad, g0, threshold(ctx, "grad_growth"), threshold(ctx, "grad_abs"), end))
+        if (!grad || h->record < grad->record || (h->record == grad->record && h->layer > grad->layer)) grad = h;
+      const double w0 = ru::initial_weight_l2(ctx, p.layer).value_or(ru::combined_l2(t, 0, p.weight));
+      if (auto h = series_hit(ctx, p, p.weight, w0, threshold(ctx, "weight_growth"), 0.0, end))
+        if (!weight || h->record < weight->record) weight = h;
+    }
+    if (grad) report(ctx, *grad, "exploding_gradients", Stage::kBackward, end, diverged_to_nan, out);
+    if (weight) report(ctx, *weight, "exploding_weights", Stage::kWeights, end, diverged_to_nan, out);
+  }
+
+ private:
+  static double max_abs(const TensorStats& s) { return std::max(std::fabs(s.min), std::fabs(s.max)); }
+
+  // The first record and forward probe (graph order) whose max |x| exploded.
+  std::optional<Hit> forward_hit(const AnalysisContext& ctx, size_t end) const {
+    const Trace& t = ctx.trace();
+    const double growth = threshold(ctx, "value_growth"), abs = threshold(ctx, "value_abs");
+    const std::vector<size_t> fwd = ctx.probes(ProbeKind::kForward);
+    for (size_t r = 1; r < end; ++r)
+      for (size_t k : fwd) {
+        const double v = max_abs(t.at(r, k)), v0 = max_abs(t.at(0, k));
+        if (v > abs && v > growth * v0) {
+          Hit h;
+          h.record = r;
+          h.layer = ctx.header().probes[k].layer;
+          h.node = ctx.header().probes[k].node;
+          h.baseline = v0;
+          h.value = v;
+          for (size_t q = 0; q < end; ++q) h.series.push_back(max_abs(t.at(q, k)));
+          return h;
+        }
+      }
+    return std::nullopt;
+  }
+
+  static std::optional<Hit> series_hit(const AnalysisContext& ctx, const ru::LayerParamProbes& p,
+                                       const std::vector<size_t>& probes, double baseline, double growth, double abs,
+                                       size_t end) {
+    if (probes.empty() || !(baseline > 0) || !std::isfinite(baseline)) return std::nullopt;
+    const Trace& t = ctx.trace();
+    Hit h;
+    h.layer = p.layer;
+    h.baseline = baseline;
+    bool found = false;
+    for (size_t r = 0; r < end; ++r) {
+      const double v = ru::combined_l2(t, r, probes);
+      h.series.push_back(v);
+      if (!found && v > abs && v > growth * baseline) {
+        found = true;
+        h.record = r;
+        h.value = v;
+      }
+    }
+    if (!found) return std::nullopt;
+    h.node = ctx.header().probes[probes.front()].node;
+    return h;
+  }
+
+  void report(const AnalysisContext& ctx, const Hit& h, const std::string& symptom, Stage stage, size_t end,
+              bool diverged_to_nan, std::vector<Finding>& out) const {
+    const double abs = stage == Stage::kForward ? threshold(ctx, "value_abs")
+                     : stage == Stage::kBackward ? threshold(ctx, "grad_abs") : 0.0;
+    // Still growing: above the thresholds over the whole last window, rising at every
+    // record of it, and up by window_growth.
+    const size_t k = static_cast<size_t>(std::max(2.0, threshold(ctx, "window")));
+    const double floor = stage == Stage::kWeights ? h.baseline * threshold(ctx, "weight_growth") : abs;
+    bool growing = false;
+    if (!diverged_to_nan && end >= k && h.record + k <= end) {
+      const size_t from = end - k;
+      growing = h.series[end - 1] >= threshold(ctx, "window_growth") * h.series[from];
+      for (size_t r = from; r < end && growing; ++r)
+        growing = h.series[r] > floor && (r == from || h.series[r] > h.series[r - 1]);
+    }
+    const double last = h.series[end - 1];
+    Finding f = ctx.make(*this, symptom, stage, h.layer, h.record);
+    f.conclusive = growing;
+    f.confidence = growing ? 0.95 : 0.7;
+    const std::string what = stage == Stage::kForward ? "the largest |value| of " + h.node
+                           : stage == Stage::kBackward ? "the gradient norm of its parameters"
+                                                       : "the norm of its weights";
+    f.message = ctx.layer_label(h.layer) + ": " + what + " grew from " + ru::num(h.baseline) + " to " +
+                ru::num(h.value) + " by iteration " + std::to_string(f.iteration) +
+                (growing ? " and is still growing (" + ru::num(last) + " at the end)"
+                 : diverged_to_nan ? ", then turned into NaN/Inf"
+                                   : " (" + ru::num(last) + " at the end)");
+    f.evidence = {{"baseline", h.baseline}, {"value", h.value}, {"growth", h.value / h.baseline},
+                  {"last_value", last}, {"still_growing", growing}};
+    if (stage == Stage::kForward) f.evidence["node"] = h.node;
+    const ru::InputScale in = ru::input_scale(ctx.header());
+    const double lr = ru::learning_rate(ctx.header());
+    f.evidence["learning_rate"] = lr;
+    f.evidence["input_max_abs"] = in.max_abs;
+    if (in.max_abs > threshold(ctx, "input_max_abs") || in.std_spread > threshold(ctx, "input_std_spread")) {
+      f.root_cause = RootCause::kData;
+      f.message += "; the inputs are not normalised (|x| up to " + ru::num(in.max_abs) + ")";
+      f.recommendation = "standardise the input features (x = (x - mean) / std per feature) before training";
+    } else {
+      f.root_cause = RootCause::kLearningRate;
+      f.message += ": the learning rate " + ru::num(lr) + " is too high";
+      f.recommendation = "lower the learning rate tenfold (--lr " + ru::num(lr / 10) + ") or clip gradients (--clipnorm 1)";
+    }
+    out.push_back(std::move(f));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Rule> make_rule_exploding_tensor() { return std::make_unique<ExplodingTensor>(); }
+
+}  // namespace dl::an

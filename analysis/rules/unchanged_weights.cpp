@@ -1,0 +1,232 @@
+// Dynamic: weights that do not change. Conclusive when, for `window` records running to
+// the end of the trace and a loss that is not ~0, every parameter update of the model is
+// exactly zero or every parameter gradient is exactly zero: training cannot progress. A
+// warning (counted when the run fails to learn) for single layers whose update ratio stays
+// below `update_ratio`. The root cause: a zero/tiny learning rate, an optimizer that drops
+// non-zero gradients, else the first layer (walking back from the output) whose gradient
+// is zero, and what stops it there (the loss, a dead or saturated activation, zero weights).
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/context.h"
+#include "analysis/rules/rule_util.h"
+
+namespace dl::an {
+namespace {
+
+class UnchangedWeights : public Rule {
+ public:
+  std::string id() const override { return "unchanged_weights"; }
+  std::string description() const override { return "Weights that stop changing: zero updates or zero gradients"; }
+  std::vector<Threshold> thresholds() const override {
+    return {{"update_ratio", 1e-8, "a layer whose ||dw||/||w|| per step stays below this is unchanged (float32 "
+                                   "resolution is ~1e-7; healthy runs measured >= 8e-5)"},
+            {"window", 20, "records (up to the end of the trace) the weights must stay unchanged"},
+            {"min_improvement", 0.05, "single-layer warnings only when the loss fell less than 5%"},
+            {"loss_floor", 1e-6, "a mean loss below this is a fit, not a stall (zero gradients are expected)"},
+            {"tiny_lr", 1e-6, "a learning rate at or below this cannot move weights of order 0.1 in float32"},
+            {"large_update", 0.1, "updates above this fraction of the weight norm before the gradient vanished "
+                                  "mean the learning rate drove the output into saturation (healthy: <= 0.04)"},
+            {"saturated", 0.99, "fraction of saturated (or dead) outputs that blocks all gradient through an op"}};
+  }
+
+  void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
+    const Trace& t = ctx.trace();
+    const size_t end = ru::finite_prefix(t);
+    const auto layers = ru::param_probes(ctx);
+    if (end == 0 || layers.empty()) return;
+    const size_t window = static_cast<size_t>(std::max(1.0, threshold(ctx, "window")));
+
+    // Whole model: every update exactly zero, or every gradient exactly zero.
+    auto all_zero = [&](size_t r, bool grads) {
+      for (const auto& p : layers)
+        if (ru::combined_l2(t, r, grads ? p.grad : p.update) != 0.0) return false;
+      return true;
+    };
+    size_t run = 0;
+    bool grads_zero = true, updates_zero = true;
+    while (run < end) {
+      const size_t r = end - 1 - run;
+      const bool g = all_zero(r, true), u = all_zero(r, false);
+      if (!g && !u) break;
+      grads_zero = grads_zero && g;
+      updates_zero = updates_zero && u;
+      ++run;
+    }
+    if (!grads_zero && !updates_zero) grads_zero = true;  // mixed stretch: judge the zero gradients
+    if (run >= window && mean_loss(t, end - run, end) > threshold(ctx, "loss_floor")) {
+      Finding f = ctx.make(*this, "unchanged_weights", Stage::kWeights, -1, end - run);
+      f.conclusive = true;
+      f.confidence = 0.95;
+      f.message = std::string(updates_zero ? "no weight of the model changed" : "every parameter gradient is exactly zero") +
+                  " for the last " + std::to_string(run) + " recorded iterations (loss " +
+                  ru::num(mean_loss(t, end - run, end)) + ")";
+      f.evidence = {{"records", run}, {"all_updates_zero", updates_zero}, {"all_gradients_zero", grads_zero},
+                    {"loss", mean_loss(t, end - run, end)}};
+      explain(ctx, layers, layers.back(), end - run, end, grads_zero, updates_zero, f);
+      out.push_back(std::move(f));
+      return;
+    }
+
+    if (!ctx.final() || !ctx.failing_to_learn(threshold(ctx, "min_improvement"))) return;
+    const size_t start = ru::window_start(end, window);
+    if (end < start + 3 || !(mean_loss(t, start, end) > threshold(ctx, "loss_floor"))) return;
+    // Single layers: the deepest unchanged one is where the problem starts (gradients
+    // flow from the output back).
+    const double limit = threshold(ctx, "update_ratio");
+    for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+      size_t still = 0;  // records, from the end, with the layer unchanged
+      while (still < end && !(ru::layer_update_ratio(t, end - 1 - still, *it) >= limit)) ++still;
+      if (still < end - start) continue;
+      double g = 0;
+      for (size_t r = end - still; r < end; ++r) g = std::max(g, ru::combined_l2(t, r, it->grad));
+      Finding f = ctx.make(*this, "unchanged_weights", Stage::kWeights, it->layer, end - still);
+      f.conclusive = false;
+      f.confidence = 0.6;
+      f.message = ctx.layer_label(it->layer) + ": its weights change by less than " + ru::num(limit) +
+                  " of their norm per step over the last " + std::to_string(still) + " recorded iterations";
+      f.evidence = {{"records", still}, {"max_gradient_norm", g},
+                    {"update_ratio", ru::layer_update_ratio(t, end - 1, *it)}};
+      const bool zero_updates = ru::combined_l2(t, end - 1, it->update) == 0.0;
+      explain(ctx, layers, *it, end - still, end, g == 0.0, zero_updates, f);
+      out.push_back(std::move(f));
+      return;
+    }
+  }
+
+ private:
+  static double mean_loss(const Trace& t, size_t from, size_t to) {
+    double s = 0;
+    for (size_t r = from; r < to; ++r) s += t.records[r].loss;
+    return to > from ? s / double(to - from) : 0.0;
+  }
+
+  void explain(const AnalysisContext& ctx, const std::vector<ru::LayerParamProbes>& layers,
+               const ru::LayerParamProbes& at, size_t from, size_t end, bool grads_zero, bool updates_zero,
+               Finding& f) const {
+    const Trace& t = ctx.trace();
+    const TraceHeader& h = ctx.header();
+    const double lr = ru::learning_rate(h);
+    f.evidence["learning_rate"] = lr;
+    if (lr <= threshold(ctx, "tiny_lr")) {
+      f.root_cause = RootCause::kLearningRate;
+      f.message = f.layer < 0 ? f.message + ": the learning rate is " + ru::num(lr)
+                              : "the learning rate " + ru::num(lr) + " is too small to move the weights (" + f.message + ")";
+      f.layer = -1;
+      f.nodes.clear();
+      f.recommendation = "set a working learning rate (e.g. --lr " +
+                         ru::num(ru::keras_default_learning_rate(ru::config(h, "optimizer", "adam"))) +
+                         ", the optimizer's default)";
+      return;
+    }
+    if (!grads_zero && updates_zero) {
+      f.root_cause = RootCause::kOptimizer;
+      f.layer = -1;
+      f.nodes.clear();
+      f.message += " although the gradients are non-zero: the optimizer applies no update";
+      f.recommendation = "check the optimizer settings (gradient clipping to 0, a decay that drives the step to 0, "
+                         "frozen parameters) so the gradients reach the weights";
+      return;
+    }
+    if (!grads_zero) {
+      std::string why, fix;
+      f.root_cause = ru::vanishing_cause(ctx, at.layer, 1e-3, why, fix);
+      f.message += ": its gradient is tiny (" + why + ")";
+      f.recommendation = fix;
+      return;
+    }
+    // Zero gradients: the deepest layer whose parameters get none is where it stops.
+    const ru::LayerParamProbes* stop = &at;
+    for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+      bool zero = true;
+      for (size_t r = from; r < end && zero; ++r) zero = ru::combined_l2(t, r, it->grad) == 0.0;
+      if (zero) {
+        stop = &*it;
+        break;
+      }
+    }
+    const int L = stop->layer;
+    f.layer = L;
+    f.nodes = L >= 0 && L < static_cast<int>(h.layers.size()) ? h.layers[size_t(L)].nodes : std::vector<std::string>{};
+    f.evidence["zero_gradient_layer"] = L;
+    const size_t last = end - 1;
+    const double sat = threshold(ctx, "saturated");
+    // The gradient at the layer's output (its last step).
+    std::optional<size_t> out_grad;
+    for (size_t k : ctx.probes(ProbeKind::kGradient))
+      if (h.probes[k].layer == L) out_grad = k;
+    const bool output_layer = L == static_cast<int>(h.layers.size()) - 1 || &*stop == &layers.back();
+    const bool no_grad_in = out_grad && t.at(last, *out_grad).l2 == 0.0;
+    const ru::OutputLayer o = ru::output_layer(ctx);
+    if (output_layer && (no_grad_in || !out_grad)) {
+      const double out_sat = o.probe ? double(t.at(last, *o.probe).sat_frac) : 0.0;
+      int upd_layer = -1;
+      const double upd = ru::max_update_ratio(ctx, 0, from, &upd_layer);
+      f.evidence["output_sat_frac"] = out_sat;
+      f.evidence["max_update_ratio_before"] = upd;
+      if (o.op.normalizes && o.units <= 1) {
+        f.root_cause = RootCause::kLoss;
+        f.message += ": " + o.node + " normalises a single unit, so the output is always 1.0 and the loss has no "
+                     "gradient";
+        f.recommendation = "replace " + o.node + " on the single output unit with a sigmoid and train with "
+                           "binary_crossentropy (or use one output unit per class with categorical_crossentropy)";
+      } else if (out_sat >= sat && upd > threshold(ctx, "large_update")) {
+        f.root_cause = RootCause::kLearningRate;
+        f.message += ": the first updates (up to " + ru::num(upd) + " of the weight norm per step) drove the output " +
+                     o.node + " into saturation, where the loss gives no gradient";
+        f.recommendation = "lower the learning rate tenfold (--lr " + ru::num(lr / 10) + ")";
+      } else {
+        f.root_cause = RootCause::kLoss;
+        f.message += ": the loss gives no gradient at the output" +
+                     (out_sat >= sat ? " (" + o.node + " is saturated, and the clipped probabilities have zero slope)"
+                                     : std::string());
+        f.recommendation = "make the loss match the output: with probabilities in the output use a cross-entropy "
+                           "with from_logits=false, or output logits and set from_logits=true";
+      }
+      return;
+    }
+    if (no_grad_in) {
+      // The layer after L passes nothing back: its weights are zero.
+      f.root_cause = RootCause::kInitialization;
+      f.message += ": no gradient reaches the output of " + ctx.layer_label(L) + " (the next layer's weights pass none "
+                   "back)";
+      f.recommendation = "initialise the weights of the layer after " + ctx.layer_label(L) + " with non-zero random "
+                         "values (Glorot/He)";
+      return;
+    }
+    // The gradient reaches the layer's output but not its parameters: an op inside blocks it.
+    for (size_t k : ru::layer_forward_probes(ctx, L)) {
+      const Probe& p = h.probes[k];
+      const TensorStats& s = t.at(last, k);
+      if (p.op.has_dead_zone && s.dead_units >= sat) {
+        f.root_cause = RootCause::kActivation;
+        f.message += ": " + p.node + " is dead for every sample, so no gradient passes it";
+        f.recommendation = "use LeakyReLU instead of " + p.node + ", He initialisation and zero biases, or a lower "
+                           "learning rate (--lr " + ru::num(lr / 10) + ")";
+        return;
+      }
+      if (p.op.normalizes && p.op.units <= 1) {
+        f.root_cause = RootCause::kLoss;
+        f.message += ": " + p.node + " normalises a single unit (always 1.0), so no gradient passes it";
+        f.recommendation = "replace " + p.node + " on a single unit with a sigmoid (binary_crossentropy)";
+        return;
+      }
+      if (p.op.saturates && s.sat_frac >= sat) {
+        f.root_cause = RootCause::kActivation;
+        f.message += ": " + p.node + " is saturated for every output, so no gradient passes it";
+        f.recommendation = "replace " + p.node + " with ReLU or add batch normalisation before it";
+        return;
+      }
+    }
+    f.root_cause = RootCause::kUnknown;
+    f.message += ": the gradient stops inside " + ctx.layer_label(L);
+    f.recommendation = "check the ops of " + ctx.layer_label(L) + " for a constant output (clipping, rounding, "
+                       "comparison) that has no gradient";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Rule> make_rule_unchanged_weights() { return std::make_unique<UnchangedWeights>(); }
+
+}  // namespace dl::an

@@ -1,0 +1,52 @@
+#include "bench/bench_util.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <Eigen/Dense>
+#pragma GCC diagnostic pop
+
+namespace dl::bench {
+
+StepFlops count_step_flops(const rt::ExecutionGraph& graph) {
+  StepFlops f;
+  for (const rt::Step& st : graph.steps()) {
+    const std::string& type = st.node->op_type;
+    if (st.fwd.out.empty() || !st.fwd.out[0] || st.fwd.in.size() < 2 || !st.fwd.in[0] || !st.fwd.in[1]) continue;
+    const double out = double(st.fwd.out[0]->numel());
+    double macs_per_output = 0;
+    if (type == "Gemm") {
+      // Y (M x N), A holds M*K values.
+      const double m = double(st.fwd.out[0]->dim(0));
+      macs_per_output = double(st.fwd.in[0]->numel()) / m;
+    } else if (type == "MatMul") {
+      macs_per_output = double(st.fwd.in[0]->dim(-1));
+    } else if (type == "Conv") {
+      // W is (M, C/group, k...): each output sums C/group * k taps.
+      macs_per_output = double(st.fwd.in[1]->numel()) / double(st.fwd.in[1]->dim(0));
+    } else {
+      continue;
+    }
+    const double one = 2.0 * out * macs_per_output;
+    f.forward += one;
+    if (!st.needs_backward) continue;
+    if (st.bwd.din.size() > 0 && st.bwd.din[0]) f.backward += one;  // dX
+    if (st.bwd.din.size() > 1 && st.bwd.din[1]) f.backward += one;  // dW
+  }
+  return f;
+}
+
+int eigen_threads() { return Eigen::nbThreads(); }
+
+double eigen_gemm_gflops(int n, int reps) {
+  Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n), c(n, n);
+  c.noalias() = a * b;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < reps; ++r) {
+    c.noalias() = a * b;
+    a(0, 0) += c(n - 1, n - 1) * 1e-30f;  // keep the products observable
+  }
+  const double s = seconds_since(t0);
+  return 2.0 * double(n) * n * n * reps / s / 1e9;
+}
+
+}  // namespace dl::bench

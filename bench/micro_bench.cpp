@@ -1,0 +1,184 @@
+// dl_micro_bench: Google Benchmark micro-benchmarks of the kernels a training step
+// spends its time in. Counters: GFLOP/s (FLOPS, 2 per multiply-add) or bytes/s.
+//
+//   dl_micro_bench [--benchmark_filter=REGEX] [--benchmark_repetitions=5 ...]
+//
+// BM_EigenGemm/n/threads   plain Eigen MatrixXf product C = A * B: the machine's peak
+// BM_Gemm{Forward,Backward}/M/K/N   the Gemm op (transB = 1, as PyTorch exports Linear)
+// BM_Conv{Forward,Backward}/...      the Conv op on LeNet-5's two convolutions
+// BM_ReduceStats/n/dead_zone         the probe reduction over n floats
+#include <benchmark/benchmark.h>
+
+#include <random>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <Eigen/Dense>
+#pragma GCC diagnostic pop
+
+#include "runtime/attrs.h"
+#include "runtime/probes.h"
+#include "runtime/registry.h"
+
+namespace {
+
+using namespace dl;
+
+rt::Tensor random_tensor(rt::Shape shape, float lo, float hi, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(static_cast<size_t>(rt::shape_numel(shape)));
+  for (float& x : v) x = u(rng);
+  return rt::Tensor::floats(std::move(shape), std::move(v));
+}
+
+// One op outside a graph, with every input differentiated except input 0 when
+// `input_grad` is false (the first layer of a network).
+struct OpBench {
+  std::unique_ptr<rt::Op> op;
+  std::vector<rt::Tensor> in, out, din, dout;
+  rt::FwdCtx fwd;
+  rt::BwdCtx bwd;
+  std::mt19937_64 rng{1};
+
+  OpBench(const ir::Node& node, std::vector<rt::Tensor> inputs, bool input_grad)
+      : op(rt::make_op(node)), in(std::move(inputs)), out(node.outputs.size()) {
+    rt::InferCtx ic;
+    ic.training = true;
+    for (auto& t : in) ic.in.push_back(&t);
+    ic.known.assign(in.size(), false);
+    for (auto& t : out) ic.out.push_back(&t);
+    ic.out_known.assign(out.size(), false);
+    op->infer(ic);
+    for (auto& t : out)
+      if (!t.allocated()) t.allocate();
+    din.resize(in.size());
+    for (size_t k = 0; k < in.size(); ++k) din[k].reset(rt::DType::kFloat32, in[k].shape());
+    for (auto& t : out) dout.push_back(random_tensor(t.shape(), -1, 1, 7));
+    fwd.training = bwd.training = true;
+    fwd.rng = &rng;
+    for (auto& t : in) fwd.in.push_back(&t), bwd.in.push_back(&t);
+    for (auto& t : out) fwd.out.push_back(&t), bwd.out.push_back(&t);
+    for (auto& t : dout) bwd.dout.push_back(&t);
+    for (size_t k = 0; k < in.size(); ++k) bwd.din.push_back(k == 0 && !input_grad ? nullptr : &din[k]);
+  }
+};
+
+void set_threads(benchmark::State& state, int threads) {
+  Eigen::setNbThreads(threads);
+  state.counters["threads"] = threads;
+}
+
+void BM_EigenGemm(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  set_threads(state, static_cast<int>(state.range(1)));
+  Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n), c(n, n);
+  for (auto _ : state) {
+    c.noalias() = a * b;
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["FLOPS"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+  Eigen::setNbThreads(0);
+}
+BENCHMARK(BM_EigenGemm)
+    ->ArgsProduct({{512, 1024, 2048}, {1, 2}})
+    ->ArgNames({"n", "threads"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+OpBench gemm_bench(int64_t m, int64_t k, int64_t n, bool input_grad) {
+  ir::Node node = rt::sample_node("Gemm", 3, 1, {{"transB", rt::attr_i(1)}}, 13);
+  return OpBench(node, {random_tensor({m, k}, 0, 1, 1), random_tensor({n, k}, -0.1f, 0.1f, 2),
+                        random_tensor({n}, -0.1f, 0.1f, 3)},
+                 input_grad);
+}
+
+void BM_GemmForward(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  OpBench b = gemm_bench(m, k, n, false);
+  for (auto _ : state) b.op->forward(b.fwd);
+  state.counters["FLOPS"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_GemmBackward(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const bool dx = state.range(3) != 0;
+  OpBench b = gemm_bench(m, k, n, dx);
+  b.op->forward(b.fwd);
+  for (auto _ : state) b.op->backward(b.bwd);
+  state.counters["FLOPS"] =
+      benchmark::Counter((dx ? 4.0 : 2.0) * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// (a) 784-256-128-10 at batch 64, (c) 4096-4096-10 at batch 256.
+#define GEMM_SHAPES                                                                                          \
+  Args({64, 784, 256, 0})->Args({64, 256, 128, 1})->Args({64, 128, 10, 1})->Args({256, 4096, 4096, 0})->Args( \
+      {256, 4096, 10, 1})
+BENCHMARK(BM_GemmForward)->GEMM_SHAPES->ArgNames({"M", "K", "N", "dx"})->UseRealTime();
+BENCHMARK(BM_GemmBackward)->GEMM_SHAPES->ArgNames({"M", "K", "N", "dx"})->UseRealTime();
+
+// LeNet-5 at batch 64: conv1 1->6 5x5 pad 2 on 28x28, conv2 6->16 5x5 on 14x14.
+OpBench conv_bench(int64_t batch, int64_t c, int64_t hw, int64_t m, int64_t pad, bool input_grad) {
+  ir::Node node = rt::sample_node("Conv", 3, 1, {{"pads", rt::attr_ints({pad, pad, pad, pad})}}, 11);
+  return OpBench(node, {random_tensor({batch, c, hw, hw}, 0, 1, 1), random_tensor({m, c, 5, 5}, -0.2f, 0.2f, 2),
+                        random_tensor({m}, -0.1f, 0.1f, 3)},
+                 input_grad);
+}
+
+double conv_flops(int64_t batch, int64_t c, int64_t hw, int64_t m, int64_t pad) {
+  const int64_t o = hw + 2 * pad - 4;
+  return 2.0 * double(batch * m * o * o) * double(c * 25);
+}
+
+void BM_ConvForward(benchmark::State& state) {
+  const int64_t batch = state.range(0), c = state.range(1), hw = state.range(2), m = state.range(3),
+                pad = state.range(4);
+  OpBench b = conv_bench(batch, c, hw, m, pad, false);
+  for (auto _ : state) b.op->forward(b.fwd);
+  state.counters["FLOPS"] =
+      benchmark::Counter(conv_flops(batch, c, hw, m, pad), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_ConvBackward(benchmark::State& state) {
+  const int64_t batch = state.range(0), c = state.range(1), hw = state.range(2), m = state.range(3),
+                pad = state.range(4);
+  const bool dx = c > 1;  // the first layer needs no input gradient
+  OpBench b = conv_bench(batch, c, hw, m, pad, dx);
+  b.op->forward(b.fwd);
+  for (auto _ : state) b.op->backward(b.bwd);
+  state.counters["FLOPS"] = benchmark::Counter((dx ? 2 : 1) * conv_flops(batch, c, hw, m, pad),
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_ConvForward)->Args({64, 1, 28, 6, 2})->Args({64, 6, 14, 16, 0})->ArgNames({"B", "C", "HW", "M", "pad"})->UseRealTime();
+BENCHMARK(BM_ConvBackward)->Args({64, 1, 28, 6, 2})->Args({64, 6, 14, 16, 0})->ArgNames({"B", "C", "HW", "M", "pad"})->UseRealTime();
+
+// The probe reduction: n floats of a ReLU output (about half exactly zero) with the
+// dead-zone bookkeeping, or of a gradient without it.
+void BM_ReduceStats(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const bool relu = state.range(1) != 0;
+  const int64_t units = 256;
+  rt::Tensor t = random_tensor({n / units, units}, -1, 1, 5);
+  if (relu)
+    for (int64_t k = 0; k < n; ++k) t.f()[k] = std::max(0.0f, t.f()[k]);
+  rt::OpTraits traits;
+  traits.role = rt::OpTraits::Role::kActivation;
+  traits.has_dead_zone = relu;
+  traits.out_lo = relu ? 0.0 : -INFINITY;
+  const an::OpDescription desc = rt::describe(traits, t.shape());
+  std::vector<uint8_t> flags(units);
+  for (auto _ : state) {
+    an::TensorStats s = rt::reduce_stats(t, &desc, &flags);
+    benchmark::DoNotOptimize(s);
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * n * int64_t(sizeof(float)));
+}
+BENCHMARK(BM_ReduceStats)
+    ->ArgsProduct({{64 * 256, 256 * 4096, 4096 * 4096}, {0, 1}})
+    ->ArgNames({"n", "relu"})
+    ->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

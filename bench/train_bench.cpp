@@ -1,0 +1,243 @@
+// dl_bench_train: training throughput of one model, probes off and on, measured in
+// one process with the modes interleaved (off, probes, full, off, probes, full, ...)
+// so that machine drift affects every mode alike.
+//
+//   dl_bench_train MODEL DATA [--batch 64] [--steps 200] [--warmup 20] [--rounds 5]
+//                  [--threads 0] [--modes off,probes,full] [--rows 0] [--peak-n 1024]
+//
+// Modes: off     the trainer alone (deeplocalize train --no-probes)
+//        probes  + ProbeRecorder and its trace (every step reduced to statistics)
+//        full    + the online analysis, as `deeplocalize train` runs it
+// Each round builds a fresh trainer per mode (untimed), runs `warmup` steps, then
+// times `steps` steps. Each round also times the machine's GEMM peak (Eigen n x n
+// product), so the efficiency compares numbers taken under the same load.
+// Prints one line per round and mode, then "RESULT key=value ..." lines with medians.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/trace.h"
+#include "bench/bench_util.h"
+#include "cli/online_analysis.h"
+#include "converter/errors.h"
+#include "converter/import.h"
+#include "runtime/data/dataset.h"
+#include "runtime/probes.h"
+#include "runtime/threads.h"
+#include "runtime/trainer.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace dl;
+
+struct Args {
+  std::string model, data;
+  int64_t batch = 0;  // 0: the model's metadata
+  int64_t steps = 200, warmup = 20, rounds = 5, rows = 0;
+  int threads = 0;
+  int peak_n = 1024;
+  std::vector<std::string> modes = {"off", "probes", "full"};
+};
+
+[[noreturn]] void usage(const char* msg) {
+  std::fprintf(stderr,
+               "%s\nusage: dl_bench_train MODEL DATA [--batch B] [--steps N] [--warmup W] [--rounds R]\n"
+               "                      [--threads T] [--modes off,probes,full] [--rows R] [--peak-n N]\n",
+               msg);
+  std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  std::vector<std::string> pos;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) usage(("missing value for " + s).c_str());
+      return argv[++i];
+    };
+    if (s == "--batch") a.batch = std::stoll(next());
+    else if (s == "--steps") a.steps = std::stoll(next());
+    else if (s == "--warmup") a.warmup = std::stoll(next());
+    else if (s == "--rounds") a.rounds = std::stoll(next());
+    else if (s == "--rows") a.rows = std::stoll(next());
+    else if (s == "--threads") a.threads = std::stoi(next());
+    else if (s == "--peak-n") a.peak_n = std::stoi(next());
+    else if (s == "--modes") {
+      a.modes.clear();
+      std::string m = next();
+      size_t p = 0;
+      while (p <= m.size()) {
+        size_t q = m.find(',', p);
+        if (q == std::string::npos) q = m.size();
+        if (q > p) a.modes.push_back(m.substr(p, q - p));
+        p = q + 1;
+      }
+    } else if (!s.empty() && s[0] == '-') usage(("unknown option " + s).c_str());
+    else pos.push_back(s);
+  }
+  if (pos.size() != 2) usage("expected MODEL and DATA");
+  a.model = pos[0];
+  a.data = pos[1];
+  if (a.warmup < 1) a.warmup = 1;
+  for (const std::string& m : a.modes)
+    if (m != "off" && m != "probes" && m != "full") usage(("unknown mode " + m).c_str());
+  return a;
+}
+
+// Times iterations [warmup, warmup + steps) of one Trainer::run and stops it.
+class StepTimer : public rt::TrainListener {
+ public:
+  StepTimer(int64_t warmup, int64_t steps) : warmup_(warmup), steps_(steps) {}
+  void after_update(const rt::ExecutionGraph&, const rt::IterationInfo& info) override {
+    if (info.iteration == warmup_ - 1) t0_ = Clock::now();
+    if (info.iteration == warmup_ + steps_ - 1) {
+      seconds_ = bench::seconds_since(t0_);
+      done_ = true;
+    }
+  }
+  bool should_stop() override { return done_; }
+  double seconds() const { return seconds_; }
+
+ private:
+  int64_t warmup_, steps_;
+  Clock::time_point t0_;
+  double seconds_ = 0;
+  bool done_ = false;
+};
+
+rt::Dataset load_data(const ir::Model& model, const rt::TrainConfig& c, const std::string& path, int64_t rows) {
+  rt::GraphOptions go;
+  go.batch_size = 1;
+  rt::ExecutionGraph probe(model, go);
+  rt::DatasetSpec spec;
+  spec.targets = c.targets;
+  const rt::Shape& in = probe.input(0).shape();
+  spec.sample_shape = rt::Shape(in.begin() + 1, in.end());
+  spec.output_width = probe.output(0).numel();
+  if (c.loss == "sparse_categorical_crossentropy") spec.encoding = rt::DatasetSpec::Encoding::kSparse;
+  else if (c.loss == "categorical_crossentropy" && spec.output_width > 1)
+    spec.encoding = rt::DatasetSpec::Encoding::kOneHot;
+  rt::Dataset d = rt::load_dataset(path, spec);
+  if (rows > 0 && rows < d.n) {
+    d.n = rows;
+    d.x.resize(size_t(rows * d.x_size));
+    d.y.resize(size_t(rows * d.y_size));
+    d.line_of_row.resize(size_t(rows));
+    if (!d.raw_labels.empty()) d.raw_labels.resize(size_t(rows));
+  }
+  return d;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// One timed run of `mode` on a fresh trainer.
+double run_mode(const std::string& mode, const ir::Model& model, const rt::TrainConfig& config,
+                const rt::Dataset& data, const Args& a) {
+  rt::Trainer trainer(model, config, data, rt::Dataset{});
+  an::Trace trace;
+  std::unique_ptr<rt::ProbeRecorder> probes;
+  an::Settings settings;
+  std::unique_ptr<cli::OnlineAnalysis> online;
+  if (mode != "off") {
+    // As diagnose_case sets them up for `deeplocalize train`.
+    trace.header.batches_per_epoch = (data.n + config.batch_size - 1) / config.batch_size;
+    probes = std::make_unique<rt::ProbeRecorder>(trainer.graph(), trace);
+    trace.set_probe_every(1);
+    trace.set_capacity_bytes(int64_t(256) * 1024 * 1024);
+    trace.reserve_iterations(config.epochs * trace.header.batches_per_epoch);
+    trainer.set_observer(probes.get());
+    trainer.add_listener(probes.get());
+  }
+  if (mode == "full") {
+    online = std::make_unique<cli::OnlineAnalysis>(trace, settings, /*stop_on_fault=*/false);
+    trainer.add_listener(online.get());
+  }
+  StepTimer timer(a.warmup, a.steps);
+  trainer.add_listener(&timer);
+  rt::TrainResult r = trainer.run();
+  if (r.iterations < a.warmup + a.steps) throw InternalError("the run ended before the timed steps");
+  return timer.seconds();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  try {
+    if (a.threads > 0) rt::set_compute_threads(a.threads);
+    ir::Model model = conv::import_model(a.model);
+    rt::TrainConfig config = rt::config_from_metadata(model.metadata);
+    if (a.batch > 0) config.batch_size = a.batch;
+    config.validation_split = 0;
+    rt::Dataset data = load_data(model, config, a.data, a.rows);
+    const int64_t per_epoch = (data.n + config.batch_size - 1) / config.batch_size;
+    config.epochs = (a.warmup + a.steps + per_epoch - 1) / per_epoch + 1;
+    rt::validate(config);
+
+    bench::StepFlops flops;
+    {
+      rt::Trainer t(model, config, data, rt::Dataset{});
+      flops = bench::count_step_flops(t.graph());
+    }
+    std::printf("model %s  data %s (%lld rows)  batch %lld  optimizer %s  loss %s\n", a.model.c_str(), a.data.c_str(),
+                (long long)data.n, (long long)config.batch_size, config.optimizer.name.c_str(), config.loss.c_str());
+    std::printf("matrix-product work per step: %.2f MFLOP forward + %.2f MFLOP backward\n", flops.forward / 1e6,
+                flops.backward / 1e6);
+    std::printf("threads: %d (Eigen %d)  steps %lld after %lld warm-up, %lld rounds\n", a.threads,
+                bench::eigen_threads(), (long long)a.steps, (long long)a.warmup, (long long)a.rounds);
+    std::fflush(stdout);
+
+    std::map<std::string, std::vector<double>> secs;
+    std::map<std::string, std::vector<double>> overhead;  // per round, vs that round's off
+    std::vector<double> peaks;
+    for (int64_t round = 0; round < a.rounds; ++round) {
+      std::map<std::string, double> this_round;
+      for (const std::string& mode : a.modes) {
+        const double s = run_mode(mode, model, config, data, a);
+        this_round[mode] = s;
+        secs[mode].push_back(s);
+        std::printf("round %lld  %-6s  %8.2f steps/s  %7.2f GFLOP/s\n", (long long)round, mode.c_str(),
+                    double(a.steps) / s, flops.total() * double(a.steps) / s / 1e9);
+        std::fflush(stdout);
+      }
+      if (this_round.count("off"))
+        for (const auto& [mode, s] : this_round)
+          if (mode != "off") overhead[mode].push_back(100.0 * (s / this_round["off"] - 1.0));
+      if (a.peak_n > 0) {
+        peaks.push_back(bench::eigen_gemm_gflops(a.peak_n, std::max(2, int(4e9 / (2.0 * a.peak_n * a.peak_n * a.peak_n)))));
+        std::printf("round %lld  peak    %8.1f GFLOP/s (Eigen %dx%d product)\n", (long long)round, peaks.back(),
+                    a.peak_n, a.peak_n);
+      }
+    }
+    const double peak = median(peaks);
+    std::string name = a.model.substr(a.model.find_last_of('/') + 1);
+    for (const std::string& mode : a.modes) {
+      const double s = median(secs[mode]);
+      const double gf = flops.total() * double(a.steps) / s / 1e9;
+      std::printf("RESULT model=%s batch=%lld threads=%d mode=%s steps_per_s=%.3f gflops=%.3f peak_gflops=%.1f "
+                  "efficiency=%.4f",
+                  name.c_str(), (long long)config.batch_size, a.threads, mode.c_str(), double(a.steps) / s, gf, peak,
+                  peak > 0 ? gf / peak : 0.0);
+      if (overhead.count(mode)) std::printf(" overhead_pct=%.2f", median(overhead[mode]));
+      std::printf("\n");
+    }
+    std::fflush(stdout);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dl_bench_train: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

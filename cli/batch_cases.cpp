@@ -1,0 +1,230 @@
+// Reading a batch's cases: a manifest {"cases": [{name, model, data, options, expected,
+// kind, source, pair}]} with paths relative to it, or a directory of case folders
+// (model.onnx, data.csv|data.npz|data.npy, optional options.json and expected.json).
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "cli/batch_command.h"
+#include "converter/errors.h"
+#include "runtime/train_config.h"
+
+namespace dl::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json read_json_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ConfigError(path + ": cannot read the file");
+  std::stringstream text;
+  text << f.rdbuf();
+  try {
+    return json::parse(text.str());
+  } catch (const json::parse_error& e) {
+    throw ConfigError(path + ": invalid JSON: " + e.what());
+  }
+}
+
+std::string resolve(const fs::path& base, const std::string& p) {
+  const fs::path path(p);
+  return (path.is_absolute() ? path : base / path).lexically_normal().string();
+}
+
+// expected.json: {"fault": bool, "root_causes": [str], "nodes": [str], "notes": str}.
+json normalize_expected(const json& e, const std::string& where) {
+  if (!e.is_object()) throw ConfigError(where + ": the expected result must be a JSON object");
+  if (!e.contains("fault") || !e["fault"].is_boolean())
+    throw ConfigError(where + ": 'fault' (true or false) is required");
+  json out = {{"fault", e["fault"]}, {"root_causes", json::array()}, {"nodes", json::array()}};
+  for (const char* key : {"root_causes", "nodes"}) {
+    if (!e.contains(key)) continue;
+    if (!e[key].is_array()) throw ConfigError(where + ": '" + key + "' must be an array of strings");
+    for (const json& v : e[key]) {
+      if (!v.is_string()) throw ConfigError(where + ": '" + key + "' must be an array of strings");
+      out[key].push_back(v);
+    }
+  }
+  if (e.contains("notes") && e["notes"].is_string()) out["notes"] = e["notes"];
+  return out;
+}
+
+std::string kind_of(const CaseSpec& c) {
+  if (!c.kind.empty() || c.expected.is_null()) return c.kind;
+  return c.expected["fault"].get<bool>() ? "buggy" : "healthy";
+}
+
+std::string text_field(const json& c, const char* key, const std::string& where) {
+  if (!c.contains(key) || c[key].is_null()) return "";
+  if (!c[key].is_string()) throw ConfigError(where + ": '" + key + "' must be a string");
+  return c[key].get<std::string>();
+}
+
+CaseSpec manifest_case(const json& c, size_t k, const fs::path& base, const std::string& manifest) {
+  CaseSpec spec;
+  spec.index = k;
+  const std::string where = manifest + ": cases[" + std::to_string(k) + "]";
+  spec.name = "case " + std::to_string(k);
+  try {
+    if (!c.is_object()) throw ConfigError(where + ": a case must be a JSON object");
+    if (c.contains("name")) spec.name = text_field(c, "name", where);
+    const std::string named = manifest + ": case '" + spec.name + "'";
+    spec.kind = text_field(c, "kind", named);
+    spec.source = text_field(c, "source", named);
+    spec.pair = text_field(c, "pair", named);
+    const std::string model = text_field(c, "model", named), data = text_field(c, "data", named);
+    if (model.empty()) throw ConfigError(named + ": 'model' is required");
+    if (data.empty()) throw ConfigError(named + ": 'data' is required");
+    spec.options.model = resolve(base, model);
+    spec.options.data = resolve(base, data);
+    if (c.contains("options")) apply_case_options(c["options"], named + ": options", spec.options);
+    if (c.contains("expected") && c["expected"].is_string()) {
+      const std::string path = resolve(base, c["expected"].get<std::string>());
+      spec.expected = normalize_expected(read_json_file(path), path);
+    } else if (c.contains("expected") && !c["expected"].is_null()) {
+      spec.expected = normalize_expected(c["expected"], named + ": expected");
+    }
+  } catch (const Error& e) {
+    spec.load_error = e.what();
+  }
+  spec.kind = kind_of(spec);
+  return spec;
+}
+
+std::vector<CaseSpec> from_manifest(const std::string& path) {
+  const json m = read_json_file(path);
+  if (!m.is_object() || !m.contains("cases") || !m["cases"].is_array())
+    throw ConfigError(path + ": a manifest is a JSON object with a \"cases\" array");
+  const fs::path base = fs::path(path).parent_path();
+  std::vector<CaseSpec> cases;
+  for (size_t k = 0; k < m["cases"].size(); ++k) cases.push_back(manifest_case(m["cases"][k], k, base, path));
+  return cases;
+}
+
+CaseSpec folder_case(const fs::path& dir, size_t k) {
+  CaseSpec spec;
+  spec.index = k;
+  spec.name = dir.filename().string();
+  spec.options.model = (dir / "model.onnx").string();
+  try {
+    for (const char* name : {"data.csv", "data.npz", "data.npy"})
+      if (fs::exists(dir / name)) {
+        spec.options.data = (dir / name).string();
+        break;
+      }
+    if (spec.options.data.empty())
+      throw ConfigError(dir.string() + ": no data file (data.csv, data.npz or data.npy)");
+    if (fs::exists(dir / "options.json")) {
+      const std::string path = (dir / "options.json").string();
+      apply_case_options(read_json_file(path), path, spec.options);
+    }
+    if (fs::exists(dir / "expected.json")) {
+      const std::string path = (dir / "expected.json").string();
+      const json e = read_json_file(path);
+      spec.expected = normalize_expected(e, path);
+      if (e.contains("kind") && e["kind"].is_string()) spec.kind = e["kind"].get<std::string>();
+    }
+  } catch (const Error& e) {
+    spec.load_error = e.what();
+  }
+  spec.kind = kind_of(spec);
+  return spec;
+}
+
+std::vector<CaseSpec> from_directory(const fs::path& dir) {
+  std::vector<fs::path> folders;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
+    if (e.is_directory() && fs::exists(e.path() / "model.onnx")) folders.push_back(e.path());
+  if (ec) throw ConfigError(dir.string() + ": cannot list the directory: " + ec.message());
+  std::sort(folders.begin(), folders.end());
+  std::vector<CaseSpec> cases;
+  for (size_t k = 0; k < folders.size(); ++k) cases.push_back(folder_case(folders[k], k));
+  return cases;
+}
+
+}  // namespace
+
+std::vector<CaseSpec> load_cases(const std::string& input) {
+  std::error_code ec;
+  std::vector<CaseSpec> cases;
+  if (fs::is_directory(input, ec))
+    cases = fs::exists(fs::path(input) / "manifest.json") ? from_manifest((fs::path(input) / "manifest.json").string())
+                                                          : from_directory(input);
+  else if (fs::exists(input, ec))
+    cases = from_manifest(input);
+  else
+    throw ConfigError(input + ": no such manifest or directory");
+  if (cases.empty())
+    throw ConfigError(input + ": no cases (a manifest's \"cases\" is empty, or no sub-folder holds a model.onnx)");
+  std::set<std::string> names;
+  for (const CaseSpec& c : cases)
+    if (!names.insert(c.name).second) throw ConfigError(input + ": two cases are named '" + c.name + "'");
+  return cases;
+}
+
+void apply_case_options(const json& j, const std::string& where, TrainOptions& o) {
+  if (!j.is_object()) throw ConfigError(where + ": train options must be a JSON object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    const json& v = it.value();
+    const std::string what = where + ": '" + k + "'";
+    // Numbers and booleans may also be given as strings, as in the model metadata.
+    auto number = [&]() -> double {
+      if (v.is_number()) return v.get<double>();
+      if (v.is_string()) return rt::parse_number(v.get<std::string>(), what);
+      throw ConfigError(what + " must be a number");
+    };
+    auto integer = [&]() -> int64_t {
+      if (v.is_number_integer()) return v.get<int64_t>();
+      if (v.is_string()) return rt::parse_integer(v.get<std::string>(), what);
+      throw ConfigError(what + " must be an integer");
+    };
+    auto boolean = [&]() -> bool {
+      if (v.is_boolean()) return v.get<bool>();
+      if (v.is_string()) return rt::parse_bool(v.get<std::string>(), what);
+      throw ConfigError(what + " must be true or false");
+    };
+    auto text = [&]() -> std::string {
+      if (!v.is_string()) throw ConfigError(what + " must be a string");
+      return v.get<std::string>();
+    };
+    if (k == "loss") o.loss = text();
+    else if (k == "optimizer") o.optimizer = text();
+    else if (k == "from_logits") o.from_logits = boolean();
+    else if (k == "nesterov") o.nesterov = boolean();
+    else if (k == "lr" || k == "learning_rate") o.lr = number();
+    else if (k == "momentum") o.momentum = number();
+    else if (k == "decay") o.decay = number();
+    else if (k == "clipnorm") o.clipnorm = number();
+    else if (k == "clipvalue") o.clipvalue = number();
+    else if (k == "validation_split") o.validation_split = number();
+    else if (k == "epochs") o.epochs = integer();
+    else if (k == "batch_size") o.batch_size = integer();
+    else if (k == "targets") o.targets = integer();
+    else if (k == "seed") o.seed = integer();
+    else if (k == "probe_every") o.probe_every = std::max<int64_t>(1, integer());
+    else if (k == "no_stop") o.no_stop = boolean();
+    else if (k == "max_memory") o.max_memory_mb = number();
+    else if (k == "trace_max_mb") o.trace_max_mb = number();
+    else if (k == "set") {
+      if (!v.is_object()) throw ConfigError(what + " must be an object {\"rule.key\": value}");
+      for (auto s = v.begin(); s != v.end(); ++s) {
+        if (!s.value().is_number()) throw ConfigError(what + ": '" + s.key() + "' must be a number");
+        std::ostringstream a;
+        a.precision(17);
+        a << s.key() << "=" << s.value().get<double>();
+        o.settings.push_back(a.str());
+      }
+    } else {
+      throw ConfigError(what + ": unknown key (known: loss, optimizer, from_logits, nesterov, lr, learning_rate, "
+                        "momentum, decay, clipnorm, clipvalue, validation_split, epochs, batch_size, targets, seed, "
+                        "probe_every, no_stop, max_memory, trace_max_mb, set)");
+    }
+  }
+}
+
+}  // namespace dl::cli

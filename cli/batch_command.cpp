@@ -1,0 +1,186 @@
+#include "cli/batch_command.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "analysis/baselines.h"
+#include "cli/batch_outputs.h"
+#include "cli/batch_scoring.h"
+#include "cli/output.h"
+#include "converter/errors.h"
+#include "runtime/train_config.h"
+
+namespace dl::cli {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"; }
+
+// Writes the summary files that were asked for.
+void write_outputs(const json& summary, const std::string& json_file, const std::string& junit_file,
+                   const std::string& md_file) {
+  if (!json_file.empty()) write_text_atomically(json_file, dump(summary));
+  if (!junit_file.empty()) write_text_atomically(junit_file, junit_xml(summary));
+  if (!md_file.empty()) write_text_atomically(md_file, summary_markdown(summary));
+}
+
+// A case name as a file name: letters, digits, '-', '_' and '.'; others become '_'.
+std::string file_stem(const std::string& name) {
+  std::string s;
+  for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
+  return s.empty() || s[0] == '.' ? "_" + s : s;
+}
+
+bool stdout_color() { return isatty(1) && !std::getenv("NO_COLOR"); }
+
+int parse_index(const char* value, const char* name) {
+  return static_cast<int>(rt::parse_integer(value, std::string("environment variable ") + name));
+}
+
+}  // namespace
+
+Shard resolve_shard(const std::string& flag, int shard_count, const std::function<const char*(const char*)>& env) {
+  Shard s;
+  if (!flag.empty()) {
+    const size_t slash = flag.find('/');
+    if (slash == std::string::npos) throw ConfigError("--shard: '" + flag + "' is not I/N (e.g. 0/4)");
+    s.index = static_cast<int>(rt::parse_integer(flag.substr(0, slash), "--shard index"));
+    s.count = static_cast<int>(rt::parse_integer(flag.substr(slash + 1), "--shard count"));
+  } else {
+    const char* gitlab_total = env("CI_NODE_TOTAL");
+    if (shard_count > 0) s.count = shard_count;
+    else if (gitlab_total && env("CI_NODE_INDEX")) s.count = parse_index(gitlab_total, "CI_NODE_TOTAL");
+    else return s;
+    if (const char* k = env("JOB_COMPLETION_INDEX")) {
+      s.index = parse_index(k, "JOB_COMPLETION_INDEX");
+    } else if (const char* k2 = env("SLURM_ARRAY_TASK_ID")) {
+      s.index = parse_index(k2, "SLURM_ARRAY_TASK_ID");
+      if (const char* lo = env("SLURM_ARRAY_TASK_MIN")) s.index -= parse_index(lo, "SLURM_ARRAY_TASK_MIN");
+    } else if (const char* k3 = env("CI_NODE_INDEX")) {
+      s.index = parse_index(k3, "CI_NODE_INDEX") - 1;  // GitLab counts from 1
+    } else {
+      throw ConfigError("--shard-count: no shard index: set JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID or "
+                        "CI_NODE_INDEX, or give --shard I/N");
+    }
+  }
+  if (s.count < 1 || s.index < 0 || s.index >= s.count)
+    throw ConfigError("shard " + std::to_string(s.index) + "/" + std::to_string(s.count) +
+                      ": the index must be in 0.." + std::to_string(s.count - 1) + " (and the count at least 1)");
+  return s;
+}
+
+CLI::App* add_batch_command(CLI::App& app, BatchOptions& o) {
+  CLI::App* c = app.add_subcommand("batch", "Diagnose many models (a manifest or a directory of cases) into one summary");
+  c->add_option("input", o.input, "manifest.json, or a directory: its manifest.json, or sub-folders with model.onnx, "
+                                  "data.csv|npz|npy, optional options.json and expected.json")->required();
+  c->add_option("--detector", o.detector, "deeplocalize (default) or a Keras baseline: keras-terminate-on-nan, "
+                                          "keras-early-stopping-loss, keras-early-stopping-accuracy, keras-union")
+      ->check(CLI::IsMember(an::detector_names()));
+  c->add_option("-j,--jobs", o.jobs, "Cases run at once (default: the number of cores); each case is single-threaded when > 1")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--shard", o.shard, "Run shard I of N (0-based): the cases whose manifest index is I modulo N");
+  c->add_option("--shard-count", o.shard_count, "Shard count, with the index from JOB_COMPLETION_INDEX, "
+                                                "SLURM_ARRAY_TASK_ID or CI_NODE_INDEX (1-based)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--timeout", o.timeout_s, "Seconds per case before it is killed (default: none)")->check(CLI::NonNegativeNumber);
+  c->add_flag("--in-process", o.in_process, "Run cases in threads of this process instead of one child process each "
+                                             "(a crash then ends the batch; no --timeout)");
+  c->add_option("--json", o.json_file, "Write the JSON summary (every case, scores, totals) to FILE");
+  c->add_option("--junit", o.junit_file, "Write JUnit XML (one test case per model) to FILE");
+  c->add_option("--summary-md", o.md_file, "Write a Markdown summary (for $GITHUB_STEP_SUMMARY) to FILE");
+  c->add_option("--reports", o.reports_dir, "Write each case's JSON report to DIR/NAME.json");
+  c->add_option("--set", o.settings, "Override a rule threshold for every case: rule.key=value (repeatable)");
+  c->add_flag("--no-stop", o.no_stop, "Keep training after the first conclusive fault");
+  c->add_flag("-q,--quiet", o.quiet, "Print only the summary, not one line per case");
+  return c;
+}
+
+CLI::App* add_merge_command(CLI::App& app, MergeOptions& o) {
+  CLI::App* c = app.add_subcommand("merge", "Combine the JSON summaries of sharded batches into one");
+  c->add_option("summaries", o.inputs, "Summaries written by batch --json")->required();
+  c->add_option("--json", o.json_file, "Write the merged JSON summary to FILE");
+  c->add_option("--junit", o.junit_file, "Write JUnit XML of the merged summary to FILE");
+  c->add_option("--summary-md", o.md_file, "Write a Markdown summary of the merged summary to FILE");
+  c->add_flag("-q,--quiet", o.quiet, "Print nothing");
+  return c;
+}
+
+int run_batch(const BatchOptions& o) {
+  const auto t0 = Clock::now();
+  an::detector_from(o.detector);
+  const Shard shard = resolve_shard(o.shard, o.shard_count, [](const char* name) { return std::getenv(name); });
+  const std::vector<CaseSpec> all = load_cases(o.input);
+  std::vector<CaseSpec> cases;
+  for (const CaseSpec& c : all)
+    if (static_cast<int>(c.index % static_cast<size_t>(shard.count)) == shard.index) cases.push_back(c);
+  for (CaseSpec& c : cases) {
+    c.options.detector = o.detector;
+    c.options.quiet = true;
+    c.options.no_stop = c.options.no_stop || o.no_stop;
+    c.options.settings.insert(c.options.settings.end(), o.settings.begin(), o.settings.end());
+  }
+  if (!o.reports_dir.empty()) std::filesystem::create_directories(o.reports_dir);
+  const int jobs = o.jobs > 0 ? o.jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+
+  size_t width = 0;
+  for (const CaseSpec& c : cases) width = std::max(width, c.name.size());
+  width = std::min<size_t>(width, 40);
+  const bool color = stdout_color();
+  json records = json::array();
+  // Called in manifest order as cases finish: print the line, keep the record.
+  run_cases(cases, jobs, o.timeout_s, o.in_process, [&](size_t k, const CaseOutcome& outcome) {
+    records.push_back(case_record(cases[k], outcome));
+    if (!o.reports_dir.empty() && outcome.status == "ok")
+      write_text_atomically((std::filesystem::path(o.reports_dir) / (file_stem(cases[k].name) + ".json")).string(),
+                            dump(outcome.report));
+    if (!o.quiet) std::cout << case_line(records.back(), k + 1, cases.size(), width, color) << std::flush;
+  });
+
+  SummaryInfo info;
+  info.input = o.input;
+  info.detector = o.detector;
+  info.shard = shard;
+  info.total_cases = all.size();
+  info.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const json summary = make_summary(records, info);
+  std::cout << summary_text(summary);
+  std::cout.flush();
+  write_outputs(summary, o.json_file, o.junit_file, o.md_file);
+  return summary_exit_code(summary["totals"]);
+}
+
+int run_merge(const MergeOptions& o) {
+  std::vector<json> summaries;
+  for (const std::string& file : o.inputs) {
+    std::ifstream f(file, std::ios::binary);
+    if (!f) throw ConfigError(file + ": cannot read the file");
+    std::stringstream text;
+    text << f.rdbuf();
+    try {
+      summaries.push_back(json::parse(text.str()));
+    } catch (const json::parse_error& e) {
+      throw ConfigError(file + ": invalid JSON: " + e.what());
+    }
+  }
+  size_t missing = 0;
+  const json merged = merge_summaries(summaries, o.inputs, missing);
+  write_outputs(merged, o.json_file, o.junit_file, o.md_file);
+  if (!o.quiet) std::cout << summary_text(merged);
+  if (missing > 0) {
+    std::cerr << "deeplocalize: error: merge: " << missing << " of " << merged.value("total_cases", 0)
+              << " manifest cases are in none of the summaries (a shard missing?)\n";
+    return 2;
+  }
+  return summary_exit_code(merged["totals"]);
+}
+
+}  // namespace dl::cli

@@ -1,0 +1,215 @@
+#include "cli/batch_scoring.h"
+
+#include <algorithm>
+#include <map>
+
+#include "cli/output.h"
+#include "converter/errors.h"
+
+namespace dl::cli {
+namespace {
+
+using nlohmann::json;
+
+// A field of a record, null when absent (records read back by merge may lack one).
+json field(const json& r, const char* key) { return r.is_object() && r.contains(key) ? r[key] : json(); }
+
+bool contains(const json& array, const json& value) {
+  return array.is_array() && std::find(array.begin(), array.end(), value) != array.end();
+}
+
+json primary_of(const json& report) {
+  if (report.value("verdict", "") != "fault" || !report.contains("findings") || report["findings"].empty())
+    return nullptr;
+  const json& f = report["findings"][0];
+  json layer = f.value("layer", json());
+  return {{"symptom", f.value("symptom", "")},
+          {"stage", f.value("stage", "")},
+          {"layer", layer},
+          {"root_cause", f.value("root_cause", "unknown")},
+          {"message", f.value("message", "")},
+          {"recommendation", f.value("recommendation", "")},
+          {"epoch", f.value("epoch", json())},
+          {"iteration", f.value("iteration", json())}};
+}
+
+int count_true(const json& cases, const char* score) {
+  int n = 0;
+  for (const json& c : cases)
+    if (field(field(c, "scores"), score) == json(true)) ++n;
+  return n;
+}
+
+int count_applicable(const json& cases, const char* score) {
+  int n = 0;
+  for (const json& c : cases)
+    if (!field(field(c, "scores"), score).is_null()) ++n;
+  return n;
+}
+
+}  // namespace
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+json case_record(const CaseSpec& spec, const CaseOutcome& out) {
+  json r = {{"index", spec.index},
+            {"name", spec.name},
+            {"kind", spec.kind},
+            {"source", spec.source},
+            {"pair", spec.pair},
+            {"model", spec.options.model},
+            {"data", spec.options.data},
+            {"status", out.status},
+            {"error", out.status == "ok" ? json(nullptr) : json(out.error)},
+            {"verdict", nullptr},
+            {"findings", 0},
+            {"primary", nullptr},
+            {"expected", spec.expected},
+            {"training", nullptr},
+            {"timing", nullptr},
+            {"time_to_verdict_s", nullptr},
+            {"seconds", out.seconds}};
+  if (out.status == "ok" && out.report.is_object()) {
+    const json& rep = out.report;
+    r["verdict"] = rep.value("verdict", "ok");
+    r["findings"] = rep.contains("findings") ? rep["findings"].size() : 0;
+    r["primary"] = primary_of(rep);
+    if (rep.contains("training")) {
+      const json& t = rep["training"];
+      r["training"] = {{"iterations", t.value("iterations", 0)},
+                       {"epochs", t.value("epochs", 0)},
+                       {"stopped_early", t.value("stopped_early", false)}};
+    }
+    if (rep.contains("timing")) {
+      r["timing"] = rep["timing"];
+      r["time_to_verdict_s"] = rep["timing"].value("train_s", 0.0) + rep["timing"].value("analysis_s", 0.0);
+    }
+  }
+  r["scores"] = score_record(r);
+  return r;
+}
+
+json score_record(const json& r) {
+  const bool ran = r.value("status", "") == "ok";
+  const bool fault = ran && r.value("verdict", json()) == json("fault");
+  const json e = field(r, "expected");
+  json s = {{"detected", nullptr}, {"false_alarm", nullptr}, {"localized", nullptr},
+            {"root_cause", nullptr}, {"as_expected", false}};
+  if (!e.is_object()) {
+    s["as_expected"] = ran && !fault;
+    return s;
+  }
+  const json primary = field(r, "primary");
+  if (!e.value("fault", false)) {
+    s["false_alarm"] = fault;
+    s["as_expected"] = ran && !fault;
+    return s;
+  }
+  s["detected"] = fault;
+  if (e.contains("nodes") && !e["nodes"].empty()) {
+    bool hit = false;
+    const json nodes = field(field(primary, "layer"), "nodes");
+    if (fault && nodes.is_array())
+      for (const json& n : nodes) hit = hit || contains(e["nodes"], n);
+    s["localized"] = hit;
+  }
+  if (e.contains("root_causes") && !e["root_causes"].empty())
+    s["root_cause"] = fault && primary.is_object() && contains(e["root_causes"], field(primary, "root_cause"));
+  s["as_expected"] = ran && fault && s["localized"] != json(false) && s["root_cause"] != json(false);
+  return s;
+}
+
+json summary_totals(const json& cases) {
+  json t = {{"cases", cases.size()}};
+  int ran = 0, input_errors = 0, crashed = 0, timeouts = 0, faults = 0, with_expectation = 0, as_expected = 0;
+  std::vector<double> ttv;
+  for (const json& c : cases) {
+    const std::string status = c.value("status", "");
+    ran += status == "ok";
+    input_errors += status == "input_error";
+    crashed += status == "crashed";
+    timeouts += status == "timeout";
+    faults += c.value("verdict", json()) == json("fault");
+    with_expectation += field(c, "expected").is_object();
+    as_expected += field(field(c, "scores"), "as_expected") == json(true);
+    if (field(c, "time_to_verdict_s").is_number()) ttv.push_back(field(c, "time_to_verdict_s").get<double>());
+  }
+  t["ran"] = ran;
+  t["input_errors"] = input_errors;
+  t["crashed"] = crashed;
+  t["timeouts"] = timeouts;
+  t["faults"] = faults;
+  t["with_expectation"] = with_expectation;
+  t["faulty"] = count_applicable(cases, "detected");
+  t["detected"] = count_true(cases, "detected");
+  t["localizable"] = count_applicable(cases, "localized");
+  t["localized"] = count_true(cases, "localized");
+  t["root_cause_cases"] = count_applicable(cases, "root_cause");
+  t["root_cause"] = count_true(cases, "root_cause");
+  t["non_faulty"] = count_applicable(cases, "false_alarm");
+  t["false_alarms"] = count_true(cases, "false_alarm");
+  t["as_expected"] = as_expected;
+  t["unexpected"] = static_cast<int>(cases.size()) - as_expected;
+  t["median_time_to_verdict_s"] = ttv.empty() ? json(nullptr) : json(median(ttv));
+  return t;
+}
+
+json make_summary(const json& cases, const SummaryInfo& info) {
+  return {{"tool", "deeplocalize"},
+          {"version", DL_VERSION_STRING},
+          {"summary_version", 1},
+          {"input", info.input},
+          {"detector", info.detector},
+          {"shard", info.shard.count > 1 ? json{{"index", info.shard.index}, {"count", info.shard.count}} : json(nullptr)},
+          {"total_cases", info.total_cases},
+          {"cases", cases},
+          {"totals", summary_totals(cases)},
+          {"wall_s", info.wall_s}};
+}
+
+int summary_exit_code(const json& totals) {
+  if (totals.value("input_errors", 0) > 0) return 2;
+  return totals.value("unexpected", 0) > 0 ? 1 : 0;
+}
+
+json merge_summaries(const std::vector<json>& summaries, const std::vector<std::string>& files, size_t& missing) {
+  if (summaries.empty()) throw ConfigError("merge: no summaries given");
+  std::map<size_t, json> by_index;
+  const json& first = summaries.front();
+  double wall = 0;
+  for (size_t k = 0; k < summaries.size(); ++k) {
+    const json& s = summaries[k];
+    const std::string& file = files[k];
+    if (!s.is_object() || s.value("tool", "") != "deeplocalize" || !s.contains("cases") || !s["cases"].is_array())
+      throw ConfigError(file + ": not a deeplocalize batch summary (written by batch --json)");
+    if (s.value("detector", "") != first.value("detector", ""))
+      throw ConfigError(file + ": detector '" + s.value("detector", "") + "' differs from '" +
+                        first.value("detector", "") + "' in " + files.front());
+    if (s.value("total_cases", 0) != first.value("total_cases", 0))
+      throw ConfigError(file + ": a manifest of " + std::to_string(s.value("total_cases", 0)) + " cases, but " +
+                        files.front() + " has " + std::to_string(first.value("total_cases", 0)));
+    for (const json& c : s["cases"]) {
+      const size_t index = c.value("index", size_t(0));
+      if (!by_index.emplace(index, c).second)
+        throw ConfigError(file + ": case " + std::to_string(index) + " ('" + c.value("name", "") +
+                          "') is also in another summary (the same shard twice?)");
+    }
+    wall = std::max(wall, s.value("wall_s", 0.0));
+  }
+  json cases = json::array();
+  for (auto& [index, c] : by_index) cases.push_back(c);
+  SummaryInfo info;
+  info.input = first.value("input", "");
+  info.detector = first.value("detector", "deeplocalize");
+  info.total_cases = first.value("total_cases", size_t(0));
+  info.wall_s = wall;
+  missing = info.total_cases > cases.size() ? info.total_cases - cases.size() : 0;
+  return make_summary(cases, info);
+}
+
+}  // namespace dl::cli

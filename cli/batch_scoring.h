@@ -1,0 +1,63 @@
+// Scoring a batch: one JSON record per case (verdict, primary finding, expected result,
+// scores, timings), totals over the records, the summary document and the merge of
+// shard summaries. Everything works on the JSON records, so a merged summary is scored
+// exactly like one run.
+//
+// Scores of a case with an expected result (expected.fault says whether it is faulty):
+//   detected     faulty case, verdict fault
+//   false_alarm  non-faulty case (fixed or healthy), verdict fault
+//   localized    faulty case with expected nodes: the primary finding's layer nodes hold one
+//   root_cause   faulty case with expected root causes: the primary root cause is one
+//   as_expected  ran, and: faulty -> detected and neither localized nor root_cause false;
+//                non-faulty -> no false alarm. Without expectation: ran and verdict ok.
+// A score that does not apply is null. A case that did not run counts as not detected.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "cli/batch_command.h"
+
+namespace dl::cli {
+
+// The summary record of a case: index, name, kind, source, pair, model, data, status,
+// error, verdict, findings (count), primary {symptom, stage, layer, root_cause, message,
+// recommendation, epoch, iteration} or null, expected, scores, training {iterations,
+// epochs, stopped_early}, timing {import_s, train_s, analysis_s}, time_to_verdict_s
+// (train_s + analysis_s), seconds (wall).
+nlohmann::json case_record(const CaseSpec& spec, const CaseOutcome& outcome);
+
+// Recomputes a record's scores from its verdict, primary finding and expectation.
+nlohmann::json score_record(const nlohmann::json& record);
+
+// Totals over records: cases, ran, input_errors, crashed, timeouts, faults, faulty
+// (expected faulty), detected, localizable, localized, root_cause_cases, root_cause,
+// non_faulty, false_alarms, with_expectation, as_expected, unexpected,
+// median_time_to_verdict_s (null without a case that ran).
+nlohmann::json summary_totals(const nlohmann::json& cases);
+
+struct SummaryInfo {
+  std::string input, detector = "deeplocalize";
+  Shard shard;
+  size_t total_cases = 0;  // cases in the whole manifest (all shards)
+  double wall_s = 0;
+};
+// {tool, version, summary_version, input, detector, shard ({index, count} or null),
+//  total_cases, cases, totals, wall_s}
+nlohmann::json make_summary(const nlohmann::json& cases, const SummaryInfo& info);
+
+// 2 when a case had an input error, 1 when a case is not as expected (a fault without
+// expectations), 0 otherwise.
+int summary_exit_code(const nlohmann::json& totals);
+
+// Combines shard summaries: same detector and manifest size, no case twice; cases
+// sorted by manifest index, totals recomputed, shard null. Throws ConfigError naming
+// the file at fault. `missing` receives how many manifest cases no summary holds.
+nlohmann::json merge_summaries(const std::vector<nlohmann::json>& summaries, const std::vector<std::string>& files,
+                               size_t& missing);
+
+double median(std::vector<double> values);
+
+}  // namespace dl::cli

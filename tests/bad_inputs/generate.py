@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""Generates the bad-input corpus (tests/bad_inputs/files/). Each file is broken in one
+way; cases.txt says which command runs on it, the exit code it must give and the message
+fragment that names the problem. Run: /usr/bin/python3 tests/bad_inputs/generate.py
+(python3-onnx, numpy). Deterministic. tests/bad_inputs/run.sh checks every case."""
+import os
+import struct
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "files")
+os.makedirs(OUT, exist_ok=True)
+DEMO = os.path.join(HERE, "..", "..", "models", "demo", "model.onnx")
+
+
+def path(name):
+    return os.path.join(OUT, name)
+
+
+def write(name, data, mode="wb"):
+    with open(path(name), mode) as f:
+        f.write(data)
+
+
+def mlp(name, opset=13, init=None, nodes=None, inputs=None, meta=None, raw=True, check=False):
+    """A 4-3 Gemm+Relu model whose parts can be replaced to break it."""
+    w = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+    b = np.zeros(3, dtype=np.float32)
+    init = init if init is not None else [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "B")]
+    nodes = nodes if nodes is not None else [
+        helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1),
+        helper.make_node("Relu", ["h"], ["y"], name="act")]
+    inputs = inputs if inputs is not None else [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])]
+    g = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+                          initializer=init)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="bad-inputs")
+    m.ir_version = 8
+    for k, v in (meta or {"deeplocalize.loss": "mse", "deeplocalize.epochs": "1"}).items():
+        p = m.metadata_props.add()
+        p.key, p.value = k, v
+    if check:
+        onnx.checker.check_model(m)
+    write(name, m.SerializeToString())
+    return m
+
+
+demo = open(DEMO, "rb").read()
+# --- ONNX files ---
+write("truncated.onnx", demo[: len(demo) // 2])
+write("truncated_tiny.onnx", demo[:7])
+flipped = bytearray(demo)
+flipped[0] ^= 0xFF  # the first field tag becomes invalid
+write("bitflip_header.onnx", bytes(flipped))
+flipped = bytearray(demo)
+for k in range(2, len(flipped), 97):  # many flipped bits through the whole file
+    flipped[k] ^= 0x5A
+write("bitflip_scattered.onnx", bytes(flipped))
+write("wrong_magic.onnx", b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+write("text_file.onnx", b"this is not a model\n", "wb")
+write("empty.onnx", b"")
+mlp("opset1.onnx", opset=1)
+mlp("opset99.onnx", opset=99)
+mlp("missing_initializer.onnx", init=[numpy_helper.from_array(np.zeros(3, np.float32), "B")])
+mlp("dangling_input.onnx", nodes=[
+    helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1),
+    helper.make_node("Add", ["h", "ghost"], ["h2"], name="add_ghost"),
+    helper.make_node("Relu", ["h2"], ["y"], name="act")])
+mlp("cycle.onnx", nodes=[
+    helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1),
+    helper.make_node("Add", ["h", "z"], ["a"], name="loop_a"),
+    helper.make_node("Relu", ["a"], ["z"], name="loop_b"),
+    helper.make_node("Relu", ["z"], ["y"], name="act")])
+neg = numpy_helper.from_array(np.zeros(3, np.float32), "B")
+neg.dims[:] = [-3]
+mlp("negative_dim.onnx", init=[numpy_helper.from_array(np.ones((3, 4), np.float32), "W"), neg])
+mlp("zero_dim_input.onnx", inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 0])],
+    init=[numpy_helper.from_array(np.ones((3, 0), np.float32), "W"),
+          numpy_helper.from_array(np.zeros(3, np.float32), "B")])
+huge_w = TensorProto()
+huge_w.name, huge_w.data_type = "W", TensorProto.FLOAT
+huge_w.dims.extend([3, 4000000000])
+mlp("huge_initializer.onnx", inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4000000000])],
+    init=[huge_w, numpy_helper.from_array(np.zeros(3, np.float32), "B")])
+mlp("huge_dims.onnx", nodes=[
+    helper.make_node("ReduceMean", ["x"], ["m"], name="mean", axes=[1]),
+    helper.make_node("Gemm", ["m", "W", "B"], ["h"], name="fc", transB=1),
+    helper.make_node("Relu", ["h"], ["y"], name="act")],
+    inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2000000000])],
+    init=[numpy_helper.from_array(np.ones((3, 1), np.float32), "W"),
+          numpy_helper.from_array(np.zeros(3, np.float32), "B")])
+mlp("huge_activation.onnx", nodes=[
+    helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1),
+    helper.make_node("Relu", ["h"], ["y"], name="act")],
+    init=[numpy_helper.from_array(np.ones((3, 4), np.float32), "W"),
+          numpy_helper.from_array(np.zeros(3, np.float32), "B")],
+    inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [300000000, 4])])
+ext = numpy_helper.from_array(np.ones((3, 4), np.float32), "W")
+ext.ClearField("raw_data")
+ext.data_location = TensorProto.EXTERNAL
+e = ext.external_data.add()
+e.key, e.value = "location", "weights.bin"
+mlp("external_data.onnx", init=[ext, numpy_helper.from_array(np.zeros(3, np.float32), "B")])
+mlp("unsupported_op.onnx", nodes=[
+    helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1),
+    helper.make_node("Erf", ["h"], ["e1"], name="erf_1"),
+    helper.make_node("Erf", ["e1"], ["e2"], name="erf_2"),
+    helper.make_node("Relu", ["e2"], ["y"], name="act")])
+nanw = np.ones((3, 4), np.float32)
+nanw[1, 2] = np.nan
+mlp("nan_initializer.onnx", init=[numpy_helper.from_array(nanw, "W"),
+                                  numpy_helper.from_array(np.zeros(3, np.float32), "B")])
+infw = np.ones((3, 4), np.float32)
+infw[0, 0] = np.inf
+mlp("inf_initializer.onnx", init=[numpy_helper.from_array(infw, "W"),
+                                  numpy_helper.from_array(np.zeros(3, np.float32), "B")])
+mlp("bad_attribute.onnx", nodes=[
+    helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1, frobnicate=3),
+    helper.make_node("Relu", ["h"], ["y"], name="act")])
+short_w = numpy_helper.from_array(np.ones((3, 4), np.float32), "W")
+short_w.raw_data = np.ones(11, np.float32).tobytes()
+mlp("raw_size_mismatch.onnx", init=[short_w, numpy_helper.from_array(np.zeros(3, np.float32), "B")])
+mlp("bad_metadata_value.onnx", meta={"deeplocalize.loss": "mse", "deeplocalize.epochs": "ten"})
+mlp("unknown_metadata_key.onnx", meta={"deeplocalize.loss": "mse", "deeplocalize.epoch": "3"})
+mlp("no_loss.onnx", meta={"deeplocalize.epochs": "1"})
+mlp("two_inputs.onnx", nodes=[
+    helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1),
+    helper.make_node("Add", ["h", "x2"], ["h2"], name="add2"),
+    helper.make_node("Relu", ["h2"], ["y"], name="act")],
+    inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4]),
+            helper.make_tensor_value_info("x2", TensorProto.FLOAT, ["N", 3])])
+mlp("good.onnx", check=True)
+
+# --- data files (for good.onnx: 4 features, 3 targets) ---
+write("good.csv", "a,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n5,6,7,8,1,0,0\n", "w")
+write("bom_text_cell.csv", "\ufeffa,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n5,six,7,8,1,0,0\n", "w")
+with open(path("crlf_ragged.csv"), "w", newline="") as f:
+    f.write("a,b,c,d,t1,t2,t3\r\n1,2,3,4,0,1,0\r\n5,6,7,8,1,0\r\n")
+write("quoted_text.csv", 'a,b,c,d,t1,t2,t3\n1,2,"3",4,0,1,0\n5,6,"seven",8,1,0,0\n', "w")
+write("empty_cell.csv", "a,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n5,6,,8,1,0,0\n", "w")
+write("text_cell.csv", "1,2,3,4,0,1,0\n5,6,7,8,1,0,0\n9,10,11,x12,0,0,1\n", "w")
+write("ragged.csv", "a,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n5,6,7,8,1,0,0,9\n", "w")
+write("header_only.csv", "a,b,c,d,t1,t2,t3\n", "w")
+write("empty.csv", "", "w")
+write("feature_mismatch.csv", "a,b,c,t1,t2,t3\n1,2,3,0,1,0\n", "w")
+write("semicolons.csv", "a;b;c;d;t1;t2;t3\n1;2;3;4;0;1;0\n", "w")
+write("blank_line.csv", "a,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n\n5,6,7,8,1,0,0\n", "w")
+write("unterminated_quote.csv", 'a,b,c,d,t1,t2,t3\n1,2,"3,4,0,1,0\n', "w")
+write("labels_out_of_range.csv", "a,b,c,d,label\n1,2,3,4,0\n5,6,7,8,3\n", "w")
+write("npy_bad_magic.npy", b"\x93NUMPX\x01\x00" + b"\x00" * 32)
+good_npy = path("tmp.npy")
+np.save(good_npy, np.ones((2, 7), np.float32))
+data = open(good_npy, "rb").read()
+os.remove(good_npy)
+write("npy_truncated.npy", data[: len(data) - 9])
+np.save(path("npy_big_endian.npy"), np.ones((2, 7), dtype=">f4"))
+np.save(path("npy_object.npy"), np.array([[1, "a"]], dtype=object), allow_pickle=True)
+np.savez(path("npz_missing_y.npz"), x=np.ones((2, 4), np.float32), labels=np.zeros((2, 3), np.float32))
+write("not_a_trace.trace", b"DLTRACE 1\n\xff\xff\xff\xff\xff\xff\xff\x7f{}")
+write("trace_wrong_magic.trace", b"TRACE? 1\n")
+write("trace_future.trace", b"DLTRACE 2\n" + struct.pack("<Q", 2) + b"{}")
+print("wrote", len(os.listdir(OUT)), "files to", OUT)

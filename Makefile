@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 RUN_MODEL ?= models/demo/model.onnx
 RUN_DATA ?= models/demo/data.csv
 
-.PHONY: all deps build run test test-sanitize clean
+.PHONY: all deps build run test test-sanitize bench clean
 
 all: build
 
@@ -26,6 +26,12 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Training throughput vs PyTorch and probe overhead (bench/README.md); ROUNDS=5 by default.
+bench: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target dl_bench_train
+	cmake --build $(BUILD) -j $(JOBS) --target dl_micro_bench || echo "dl_micro_bench not built (libbenchmark-dev missing?)"
+	bench/run.sh $(BUILD)
 
 test-sanitize:
 	$(MAKE) test BUILD=build-sanitize CMAKE_FLAGS="-DDL_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"

@@ -52,9 +52,12 @@ json normalize_expected(const json& e, const std::string& where) {
   return out;
 }
 
-std::string kind_of(const CaseSpec& c) {
-  if (!c.kind.empty() || c.expected.is_null()) return c.kind;
-  return c.expected["fault"].get<bool>() ? "buggy" : "healthy";
+// The kind from the expectation (faulty: buggy), or the expectation from the kind
+// (buggy: a fault; fixed, healthy: none) when only one is given.
+void complete_expectation(CaseSpec& c) {
+  if (c.kind.empty() && c.expected.is_object()) c.kind = c.expected["fault"].get<bool>() ? "buggy" : "healthy";
+  if (c.expected.is_null() && (c.kind == "buggy" || c.kind == "fixed" || c.kind == "healthy"))
+    c.expected = {{"fault", c.kind == "buggy"}, {"root_causes", json::array()}, {"nodes", json::array()}};
 }
 
 std::string text_field(const json& c, const char* key, const std::string& where) {
@@ -80,17 +83,17 @@ CaseSpec manifest_case(const json& c, size_t k, const fs::path& base, const std:
     if (data.empty()) throw ConfigError(named + ": 'data' is required");
     spec.options.model = resolve(base, model);
     spec.options.data = resolve(base, data);
-    if (c.contains("options")) apply_case_options(c["options"], named + ": options", spec.options);
     if (c.contains("expected") && c["expected"].is_string()) {
       const std::string path = resolve(base, c["expected"].get<std::string>());
       spec.expected = normalize_expected(read_json_file(path), path);
     } else if (c.contains("expected") && !c["expected"].is_null()) {
       spec.expected = normalize_expected(c["expected"], named + ": expected");
     }
+    if (c.contains("options")) apply_case_options(c["options"], named + ": options", spec.options);
   } catch (const Error& e) {
     spec.load_error = e.what();
   }
-  spec.kind = kind_of(spec);
+  complete_expectation(spec);
   return spec;
 }
 
@@ -110,6 +113,12 @@ CaseSpec folder_case(const fs::path& dir, size_t k) {
   spec.name = dir.filename().string();
   spec.options.model = (dir / "model.onnx").string();
   try {
+    if (fs::exists(dir / "expected.json")) {
+      const std::string path = (dir / "expected.json").string();
+      const json e = read_json_file(path);
+      spec.expected = normalize_expected(e, path);
+      if (e.contains("kind") && e["kind"].is_string()) spec.kind = e["kind"].get<std::string>();
+    }
     for (const char* name : {"data.csv", "data.npz", "data.npy"})
       if (fs::exists(dir / name)) {
         spec.options.data = (dir / name).string();
@@ -121,16 +130,10 @@ CaseSpec folder_case(const fs::path& dir, size_t k) {
       const std::string path = (dir / "options.json").string();
       apply_case_options(read_json_file(path), path, spec.options);
     }
-    if (fs::exists(dir / "expected.json")) {
-      const std::string path = (dir / "expected.json").string();
-      const json e = read_json_file(path);
-      spec.expected = normalize_expected(e, path);
-      if (e.contains("kind") && e["kind"].is_string()) spec.kind = e["kind"].get<std::string>();
-    }
   } catch (const Error& e) {
     spec.load_error = e.what();
   }
-  spec.kind = kind_of(spec);
+  complete_expectation(spec);
   return spec;
 }
 

@@ -52,7 +52,8 @@ std::string layer_text(const json& primary, const char* quote) {
 std::string expectation_text(const json& r) {
   const json e = field(r, "expected"), s = field(r, "scores");
   if (!e.is_object()) return "";
-  if (field(e, "fault") != json(true)) return std::string("ok: ") + (field(s, "false_alarm") == json(true) ? "FALSE ALARM" : "ok");
+  if (field(e, "fault") != json(true))
+    return std::string("no fault: ") + (field(s, "false_alarm") == json(true) ? "FALSE ALARM" : "ok");
   std::string out = field(s, "detected") == json(true) ? "fault: detected" : "fault: MISSED";
   if (!field(s, "localized").is_null()) out += field(s, "localized") == json(true) ? ", localized" : ", NOT localized";
   if (!field(s, "root_cause").is_null())
@@ -146,6 +147,8 @@ std::string case_line(const json& r, size_t position, size_t count, size_t name_
   const json primary = field(r, "primary");
   if (primary.is_object())
     line += "  " + pad(layer_text(primary, ""), 30) + "  " + pad(text(primary, "root_cause"), 15);
+  else if (ok_status)
+    line += std::string(2 + 30 + 2 + 15, ' ');  // keeps the expectation column aligned
   const std::string e = expectation_text(r);
   if (!e.empty()) line += "  [expected " + e + "]";
   return line + "  " + fixed(field(r, "seconds").is_number() ? field(r, "seconds").get<double>() : 0.0, 2) + " s\n";
@@ -160,8 +163,10 @@ std::string summary_text(const json& s) {
            " of " + std::to_string(integer(s, "total_cases")) + ")";
   out += ", detector " + text(s, "detector") + "\n";
   out += "  ran " + std::to_string(integer(t, "ran")) + ", faults found in " + std::to_string(integer(t, "faults"));
-  for (const auto& [key, label] : {std::pair{"input_errors", "input errors"}, {"crashed", "crashed"}, {"timeouts", "timeouts"}})
-    if (integer(t, key) > 0) out += ", " + std::to_string(integer(t, key)) + " " + label;
+  for (const auto& [key, label] : {std::pair{"input_errors", "input error"}, {"crashed", "crashed"}, {"timeouts", "timeout"}}) {
+    const int n = integer(t, key);
+    if (n > 0) out += ", " + std::to_string(n) + " " + label + (n > 1 && key[0] != 'c' ? "s" : "");
+  }
   out += "\n";
   if (integer(t, "with_expectation") > 0) out += "  scores: " + scores_line(t) + "\n";
   out += "  median time to verdict " + median_text(t) + ", wall " +

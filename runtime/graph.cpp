@@ -196,7 +196,7 @@ void ExecutionGraph::plan(const GraphOptions& options) {
       }
     }
     for (size_t k = 0; k < shape.size(); ++k)
-      if (shape[k] <= 0)
+      if (shape[k] < 0 || (shape[k] == 0 && !options.allow_empty_inputs))
         throw ShapeError("graph input '" + in.name + "' has shape " + shape_str(shape) + ": dimension " +
                          std::to_string(k) + " is " + std::to_string(shape[k]) + " (every dimension must be positive)");
     int s = new_slot(in.name, nullptr, false, false);

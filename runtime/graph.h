@@ -38,6 +38,9 @@ struct GraphOptions {
   uint64_t seed = 0;
   // Refuse to plan a graph whose buffers would exceed this many bytes (0 = 4 GiB).
   int64_t max_memory_bytes = 0;
+  // ONNX allows empty tensors (a 0 dimension); a model to train never has one, so
+  // they are rejected unless allowed (the conformance tests use them).
+  bool allow_empty_inputs = false;
 };
 
 // A trainable parameter: a float initializer some differentiable input reads.

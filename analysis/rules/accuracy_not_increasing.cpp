@@ -24,7 +24,8 @@ class AccuracyNotIncreasing : public Rule {
             {"good_accuracy", 0.9, "a flat accuracy above this is converged, not stuck"},
             {"tiny_lr", 1e-5, "learning rates at or below this are too small (root cause learning_rate)"},
             {"tiny_update", 1e-4, "median ||dw||/||w|| per step below this with a small lr: the rate is too small"},
-            {"huge_update", 0.1, "median ||dw||/||w|| per step above this: the rate is too large"}};
+            {"huge_update", 0.1, "median ||dw||/||w|| per step above this: the rate is too large"},
+            {"peak_update", 0.5, "a layer's largest ||dw||/||w|| above this (median over layers): the rate is too large"}};
   }
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
@@ -48,7 +49,7 @@ class AccuracyNotIncreasing : public Rule {
         ru::findings_of(ctx, {"loss_activation_mismatch", "output_range", "labels_invalid"});
     const double lr = ru::learning_rate(h);
     const ru::LrVerdict verdict = ru::judge_learning_rate(ctx, threshold(ctx, "tiny_lr"), threshold(ctx, "tiny_update"),
-                                                          threshold(ctx, "huge_update"));
+                                                          threshold(ctx, "huge_update"), threshold(ctx, "peak_update"));
     if (!statics.empty()) {
       const Finding& s = statics.front();
       f.root_cause = s.root_cause;

@@ -100,17 +100,21 @@ class LossActivationMismatch : public Rule {
            where + " outputs " + std::to_string(o.units) + " independent values in " +
                ru::range_text(op.out_lo, op.out_hi) + " (no softmax) but the loss is " + loss +
                ", which expects one probability distribution per sample",
-           "use a softmax activation on " + where + " (" + node + ") with " + loss);
+           "use a softmax activation instead of " + node + " on " + where + " with " + loss);
       return;
     }
     if (relu_like) {
+      // A normalising probability loss divides by the row sum: a row of zeros is 0/0 = NaN,
+      // and a ReLU output produces one as soon as every unit of a sample is in its dead zone.
+      const bool divides = categorical && !logits;
       const std::string act = logits ? "no activation (raw logits)"
                                      : (loss == "binary_crossentropy" ? "a sigmoid" : "a softmax");
-      emit("relu_output_crossentropy", RootCause::kActivation, false, 0.8,
+      emit("relu_output_crossentropy", RootCause::kActivation, divides, divides ? 0.9 : 0.8,
            where + " ends in a ReLU-like activation with output " + ru::range_text(op.out_lo, op.out_hi) +
                " and a dead zone at 0, which cannot express " + (logits ? "negative logits" : "probabilities") +
-               " for " + loss,
-           "replace the final ReLU of " + where + " (" + node + ") with " + act + " for " + loss);
+               " for " + loss +
+               (divides ? " (a sample whose outputs are all 0 makes the normalised prediction 0/0 = NaN)" : ""),
+           "replace the final ReLU (" + node + ") of " + where + " with " + act + " for " + loss);
       return;
     }
     if (!logits && unbounded) {
@@ -119,7 +123,7 @@ class LossActivationMismatch : public Rule {
       emit("logits_to_probability_loss", has_activation ? RootCause::kActivation : RootCause::kLoss, false, 0.8,
            where + " outputs values in " + ru::range_text(op.out_lo, op.out_hi) + ", not probabilities, but " + loss +
                " with from_logits=false expects probabilities and clips them to [1e-7, 1 - 1e-7]",
-           has_activation ? "replace the final activation of " + where + " (" + node + ") with " + act
+           has_activation ? "replace the final activation (" + node + ") of " + where + " with " + act
                           : "set from_logits to true (--from-logits true) if " + where +
                                 " outputs logits, or add a " + act + " activation after it");
     }

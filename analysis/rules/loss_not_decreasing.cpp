@@ -22,6 +22,8 @@ class LossNotDecreasing : public Rule {
                                   "learning rate under a tenth of the optimizer's default: the rate is too small"},
             {"huge_update", 0.1, "median ||dw||/||w|| per step above this: each step rewrites a tenth of the "
                                  "weights, so the loss cannot settle"},
+            {"peak_update", 0.5, "a layer's largest ||dw||/||w|| above this (the median over layers): some step "
+                                 "rewrote half the weights, the learning rate is too large even if nothing moves later"},
             {"steady_fraction", 0.8, "the loss is 'still falling' when at least this share of the last curve "
                                      "steps go down"}};
   }
@@ -49,7 +51,7 @@ class LossNotDecreasing : public Rule {
         ru::findings_of(ctx, {"loss_activation_mismatch", "output_range", "labels_invalid"});
     const std::string lr_text = ru::num(lr);
     const ru::LrVerdict verdict = ru::judge_learning_rate(ctx, threshold(ctx, "tiny_lr"), threshold(ctx, "tiny_update"),
-                                                          threshold(ctx, "huge_update"));
+                                                          threshold(ctx, "huge_update"), threshold(ctx, "peak_update"));
     if (!statics.empty()) {
       const Finding& s = statics.front();
       f.root_cause = s.root_cause;
@@ -68,7 +70,8 @@ class LossNotDecreasing : public Rule {
     } else if (verdict == ru::LrVerdict::kTooLarge) {
       f.root_cause = RootCause::kLearningRate;
       f.confidence = 0.75;
-      f.message += "; each step changes the weights by " + ru::num(*ratio) + " of their norm: the learning rate " +
+      const double step = std::max(ratio.value_or(0.0), ru::median_peak_update_ratio(ctx).value_or(0.0));
+      f.message += "; steps change the weights by up to " + ru::num(step) + " of their norm: the learning rate " +
                    lr_text + " is too high for the loss to settle";
       f.recommendation = "lower the learning rate tenfold (--lr " + ru::num(lr / 10) + ")";
     } else if (steady >= threshold(ctx, "steady_fraction") && p.loss_improvement > 0) {

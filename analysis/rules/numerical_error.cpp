@@ -222,8 +222,11 @@ class NumericalError : public Rule {
     }
     if (site.stage == Stage::kForward && site.probe && r < t.size()) {
       const Probe& p = h.probes[*site.probe];
+      // Non-linear element-wise arithmetic with an unbounded output (exp, log, pow, div,
+      // sqrt) can turn finite inputs into Inf/NaN; activations (ReLU family, ELU, softplus)
+      // and affine ops cannot, their outputs grow at most linearly with their inputs.
       const bool unbounded = std::isinf(p.op.out_lo) || std::isinf(p.op.out_hi);
-      if (unbounded && !p.op.linear && p.op.role != "parameterized") {
+      if (unbounded && !p.op.linear && p.op.role == "elementwise") {
         f.root_cause = RootCause::kActivation;
         f.message += " while its input was finite: " + p.node + " (" + p.op_type + ") overflows or is undefined "
                      "for some inputs";

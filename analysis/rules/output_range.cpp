@@ -87,8 +87,8 @@ class OutputRange : public Rule {
       f.recommendation = "scale the targets (e.g. standardise them: (y - mean) / std, and invert it on predictions), "
                          "and use a linear output on " + where;
     else
-      f.recommendation = "remove the final activation of " + where + " (" + o.node +
-                         ") so the output is linear, or rescale the targets into " + range;
+      f.recommendation = "remove the final activation (" + o.node + ") of " + where +
+                         " so the output is linear, or rescale the targets into " + range;
     f.evidence = {{"loss", ru::config(h, "loss")}, {"out_lo", lo}, {"out_hi", hi},
                   {"target_min", tmin}, {"target_max", tmax}, {"unreachable_share", share},
                   {"range_excess", excess}, {"worst_target_column", worst}, {"worst_column_share", worst_share}};

@@ -105,7 +105,12 @@ std::string range_text(double lo, double hi) {
   return (std::isinf(lo) ? "(" : "[") + side(lo) + ", " + side(hi) + (std::isinf(hi) ? ")" : "]");
 }
 
-std::optional<double> median_update_ratio(const AnalysisContext& ctx) {
+namespace {
+
+// Per layer: the weight's (first parameter's) update ratios over records [from, size)
+// reduced by `reduce` (mean or max); the median over layers.
+template <class Reduce>
+std::optional<double> median_over_layers(const AnalysisContext& ctx, size_t from, Reduce reduce) {
   const Trace& t = ctx.trace();
   if (t.size() == 0) return std::nullopt;
   const TraceHeader& h = ctx.header();
@@ -115,15 +120,12 @@ std::optional<double> median_update_ratio(const AnalysisContext& ctx) {
     for (size_t k = 0; k < h.probes.size(); ++k) {
       const Probe& p = h.probes[k];
       if (p.kind != ProbeKind::kUpdate || p.node != layer.params[0]) continue;
-      double sum = 0;
-      size_t n = 0;
-      for (size_t r = t.size() / 2; r < t.size(); ++r) {
+      std::vector<double> values;
+      for (size_t r = from; r < t.size(); ++r) {
         const TensorStats& s = t.at(r, k);
-        if (!std::isfinite(s.mean) || s.nan > 0) continue;
-        sum += s.mean;
-        ++n;
+        if (std::isfinite(s.mean) && s.nan == 0) values.push_back(s.mean);
       }
-      if (n > 0) per_layer.push_back(sum / double(n));
+      if (!values.empty()) per_layer.push_back(reduce(values));
       break;
     }
   }
@@ -133,7 +135,22 @@ std::optional<double> median_update_ratio(const AnalysisContext& ctx) {
   return m % 2 ? per_layer[m / 2] : 0.5 * (per_layer[m / 2 - 1] + per_layer[m / 2]);
 }
 
-LrVerdict judge_learning_rate(const AnalysisContext& ctx, double tiny_lr, double tiny_update, double huge_update) {
+}  // namespace
+
+std::optional<double> median_update_ratio(const AnalysisContext& ctx) {
+  return median_over_layers(ctx, ctx.trace().size() / 2, [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / double(v.size());
+  });
+}
+
+std::optional<double> median_peak_update_ratio(const AnalysisContext& ctx) {
+  return median_over_layers(ctx, 0, [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); });
+}
+
+LrVerdict judge_learning_rate(const AnalysisContext& ctx, double tiny_lr, double tiny_update, double huge_update,
+                              double peak_update) {
   const TraceHeader& h = ctx.header();
   const double lr = learning_rate(h);
   const auto ratio = median_update_ratio(ctx);
@@ -141,6 +158,8 @@ LrVerdict judge_learning_rate(const AnalysisContext& ctx, double tiny_lr, double
   if (ratio && *ratio < tiny_update && lr < 0.1 * keras_default_learning_rate(config(h, "optimizer", "adam")))
     return LrVerdict::kTooSmall;
   if (ratio && *ratio > huge_update) return LrVerdict::kTooLarge;
+  if (std::isfinite(peak_update))
+    if (const auto peak = median_peak_update_ratio(ctx); peak && *peak > peak_update) return LrVerdict::kTooLarge;
   return LrVerdict::kFine;
 }
 

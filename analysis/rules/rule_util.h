@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,9 +59,14 @@ std::optional<double> median_update_ratio(const AnalysisContext& ctx);
 // The learning rate judged from the update sizes: too small when lr <= tiny_lr, or when
 // the median update ratio is below tiny_update with an lr under a tenth of the
 // optimizer's default (a normal lr with tiny updates means vanishing gradients, not the
-// rate); too large when the median update ratio exceeds huge_update.
+// rate); too large when the median update ratio exceeds huge_update, or when the median
+// over layers of each weight's largest ratio in the run exceeds peak_update (a first step
+// that rewrites the weights, after which the units may be dead and nothing moves).
 enum class LrVerdict { kFine, kTooSmall, kTooLarge };
-LrVerdict judge_learning_rate(const AnalysisContext& ctx, double tiny_lr, double tiny_update, double huge_update);
+LrVerdict judge_learning_rate(const AnalysisContext& ctx, double tiny_lr, double tiny_update, double huge_update,
+                              double peak_update = std::numeric_limits<double>::infinity());
+// The median over layers of each weight's largest ||dw||/||w|| in the run.
+std::optional<double> median_peak_update_ratio(const AnalysisContext& ctx);
 
 // A smoothed loss/metric curve: per-epoch means when there are at least `min_epochs`
 // complete epochs, else means of about `points` equal windows of the per-iteration

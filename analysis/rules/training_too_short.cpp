@@ -18,8 +18,9 @@ class TrainingTooShort : public Rule {
     return "Training stopped while the loss was still falling steadily and the metric is still poor";
   }
   std::vector<Threshold> thresholds() const override {
-    return {{"tail_fraction", 0.34, "the trend is fitted over this last share of the iterations (at least 20 of "
-                                    "them, or the whole run when shorter)"},
+    return {{"tail_fraction", 0.34, "the trend is fitted over this last share of the iterations"},
+            {"min_tail", 30, "but over at least this many iterations (or the whole run when shorter): fewer "
+                             "mini-batch losses are too noisy to show a slow trend"},
             {"min_iterations", 8, "fewer iterations than this cannot show a trend"},
             {"min_rate", 0.01, "the fitted loss still falls by more than 1% of its level per epoch (a converged "
                                "run changes by less)"},
@@ -44,7 +45,8 @@ class TrainingTooShort : public Rule {
     if (epochs > 0 && double(t.epochs.size()) < epochs) return;  // stopped early by another finding
 
     // Still falling: a least-squares line over the end of the run.
-    const size_t tail = std::min(n, std::max<size_t>(size_t(threshold(ctx, "tail_fraction") * double(n)), 20));
+    const size_t tail = std::min(n, std::max(size_t(threshold(ctx, "tail_fraction") * double(n)),
+                                             size_t(std::max(0.0, threshold(ctx, "min_tail")))));
     const ru::LineFit loss = ru::fit_line(t.loss, n - tail, n);
     const double per_epoch = h.batches_per_epoch > 0 ? double(h.batches_per_epoch) : double(n);
     if (!(loss.mean > 0)) return;

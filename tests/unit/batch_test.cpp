@@ -110,8 +110,8 @@ TEST_CASE("batch: a directory of cases, sharded and merged, equals one unsharded
   CHECK(all["totals"]["non_faulty"] == 2);
   CHECK(code == 2);  // an input error
 
-  CHECK(batch(dir, out / "s0.json", "0/2") == 2);  // holds d_bad_options (index 3)
-  CHECK(batch(dir, out / "s1.json", "1/2", /*in_process=*/true) == 2);
+  CHECK(batch(dir, out / "s0.json", "0/2") == 0);  // a_healthy, c_no_expectation
+  CHECK(batch(dir, out / "s1.json", "1/2", /*in_process=*/true) == 2);  // d_bad_options
   const json s0 = read(out / "s0.json"), s1 = read(out / "s1.json");
   CHECK(s0["cases"].size() == 2);
   CHECK(s0["shard"] == json{{"index", 0}, {"count", 2}});

@@ -76,7 +76,7 @@ void poison_from(Trace& t, size_t from) {
 // A run that does not learn: flat loss, accuracy at chance.
 void flat_run(Trace& t, double loss = 1.1) {
   for (size_t i = 0; i < t.loss.size(); ++i) {
-    t.loss[i] = float(loss + 0.01 * std::sin(double(i)));
+    t.loss[i] = float(loss * (1 + 0.01 * std::sin(double(i))));
     t.metric[i] = 0.33f;
   }
   for (an::IterationRecord& r : t.records) {
@@ -218,6 +218,7 @@ TEST_CASE("rule numerical_error: root causes") {
     TraceBuilder b;
     Trace t = healthy(b);
     an::OpDescription& op = t.header.probes[b.forward(0, true)].op;  // make it a Log-like op
+    op.role = "elementwise";
     op.out_lo = -std::numeric_limits<double>::infinity();
     op.has_dead_zone = false;
     t.header.probes[b.forward(0, true)].op_type = "Log";

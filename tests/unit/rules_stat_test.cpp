@@ -217,6 +217,12 @@ TEST_CASE("rule loss_activation_mismatch: the other pairings") {
     REQUIRE(f.size() == 1);
     CHECK(f[0].symptom == "relu_output_crossentropy");
     CHECK(f[0].root_cause == RootCause::kActivation);
+    CHECK(f[0].conclusive);  // categorical: a row of zeros normalises to 0/0
+    TraceBuilder b2;
+    Trace bce = b2.dense("relu", 16).dense("relu", 1).config("loss", "binary_crossentropy").build(30);
+    f = run("loss_activation_mismatch", bce);
+    REQUIRE(f.size() == 1);
+    CHECK_FALSE(f[0].conclusive);
   }
 }
 
@@ -578,6 +584,17 @@ TEST_CASE("rule loss_not_decreasing: root causes from the evidence") {
     CHECK(f[0].root_cause == RootCause::kLearningRate);
     CHECK(f[0].recommendation.find("lower") != std::string::npos);
   }
+  SUBCASE("one huge first step, then nothing moves: the rate is too large") {
+    set_update_ratio(t, 0.0);
+    for (size_t p = 0; p < t.header.probes.size(); ++p)
+      if (t.header.probes[p].kind == an::ProbeKind::kUpdate) t.at(0, p).mean = 0.99f;
+    auto f = run("loss_not_decreasing", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].root_cause == RootCause::kLearningRate);
+    CHECK(f[0].recommendation.find("lower") != std::string::npos);
+    CHECK(run("loss_not_decreasing", t, true, with("loss_not_decreasing.peak_update=2"))[0].root_cause ==
+          RootCause::kUnknown);
+  }
   SUBCASE("normal updates: unknown") {
     auto f = run("loss_not_decreasing", t);
     REQUIRE(f.size() == 1);
@@ -741,7 +758,7 @@ TEST_CASE("rule training_too_short: edge cases") {
     TraceBuilder b;
     Trace t = b.dense("relu", 16).dense("softmax", 3).config("epochs", "3").build(30);
     set_curve(
-        t, [](int64_t it, double p) { return 1.1 - 0.02 * p + 0.08 * std::sin(2.3 * double(it)); },
+        t, [](int64_t it, double p) { return 1.1 - 0.1 * p + 0.12 * std::sin(2.3 * double(it)); },
         [](int64_t, double) { return 0.4; });
     CHECK(run("training_too_short", t).empty());
     // --set: a looser significance lets the trend through.

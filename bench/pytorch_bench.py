@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""PyTorch training throughput for the same models, weights, data and settings as
+dl_bench_train: the ONNX graph's nodes become torch modules holding the ONNX
+initializers (onnx.numpy_helper), trained with SGD on Keras' categorical
+cross-entropy of the softmax output (probabilities clipped to [1e-7, 1 - 1e-7]).
+
+  /usr/bin/python3 bench/pytorch_bench.py MODEL.onnx DATA [--batch 64] [--steps 200]
+      [--warmup 20] [--rounds 1] [--threads 2]
+
+DATA is a .npy (rows x features+1, class id last) or a CSV (header, class id last);
+a CSV is parsed once and cached next to it as .npy. Each step: gather a shuffled
+batch, forward, loss, backward, SGD update, accuracy (as the C++ trainer does).
+Prints "RESULT model=... mode=pytorch steps_per_s=..." with the median over rounds."""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+
+
+def load_data(path):
+    if path.endswith(".npy"):
+        return np.load(path, mmap_mode="r")
+    cache = os.path.splitext(path)[0] + ".npy"
+    if not os.path.exists(cache) or os.path.getmtime(cache) < os.path.getmtime(path):
+        xy = np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.float32)
+        np.save(cache + ".tmp.npy", xy)
+        os.replace(cache + ".tmp.npy", cache)
+    return np.load(cache, mmap_mode="r")
+
+
+def attrs(node):
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def build_model(path):
+    """A torch.nn.Sequential for a chain of Gemm/Conv/Relu/MaxPool/Flatten/Softmax nodes."""
+    m = onnx.load(path)
+    init = {t.name: numpy_helper.to_array(t).copy() for t in m.graph.initializer}
+    layers = []
+    for n in m.graph.node:
+        a = attrs(n)
+        if n.op_type == "Gemm":
+            w = init[n.input[1]]
+            if not a.get("transB", 0):
+                w = w.T
+            assert not a.get("transA", 0) and a.get("alpha", 1.0) == 1.0 and a.get("beta", 1.0) == 1.0
+            lin = torch.nn.Linear(w.shape[1], w.shape[0], bias=len(n.input) > 2)
+            with torch.no_grad():
+                lin.weight.copy_(torch.from_numpy(np.ascontiguousarray(w)))
+                if len(n.input) > 2:
+                    lin.bias.copy_(torch.from_numpy(init[n.input[2]]))
+            layers.append(lin)
+        elif n.op_type == "Conv":
+            w = init[n.input[1]]
+            pads = a.get("pads", [0, 0, 0, 0])
+            assert pads[:2] == pads[2:] and a.get("group", 1) == 1
+            conv = torch.nn.Conv2d(w.shape[1], w.shape[0], tuple(w.shape[2:]), stride=tuple(a.get("strides", [1, 1])),
+                                   padding=tuple(pads[:2]), dilation=tuple(a.get("dilations", [1, 1])),
+                                   bias=len(n.input) > 2)
+            with torch.no_grad():
+                conv.weight.copy_(torch.from_numpy(w))
+                if len(n.input) > 2:
+                    conv.bias.copy_(torch.from_numpy(init[n.input[2]]))
+            layers.append(conv)
+        elif n.op_type == "Relu":
+            layers.append(torch.nn.ReLU())
+        elif n.op_type == "MaxPool":
+            assert not any(a.get("pads", [0])) and not a.get("ceil_mode", 0)
+            layers.append(torch.nn.MaxPool2d(tuple(a["kernel_shape"]), stride=tuple(a.get("strides", a["kernel_shape"]))))
+        elif n.op_type == "Flatten":
+            assert a.get("axis", 1) == 1
+            layers.append(torch.nn.Flatten())
+        elif n.op_type == "Softmax":
+            assert a.get("axis", -1) in (1, -1)
+            layers.append(torch.nn.Softmax(dim=1))
+        else:
+            raise SystemExit(f"{path}: op {n.op_type} is not mapped to torch")
+    input_shape = [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim][1:]
+    meta = {p.key: p.value for p in m.metadata_props}
+    return torch.nn.Sequential(*layers), input_shape, meta
+
+
+def keras_categorical_crossentropy(p, y):
+    p = p / p.sum(dim=1, keepdim=True)
+    return -(y * torch.log(p.clamp(1e-7, 1 - 1e-7))).sum(dim=1).mean()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("data")
+    ap.add_argument("--batch", type=int, default=0)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    model, input_shape, meta = build_model(args.model)
+    batch = args.batch or int(meta.get("deeplocalize.batch_size", 32))
+    lr = float(meta.get("deeplocalize.learning_rate", 0.01))
+    assert meta.get("deeplocalize.optimizer", "sgd") == "sgd"
+    assert meta.get("deeplocalize.loss") == "categorical_crossentropy"
+    xy = load_data(args.data)
+    x_all = torch.from_numpy(np.ascontiguousarray(xy[:, :-1], dtype=np.float32)).reshape(-1, *input_shape)
+    labels = torch.from_numpy(np.ascontiguousarray(xy[:, -1]).astype(np.int64))
+    classes = model(x_all[:1]).shape[1]
+    y_all = torch.nn.functional.one_hot(labels, classes).float()
+    n = x_all.shape[0]
+    per_epoch = (n + batch - 1) // batch
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    print(f"model {args.model}  data {args.data} ({n} rows)  batch {batch}  torch {torch.__version__}  "
+          f"threads {torch.get_num_threads()}", flush=True)
+
+    rng = np.random.default_rng(0)
+    times = []
+    for r in range(args.rounds):
+        it = 0
+        order = None
+        t0 = None
+        while it < args.warmup + args.steps:
+            b = it % per_epoch
+            if b == 0:
+                order = torch.from_numpy(rng.permutation(n))
+            idx = order[b * batch:(b + 1) * batch]
+            x = x_all.index_select(0, idx)
+            y = y_all.index_select(0, idx)
+            opt.zero_grad(set_to_none=True)
+            p = model(x)
+            loss = keras_categorical_crossentropy(p, y)
+            loss.backward()
+            opt.step()
+            acc = (p.argmax(dim=1) == y.argmax(dim=1)).float().mean()
+            loss.item(), acc.item()
+            it += 1
+            if it == args.warmup:
+                t0 = time.perf_counter()
+        s = time.perf_counter() - t0
+        times.append(s)
+        print(f"round {r}  pytorch  {args.steps / s:8.2f} steps/s", flush=True)
+    name = os.path.basename(args.model)
+    print(f"RESULT model={name} batch={batch} threads={args.threads} mode=pytorch "
+          f"steps_per_s={args.steps / statistics.median(times):.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+#!/bin/bash
+# Runs the benchmark harness: deeplocalize (probes off / probes / probes + online
+# analysis) and PyTorch on the same models, weights, data and thread count, rounds
+# alternating between the two in this one invocation, then prints a markdown table.
+#
+#   bench/run.sh [BUILD_DIR]        (default: build; `make bench` runs it)
+#
+# Environment: ROUNDS (5), THREADS (nproc), DATA (BUILD_DIR/bench-data),
+# CASES (default "a b c"), MICRO=0 skips the Google Benchmark GEMM peak.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-build}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+ROUNDS=${ROUNDS:-5}
+THREADS=${THREADS:-$(nproc)}
+DATA=${DATA:-$BUILD/bench-data}
+CASES=${CASES:-a b c}
+MICRO=${MICRO:-1}
+PY=/usr/bin/python3
+DRIVER=$BUILD/bench/dl_bench_train
+MICROBIN=$BUILD/bench/dl_micro_bench
+
+# PyTorch on Debian's reference BLAS is several times slower: compare against OpenBLAS.
+if ! dpkg -s libopenblas0-pthread >/dev/null 2>&1; then
+  echo "installing libopenblas0-pthread (PyTorch's BLAS) ..."
+  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get install -y libopenblas0-pthread >/dev/null || {
+    $SUDO apt-get update >/dev/null && $SUDO apt-get install -y libopenblas0-pthread >/dev/null; }
+fi
+[ -x "$DRIVER" ] || { echo "missing $DRIVER: build the dl_bench_train target first" >&2; exit 2; }
+
+# Models, and the data both sides read (the CSV parsed once into .npy).
+if [ ! -f "$DATA/wide4096.npy" ] || [ ! -f "$DATA/lenet5.onnx" ]; then
+  $PY "$ROOT/bench/gen_bench_models.py" "$DATA" >/dev/null
+fi
+if [ ! -f "$DATA/mnist60k.npy" ]; then
+  $PY -c "
+import numpy as np, sys
+with open(sys.argv[1]) as f:
+    f.readline()
+    np.save(sys.argv[2], np.loadtxt(f, delimiter=',', dtype=np.float32))" "$DATA/mnist60k.csv" "$DATA/mnist60k.npy"
+fi
+
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+echo "# deeplocalize benchmark  $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; threads $THREADS; rounds $ROUNDS"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "torch $($PY -c 'import torch; print(torch.__version__)' 2>/dev/null), BLAS $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 | sed 's|.*/x86_64-linux-gnu/||')"
+
+if [ "$MICRO" = 1 ] && [ -x "$MICROBIN" ]; then
+  "$MICROBIN" --benchmark_filter='BM_EigenGemm' --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+    --benchmark_format=csv 2>/dev/null >"$OUT/peak.csv" || true
+fi
+
+# case: model batch data steps warmup
+spec() {
+  case $1 in
+    a) echo "mlp_a 64 mnist60k.npy 300 20" ;;
+    b) echo "lenet5 64 mnist60k.npy 200 20" ;;
+    c) echo "wide_c 256 wide4096.npy 20 3" ;;
+  esac
+}
+
+for c in $CASES; do
+  read -r model batch data steps warmup <<<"$(spec "$c")"
+  echo "== ($c) $model batch $batch: $steps steps after $warmup warm-up, $ROUNDS rounds (C++ and PyTorch alternate)"
+  for r in $(seq 1 "$ROUNDS"); do
+    "$DRIVER" "$DATA/$model.onnx" "$DATA/$data" --batch "$batch" --steps "$steps" --warmup "$warmup" \
+      --rounds 1 --threads "$THREADS" --peak-n 2048 | tee -a "$OUT/cpp.log" | grep -E '^round' | sed "s/^round 0/  cpp $r/"
+    $PY "$ROOT/bench/pytorch_bench.py" "$DATA/$model.onnx" "$DATA/$data" --batch "$batch" --steps "$steps" \
+      --warmup "$warmup" --rounds 1 --threads "$THREADS" | tee -a "$OUT/py.log" | grep -E '^round' |
+      sed "s/^round 0/  py  $r/"
+  done
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+
+$PY - "$OUT" "$CASES" <<'EOF'
+import csv, os, re, statistics, sys
+out, cases = sys.argv[1], sys.argv[2].split()
+rows = {}
+for log in ("cpp.log", "py.log"):
+    path = os.path.join(out, log)
+    if not os.path.exists(path):
+        continue
+    for line in open(path):
+        if line.startswith("RESULT "):
+            kv = dict(p.split("=", 1) for p in line.split()[1:])
+            rows.setdefault((kv["model"].replace(".onnx", ""), kv["mode"]), []).append(kv)
+peak = None
+pcsv = os.path.join(out, "peak.csv")
+if os.path.exists(pcsv):
+    best = {}
+    lines = open(pcsv).readlines()
+    hdr = next((i for i, l in enumerate(lines) if l.startswith("name,")), None)
+    if hdr is not None:
+        for r in csv.DictReader(lines[hdr:]):
+            m = re.match(r'BM_EigenGemm/n:(\d+)/threads:(\d+)/real_time_median', r["name"])
+            if m and r.get("FLOPS"):
+                best[(int(m.group(1)), int(m.group(2)))] = float(r["FLOPS"]) / 1e9
+    if best:
+        t = max(k[1] for k in best)
+        peak = max(v for k, v in best.items() if k[1] == t)
+        print("GEMM peak (dl_micro_bench BM_EigenGemm, median of 3, %d threads): %.1f GFLOP/s; by n: %s" % (
+            t, peak, ", ".join("%d: %.0f" % (k[0], v) for k, v in sorted(best.items()) if k[1] == t)))
+        print()
+
+def med(key, model, mode):
+    v = [float(r[key]) for r in rows.get((model, mode), []) if key in r]
+    return statistics.median(v) if v else float("nan")
+
+names = {"a": ("mlp_a", "(a) MLP 784-256-128-10, batch 64"), "b": ("lenet5", "(b) LeNet-5 28x28, batch 64"),
+         "c": ("wide_c", "(c) MLP 4096-4096-10, batch 256")}
+print("| model | dl steps/s probes off | dl steps/s probes on | dl steps/s probes + online analysis | "
+      "probe overhead | with analysis | PyTorch steps/s | dl (probes on) / PyTorch | dl GFLOP/s (probes on) | "
+      "GEMM efficiency (same-round peak) | GEMM efficiency (micro-bench peak) |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for c in cases:
+    model, label = names[c]
+    off, on, full = (med("steps_per_s", model, m) for m in ("off", "probes", "full"))
+    py = med("steps_per_s", model, "pytorch")
+    gf = med("gflops", model, "probes")
+    eff = med("efficiency", model, "probes")
+    eff2 = gf / peak if peak else float("nan")
+    print("| %s | %.1f | %.1f | %.1f | %+.1f%% | %+.1f%% | %.1f | %.2fx | %.1f | %.0f%% | %.0f%% |" % (
+        label, off, on, full, med("overhead_pct", model, "probes"), med("overhead_pct", model, "full"), py, on / py,
+        gf, 100 * eff, 100 * eff2))
+print()
+print("Medians over rounds; overheads are medians of per-round paired ratios (each round runs off, probes, full back to back).")
+EOF

@@ -6,7 +6,18 @@ CMAKE_FLAGS ?=
 RUN_MODEL ?= models/demo/model.onnx
 RUN_DATA ?= models/demo/data.csv
 
-.PHONY: all deps build run test test-sanitize bench clean
+# Fuzzing (tests/fuzz): each target runs FUZZ_SECONDS on its corpus in build-fuzz.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS ?= onnx csv npy trace manifest
+# Sanitizer runs: known third-party leaks (tests/lsan.supp); SANITIZE_CTEST_ARGS narrows
+# the test set (CI passes -E conformance when time is short).
+SANITIZE_BUILD ?= build-sanitize
+SANITIZE_CTEST_ARGS ?=
+export LSAN_OPTIONS ?= suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
+export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
+
+.PHONY: all deps fuzz-deps build run test test-sanitize fuzz fuzz-ci bench clean
 
 all: build
 
@@ -24,8 +35,9 @@ run: build
 	./$(BUILD)/deeplocalize train $(RUN_MODEL) $(RUN_DATA); status=$$?; \
 	  if [ $$status -gt 1 ]; then exit $$status; fi
 
+CTEST_ARGS ?=
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 # Training throughput vs PyTorch and probe overhead (bench/README.md); ROUNDS=5 by default.
 bench: deps $(BUILD)/CMakeCache.txt
@@ -34,7 +46,24 @@ bench: deps $(BUILD)/CMakeCache.txt
 	bench/run.sh $(BUILD)
 
 test-sanitize:
-	$(MAKE) test BUILD=build-sanitize CMAKE_FLAGS="-DDL_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"
+	$(MAKE) test BUILD=$(SANITIZE_BUILD) CMAKE_FLAGS="-DDL_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDL_BUILD_BENCH=OFF" \
+	  CTEST_ARGS="$(SANITIZE_CTEST_ARGS)"
+
+# libFuzzer needs clang: a separate build tree, instrumented throughout.
+fuzz-deps:
+	@scripts/install-deps.sh --fuzz
+
+$(FUZZ_BUILD)/CMakeCache.txt: | fuzz-deps
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
+	  -DDL_FUZZ=ON -DDL_BUILD_BENCH=OFF
+
+fuzz: fuzz-deps $(FUZZ_BUILD)/CMakeCache.txt
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
+	tests/fuzz/seed-corpus.sh $(FUZZ_BUILD) $(FUZZ_BUILD)/deeplocalize
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-ci:
+	$(MAKE) fuzz FUZZ_SECONDS=60
 
 clean:
-	rm -rf $(BUILD) build-sanitize
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)

@@ -78,6 +78,19 @@ std::optional<size_t> AnalysisContext::layer_output_probe(int layer) const {
   return last;
 }
 
+size_t AnalysisContext::finite_records() const {
+  if (finite_records_) return *finite_records_;
+  const size_t probes = trace_.header.probes.size();
+  size_t result = trace_.size();
+  for (size_t r = 0; r < trace_.size() && result == trace_.size(); ++r) {
+    if (!std::isfinite(trace_.records[r].loss)) result = r;
+    for (size_t k = 0; k < probes && result == trace_.size(); ++k)
+      if (!trace_.at(r, k).finite()) result = r;
+  }
+  finite_records_ = result;
+  return result;
+}
+
 std::string AnalysisContext::layer_label(int layer) const {
   if (layer < 0 || layer >= static_cast<int>(trace_.header.layers.size())) return "the model";
   const LayerInfo& l = trace_.header.layers[static_cast<size_t>(layer)];

@@ -53,12 +53,16 @@ class AnalysisContext {
   Finding make(const Rule& rule, const std::string& symptom, Stage stage, int layer,
                std::optional<size_t> record) const;
   std::string layer_label(int layer) const;  // "layer 2 (/4/Gemm, /5/Softmax)"
+  // Records before the first one whose loss or any probe holds NaN/Inf (all records when
+  // none does). Scanned once per context: several rules ask it in every online analysis.
+  size_t finite_records() const;
 
  private:
   const Trace& trace_;
   const Settings& settings_;
   bool final_;
   LearningProgress progress_;
+  mutable std::optional<size_t> finite_records_;
 };
 
 }  // namespace dl::an

@@ -16,15 +16,29 @@ const char* probe_kind_name(ProbeKind k) {
 }
 
 void Trace::set_capacity_bytes(int64_t max_bytes) {
-  const int64_t per_record = int64_t(sizeof(IterationRecord)) +
-                             int64_t(header.probes.size()) * int64_t(sizeof(TensorStats));
-  max_records_ = max_bytes <= 0 ? 0 : std::max<int64_t>(16, max_bytes / std::max<int64_t>(per_record, 1));
-  if (max_records_ > 0) {
-    records.reserve(static_cast<size_t>(max_records_));
-    stats.reserve(static_cast<size_t>(max_records_) * header.probes.size());
-  }
+  max_bytes_ = max_bytes > 0 ? max_bytes : 0;
+  plan_capacity();
 }
 
+// The records get the cap minus the reserved loss/metric history (at least 16 records).
+void Trace::plan_capacity() {
+  if (max_bytes_ == 0) {
+    max_records_ = 0;
+    return;
+  }
+  const int64_t per_record = int64_t(sizeof(IterationRecord)) +
+                             int64_t(header.probes.size()) * int64_t(sizeof(TensorStats));
+  const int64_t history = int64_t((loss.capacity() + metric.capacity()) * sizeof(float));
+  max_records_ = std::max<int64_t>(16, std::max<int64_t>(max_bytes_ - history, 0) / std::max<int64_t>(per_record, 1));
+  if (records.empty() && static_cast<int64_t>(records.capacity()) > max_records_) {
+    // Planned again before recording (the history was reserved after the cap): give
+    // back the larger reservation.
+    std::vector<IterationRecord>().swap(records);
+    std::vector<TensorStats>().swap(stats);
+  }
+  records.reserve(static_cast<size_t>(max_records_));
+  stats.reserve(static_cast<size_t>(max_records_) * header.probes.size());
+}
 TensorStats* Trace::begin_record(const IterationRecord& record) {
   if (max_records_ > 0 && static_cast<int64_t>(records.size()) >= max_records_) decimate();
   records.push_back(record);
@@ -33,8 +47,13 @@ TensorStats* Trace::begin_record(const IterationRecord& record) {
 }
 
 void Trace::reserve_iterations(int64_t n) {
+  // A run of --epochs 1e9 must not reserve terabytes up front: beyond the reservation
+  // the history grows as the run does.
+  const int64_t limit = max_bytes_ > 0 ? max_bytes_ / 2 / int64_t(2 * sizeof(float)) : int64_t(1) << 24;
+  n = std::min(std::max<int64_t>(n, 0), limit);
   loss.reserve(static_cast<size_t>(n));
   metric.reserve(static_cast<size_t>(n));
+  plan_capacity();
 }
 
 void Trace::add_loss(int64_t iteration, float l, float m) {

@@ -124,11 +124,16 @@ struct EpochRecord {
 // A bounded trace: when the stored iterations reach capacity, every second stored
 // iteration is dropped and the recording stride doubles (explicit decimation), so a
 // run of any length fits in max_bytes. Loss and metric of every iteration are kept
-// separately (8 bytes each).
+// separately (8 bytes each), in a history reserved up front (reserve_iterations) and
+// counted in the cap: the records get what the reserved history leaves. So bytes()
+// stays within max_bytes for runs up to the reserved length; the reservation is at
+// most half the cap (2 million iterations per 32 MB), and a longer run adds 8 bytes per
+// iteration beyond it.
 class Trace {
  public:
   TraceHeader header;
 
+  // Set once the probes are known (header.probes), before recording.
   void set_capacity_bytes(int64_t max_bytes);
   int64_t stride() const { return stride_; }
   // Whether iteration `it` should be recorded (probe interval and decimation stride).
@@ -141,7 +146,8 @@ class Trace {
   // Starts a record; fill its stats through stats(i, probe) before the next begin().
   TensorStats* begin_record(const IterationRecord& record);
   void add_loss(int64_t iteration, float loss, float metric);
-  // Reserves the per-iteration loss/metric history (no allocation per step).
+  // Reserves the per-iteration loss/metric history (no allocation per step): n
+  // iterations, at most half the capacity (or 2^24 iterations without a cap).
   void reserve_iterations(int64_t n);
   void add_epoch(const EpochRecord& e) { epochs.push_back(e); }
 
@@ -158,6 +164,8 @@ class Trace {
 
  private:
   void decimate();
+  void plan_capacity();
+  int64_t max_bytes_ = 0;    // 0 = unbounded
   int64_t max_records_ = 0;  // 0 = unbounded
   int64_t stride_ = 1;
   int64_t probe_every_ = 1;

@@ -4,6 +4,7 @@
 //
 //   dl_bench_train MODEL DATA [--batch 64] [--steps 200] [--warmup 20] [--rounds 5]
 //                  [--threads 0] [--modes off,probes,full] [--rows 0] [--peak-n 1024]
+//                  [--profile]
 //
 // Modes: off     the trainer alone (deeplocalize train --no-probes)
 //        probes  + ProbeRecorder and its trace (every step reduced to statistics)
@@ -12,6 +13,8 @@
 // times `steps` steps. Each round also times the machine's GEMM peak (Eigen n x n
 // product), so the efficiency compares numbers taken under the same load.
 // Prints one line per round and mode, then "RESULT key=value ..." lines with medians.
+// --profile instead prints the wall time per program step (forward and backward of
+// each node, loss, update) of one probes-off run.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -43,6 +46,7 @@ struct Args {
   int64_t steps = 200, warmup = 20, rounds = 5, rows = 0;
   int threads = 0;
   int peak_n = 1024;
+  bool profile = false;
   std::vector<std::string> modes = {"off", "probes", "full"};
 };
 
@@ -70,6 +74,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--rows") a.rows = std::stoll(next());
     else if (s == "--threads") a.threads = std::stoi(next());
     else if (s == "--peak-n") a.peak_n = std::stoi(next());
+    else if (s == "--profile") a.profile = true;
     else if (s == "--modes") {
       a.modes.clear();
       std::string m = next();
@@ -143,6 +148,73 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Wall time per program step (forward and backward), from the executor's observer
+// hooks: where a training step's time goes, without a profiler. The first backward
+// step's time includes the loss, its gradient and the zeroing of the gradients.
+class StepProfiler : public rt::Observer, public rt::TrainListener {
+ public:
+  StepProfiler(const rt::ExecutionGraph& g, int64_t warmup)
+      : graph_(g), warmup_(warmup), fwd_(g.steps().size()), bwd_(g.steps().size()) {}
+  void on_batch_begin(const rt::IterationInfo& info) override {
+    on_ = info.iteration >= warmup_;
+    last_ = Clock::now();
+  }
+  void on_forward(size_t k, const rt::Step&) override { fwd_[k] += lap(); }
+  void on_backward(size_t k, const rt::Step&) override {
+    if (first_backward_ < 0) first_backward_ = int64_t(k);
+    bwd_[k] += lap();
+  }
+  void before_update(const rt::ExecutionGraph&, const rt::IterationInfo&) override { last_ = Clock::now(); }
+  void after_update(const rt::ExecutionGraph&, const rt::IterationInfo&) override {
+    update_ += lap();
+    if (on_) ++steps_;
+  }
+  void print() const {
+    double total = update_;
+    for (size_t k = 0; k < fwd_.size(); ++k) total += fwd_[k] + bwd_[k];
+    std::printf("time per training step by program step (%lld steps, %.3f ms/step):\n", (long long)steps_,
+                1e3 * total / double(steps_));
+    auto line = [&](const std::string& what, double s) {
+      std::printf("  %-52s %9.1f us  %5.1f%%\n", what.c_str(), 1e6 * s / double(steps_), 100 * s / total);
+    };
+    for (size_t k = 0; k < fwd_.size(); ++k)
+      line("fwd " + graph_.steps()[k].node->op_type + " " + graph_.steps()[k].node->name, fwd_[k]);
+    for (size_t k = fwd_.size(); k-- > 0;)
+      if (bwd_[k] > 0)
+        line("bwd " + graph_.steps()[k].node->op_type + " " + graph_.steps()[k].node->name +
+                 (int64_t(k) == first_backward_ ? " (+ loss, zeroing)" : ""),
+             bwd_[k]);
+    line("optimizer update", update_);
+  }
+
+ private:
+  double lap() {
+    const auto now = Clock::now();
+    const double s = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return on_ ? s : 0.0;
+  }
+  const rt::ExecutionGraph& graph_;
+  int64_t warmup_;
+  std::vector<double> fwd_, bwd_;
+  double update_ = 0;
+  int64_t steps_ = 0;
+  int64_t first_backward_ = -1;
+  bool on_ = false;
+  Clock::time_point last_;
+};
+
+void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const rt::Dataset& data, const Args& a) {
+  rt::Trainer trainer(model, config, data, rt::Dataset{});
+  StepProfiler prof(trainer.graph(), a.warmup);
+  trainer.set_observer(&prof);
+  trainer.add_listener(&prof);
+  StepTimer timer(a.warmup, a.steps);
+  trainer.add_listener(&timer);
+  trainer.run();
+  prof.print();
+}
+
 // One timed run of `mode` on a fresh trainer.
 double run_mode(const std::string& mode, const ir::Model& model, const rt::TrainConfig& config,
                 const rt::Dataset& data, const Args& a) {
@@ -200,6 +272,10 @@ int main(int argc, char** argv) {
                 bench::eigen_threads(), (long long)a.steps, (long long)a.warmup, (long long)a.rounds);
     std::fflush(stdout);
 
+    if (a.profile) {
+      profile_steps(model, config, data, a);
+      return 0;
+    }
     std::map<std::string, std::vector<double>> secs;
     std::map<std::string, std::vector<double>> overhead;  // per round, vs that round's off
     std::vector<double> peaks;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "analysis/baselines.h"
+#include "analysis/rule.h"
 #include "cli/batch_outputs.h"
 #include "cli/batch_scoring.h"
 #include "cli/output.h"
@@ -117,6 +118,8 @@ CLI::App* add_merge_command(CLI::App& app, MergeOptions& o) {
 int run_batch(const BatchOptions& o) {
   const auto t0 = Clock::now();
   an::detector_from(o.detector);
+  an::Settings checked;  // a bad --set is an error of the batch, not of every case
+  for (const std::string& setting : o.settings) checked.set(setting);
   const Shard shard = resolve_shard(o.shard, o.shard_count, [](const char* name) { return std::getenv(name); });
   const std::vector<CaseSpec> all = load_cases(o.input);
   std::vector<CaseSpec> cases;

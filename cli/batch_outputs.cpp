@@ -172,7 +172,7 @@ std::string summary_text(const json& s) {
   out += "  median time to verdict " + median_text(t) + ", wall " +
          fixed(field(s, "wall_s").is_number() ? field(s, "wall_s").get<double>() : 0.0, 1) + " s\n";
   out += "  " + std::to_string(integer(t, "as_expected")) + " of " + std::to_string(cases) + " as expected" +
-         (integer(t, "with_expectation") < cases ? " (without an expected result: no fault found)" : "") + "\n";
+         (integer(t, "with_expectation") < cases ? " (a case without an expected result passes when no fault is found)" : "") + "\n";
   return out;
 }
 

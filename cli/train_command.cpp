@@ -5,6 +5,7 @@
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <tuple>
 
 #include "analysis/analyzer.h"
 #include "analysis/baselines.h"
@@ -158,17 +159,18 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
   c->add_option("--targets", o.targets, "How many trailing CSV columns are targets (default 1)");
   c->add_option("--validation-split", o.validation_split, "Fraction of rows (the last ones) held out for validation");
   c->add_option("--trace", o.trace_file, "Write the probe trace to FILE (see docs/trace-format.md)");
-  c->add_option("--report", o.report_file, "Write the report to FILE (atomically)");
-  c->add_option("--format", o.format, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
+  c->add_option("--report", o.report_file, "Write the report to FILE (atomically; HTML when FILE ends in .html)");
+  c->add_option("--format", o.format, "Report format: text, json or html")->check(CLI::IsMember({"text", "json", "html"}));
   c->add_option("--save", o.save_file, "Write the trained weights into a copy of the model");
   c->add_option("--set", o.settings, "Override a rule threshold: rule.key=value (repeatable)");
   c->add_option("--probe-every", o.probe_every, "Record probes every K iterations (default 1)")->check(CLI::PositiveNumber);
   c->add_option("--trace-max-mb", o.trace_max_mb, "Memory cap of the in-memory trace; older history is decimated (default 256)");
-  c->add_option("--max-memory", o.max_memory_mb, "Refuse models whose buffers need more than this many MiB (default 4096)");
+  c->add_option("--max-memory", o.max_memory_mb, "Refuse models whose buffers need more than this many MiB (default 4096), "
+                                                  "and data files that need more (default 8192)");
   c->add_flag("--no-stop", o.no_stop, "Keep training after the first conclusive fault");
   c->add_flag("--no-probes", o.no_probes, "Train without probes (no analysis; for measuring overhead)");
-  c->add_flag("-q,--quiet", o.quiet, "No progress output");
-  c->add_flag("-v,--verbose", o.verbose, "More detail in the report");
+  c->add_flag("-q,--quiet", o.quiet, "Print nothing but errors and the report (nothing on stdout with --report)");
+  c->add_flag("-v,--verbose", o.verbose, "Add per-layer statistics to the text report");
   c->add_option("--detector", o.detector, "deeplocalize (default), or a Keras callback baseline: keras-terminate-on-nan, "
                                           "keras-early-stopping-loss, keras-early-stopping-accuracy, keras-union")
       ->check(CLI::IsMember(an::detector_names()));
@@ -186,9 +188,21 @@ CaseResult diagnose_case(const TrainOptions& o, const CaseRunOptions& run) {
   for (const std::string& s : o.settings) settings.set(s);
   rt::DatasetSpec spec = dataset_spec(model, config);
   rt::ReadOptions read;
-  read.max_bytes = config.max_memory_bytes;
-  rt::Dataset all = rt::load_dataset(o.data, spec, read);
-  auto [train, validation] = rt::split_validation(all, config.validation_split);
+  read.max_bytes = config.max_memory_bytes > 0 ? config.max_memory_bytes : rt::kDefaultMaxDataBytes;
+  rt::Dataset train, validation;
+  {
+    rt::Dataset all;
+    try {
+      all = rt::load_dataset(o.data, spec, read);
+    } catch (const ResourceError& e) {
+      throw ResourceError(std::string(e.what()) + " (raise it with --max-memory)");
+    }
+    if (config.validation_split > 0) {
+      std::tie(train, validation) = rt::split_validation(all, config.validation_split);
+    } else {
+      train = std::move(all);  // no copy: a big data set is held once, not twice
+    }
+  }
   const double import_s = since(t_import);
 
   const auto t_train = Clock::now();
@@ -257,7 +271,7 @@ CaseResult diagnose_case(const TrainOptions& o, const CaseRunOptions& run) {
 
 int run_train(const TrainOptions& o) {
   CaseResult r = diagnose_case(o);
-  emit_report(r.diagnosis, r.trace, r.info, o.format, o.report_file, o.quiet, TerminalStyle::detect());
+  emit_report(r.diagnosis, r.trace, r.info, o.format, o.report_file, o.quiet, TerminalStyle::detect(), o.verbose);
   if (r.interrupted) return r.signal == SIGTERM ? 143 : 130;
   return r.diagnosis.fault ? 1 : 0;
 }
@@ -265,10 +279,11 @@ int run_train(const TrainOptions& o) {
 CLI::App* add_analyze_command(CLI::App& app, AnalyzeOptions& o) {
   CLI::App* c = app.add_subcommand("analyze", "Re-run the analysis on a saved trace (e.g. with other thresholds)");
   c->add_option("trace", o.trace_file, "Trace written by train --trace")->required();
-  c->add_option("--report", o.report_file, "Write the report to FILE (atomically)");
-  c->add_option("--format", o.format, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
+  c->add_option("--report", o.report_file, "Write the report to FILE (atomically; HTML when FILE ends in .html)");
+  c->add_option("--format", o.format, "Report format: text, json or html")->check(CLI::IsMember({"text", "json", "html"}));
   c->add_option("--set", o.settings, "Override a rule threshold: rule.key=value (repeatable)");
   c->add_flag("-q,--quiet", o.quiet, "Print nothing when writing --report");
+  c->add_flag("-v,--verbose", o.verbose, "Add per-layer statistics to the text report");
   return c;
 }
 
@@ -289,9 +304,13 @@ int run_analyze(const AnalyzeOptions& o) {
   for (const an::EpochRecord& e : trace.epochs) {
     info.epoch_loss.push_back(e.loss);
     info.epoch_metric.push_back(e.metric);
+    if (e.has_validation) {
+      info.epoch_val_loss.push_back(e.val_loss);
+      info.epoch_val_metric.push_back(e.val_metric);
+    }
   }
   info.analysis_s = since(t0);
-  emit_report(diagnosis, trace, info, o.format, o.report_file, o.quiet, TerminalStyle::detect());
+  emit_report(diagnosis, trace, info, o.format, o.report_file, o.quiet, TerminalStyle::detect(), o.verbose);
   return diagnosis.fault ? 1 : 0;
 }
 

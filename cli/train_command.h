@@ -59,7 +59,7 @@ struct AnalyzeOptions {
   std::string trace_file, report_file;
   std::string format = "text";
   std::vector<std::string> settings;
-  bool quiet = false;
+  bool quiet = false, verbose = false;
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainOptions& options);

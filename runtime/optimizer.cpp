@@ -14,7 +14,9 @@
 namespace dl::rt {
 
 Optimizer::Optimizer(const OptimizerConfig& config, double default_lr, int slots)
-    : config_(config), name_(config.name), lr_(config.learning_rate.value_or(default_lr)), slots_(slots) {}
+    : config_(config), name_(config.name), lr_(config.learning_rate.value_or(default_lr)), slots_(slots) {
+  if (slots_ > 8) throw InternalError("optimizer " + name_ + ": more than 8 state slots");
+}
 
 Optimizer::~Optimizer() = default;
 
@@ -33,6 +35,8 @@ void Optimizer::allocate(const std::vector<Param>& params) {
     for (int k = 0; k < slots_; ++k) state_[i][static_cast<size_t>(k)].assign(n, init_slot(k));
   }
   if (config_.clipnorm || config_.clipvalue) scratch_.assign(largest, 0.0f);
+  before_.assign(std::min(largest, kChunk), 0.0f);
+  update_norms_.assign(params.size(), {});
   slot_ptrs_.assign(static_cast<size_t>(std::max(slots_, 1)), nullptr);
   allocated_ = true;
 }
@@ -61,7 +65,39 @@ const float* Optimizer::transform(const Param& p) {
   return out;
 }
 
-void Optimizer::step(std::vector<Param>& params) {
+namespace {
+
+// sum (a[k] - b[k])^2 over finite differences, and the count of non-finite ones. Float
+// lanes (vectorised) per chunk; a chunk whose sum is not finite is redone exactly.
+void add_update_norm(const float* after, const float* before, int64_t n, Optimizer::UpdateNorm& out) {
+  constexpr int kLanes = 16;
+  float acc[kLanes] = {};
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes)
+    for (int j = 0; j < kLanes; ++j) {
+      const float d = after[k + j] - before[k + j];
+      acc[j] += d * d;
+    }
+  for (int j = 0; k < n; ++k, ++j) {
+    const float d = after[k] - before[k];
+    acc[j] += d * d;
+  }
+  double sum = 0;
+  for (int j = 0; j < kLanes; ++j) sum += double(acc[j]);
+  if (std::isfinite(sum)) {
+    out.squared += sum;
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = double(after[i]) - double(before[i]);
+    if (std::isfinite(d)) out.squared += d * d;
+    else ++out.nonfinite;
+  }
+}
+
+}  // namespace
+
+void Optimizer::step(std::vector<Param>& params, bool track_updates) {
   for (const Param& p : params) {
     if (p.value == nullptr || p.grad == nullptr || p.value->dtype() != DType::kFloat32 ||
         p.grad->numel() != p.value->numel() || !p.grad->allocated())
@@ -80,7 +116,24 @@ void Optimizer::step(std::vector<Param>& params) {
       throw InternalError("optimizer " + name_ + ": parameter " + std::to_string(i) + " ('" + p.name +
                           "') changed size between steps");
     for (int k = 0; k < slots_; ++k) slot_ptrs_[static_cast<size_t>(k)] = state_[i][static_cast<size_t>(k)].data();
-    update(p.value->f(), transform(p), slot_ptrs_.data(), n, lr_t);
+    float* w = p.value->f();
+    const float* g = transform(p);
+    if (!track_updates) {
+      update(w, g, slot_ptrs_.data(), n, lr_t);
+      continue;
+    }
+    // The rules are element-wise, so updating chunk by chunk is the same update; each
+    // chunk's old values stay in L1 for the difference.
+    UpdateNorm& norm = update_norms_[i];
+    norm = {};
+    float* chunk_slots[8];
+    for (int64_t off = 0; off < n; off += int64_t(kChunk)) {
+      const int64_t len = std::min<int64_t>(int64_t(kChunk), n - off);
+      std::copy(w + off, w + off + len, before_.data());
+      for (int k = 0; k < slots_; ++k) chunk_slots[k] = slot_ptrs_[static_cast<size_t>(k)] + off;
+      update(w + off, g + off, chunk_slots, len, lr_t);
+      add_update_norm(w + off, before_.data(), len, norm);
+    }
   }
   ++iterations_;
 }

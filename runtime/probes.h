@@ -26,6 +26,8 @@ class ProbeRecorder : public Observer, public TrainListener {
   void on_batch_begin(const IterationInfo& info) override;
   void on_forward(size_t step_index, const Step& step) override;
   void on_backward(size_t step_index, const Step& step) override;
+  // Recorded iterations ask the optimizer for each parameter's change (the update probe).
+  bool wants_update_norms(const IterationInfo& info) override;
   void before_update(const ExecutionGraph& graph, const IterationInfo& info) override;
   void after_update(const ExecutionGraph& graph, const IterationInfo& info) override;
   void on_epoch_end(const EpochSummary& summary) override;
@@ -35,8 +37,6 @@ class ProbeRecorder : public Observer, public TrainListener {
   std::vector<int> forward_probe_;   // per step, -1 if none
   std::vector<int> gradient_probe_;  // per step, -1 if none
   std::vector<int> weight_probe_;    // per parameter: weight, then param_grad, update at +1, +2
-  std::vector<double> weight_norm_before_;
-  std::vector<std::vector<float>> previous_;  // parameter values before the update (recorded iterations only)
   std::vector<uint8_t> unit_flags_;
   an::TensorStats* current_ = nullptr;  // this iteration's record, or null when not recorded
 };

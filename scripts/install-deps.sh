@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages deeplocalize needs to build and test. Idempotent:
 # packages already present are skipped and apt is not touched at all when nothing
-# is missing. Usage: scripts/install-deps.sh [--dev]
-#   --dev  also installs what the fixture generators need (python3-torch, sklearn).
+# is missing. Usage: scripts/install-deps.sh [--dev] [--fuzz] [--browser]
+#   --dev   also installs what the fixture generators need (python3-torch, sklearn).
+#   --fuzz  also installs clang-14 and its libFuzzer/sanitizer runtimes (make fuzz).
+#   --browser  also installs Chromium, for the test that renders the HTML report in
+#              headless Chromium (tests/html/render.sh; skipped without Chromium).
 set -euo pipefail
 
 packages=(
@@ -12,9 +15,14 @@ packages=(
   nlohmann-json3-dev libfmt-dev libfast-float-dev
   python3 python3-onnx python3-numpy python3-yaml
 )
-if [[ "${1:-}" == "--dev" ]]; then
-  packages+=(python3-torch python3-sklearn libbenchmark-dev)
-fi
+for flag in "$@"; do
+  case "$flag" in
+    --dev) packages+=(python3-torch python3-sklearn libbenchmark-dev) ;;
+    --fuzz) packages+=(clang-14 libclang-rt-14-dev) ;;
+    --browser) packages+=(chromium) ;;
+    *) echo "install-deps: unknown option $flag (known: --dev, --fuzz, --browser)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

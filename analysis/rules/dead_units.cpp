@@ -34,7 +34,7 @@ class DeadUnits : public Rule {
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
     const Trace& t = ctx.trace();
-    const size_t end = ru::finite_prefix(t);
+    const size_t end = ru::finite_prefix(ctx);
     if (end == 0) return;
     const auto& probes = ctx.header().probes;
     const auto layers = ru::param_probes(ctx);
@@ -94,7 +94,7 @@ class DeadUnits : public Rule {
   Finding make_finding(const AnalysisContext& ctx, size_t probe, size_t onset, bool dead, size_t records) const {
     const Trace& t = ctx.trace();
     const Probe& p = ctx.header().probes[probe];
-    const size_t last = ru::finite_prefix(t) - 1;
+    const size_t last = ru::finite_prefix(ctx) - 1;
     const TensorStats& s = t.at(last, probe);
     Finding f = ctx.make(*this, "dead_units", Stage::kForward, p.layer, onset);
     f.conclusive = dead;

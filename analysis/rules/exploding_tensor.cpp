@@ -41,24 +41,46 @@ class ExplodingTensor : public Rule {
                           "conclusive (certain divergence)"},
             {"window_growth", 2, "and double over that window: exponential growth, not a slow drift or a plateau"},
             {"input_max_abs", 100, "inputs beyond |x| = 100 are unnormalised: the root cause is then the data"},
-            {"input_std_spread", 100, "a 100x spread of per-feature std means the features were not standardised"}};
+            {"input_std_spread", 1e4, "a 10000x spread of per-feature std means the features were not standardised "
+                                       "(pixel data scaled to [0, 1] measured ~300x: rarely-lit pixels)"}};
   }
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
     const Trace& t = ctx.trace();
-    const size_t end = ru::finite_prefix(t);
+    const size_t end = ru::finite_prefix(ctx);
     if (end < 2) return;
     const bool diverged_to_nan = end < t.size();
-    if (auto h = forward_hit(ctx, end)) report(ctx, *h, "exploding_values", Stage::kForward, end, diverged_to_nan, out);
+    const std::vector<size_t> fwd = ctx.probes(ProbeKind::kForward);
     const auto layers = ru::param_probes(ctx);
-    // Gradients: the deepest layer where the growth starts (backward order).
+    // Every series in one record-major pass over the statistics (they are stored that way).
+    std::vector<std::vector<double>> values(fwd.size()), grads(layers.size()), weights(layers.size());
+    for (size_t r = 0; r < end; ++r) {
+      for (size_t i = 0; i < fwd.size(); ++i) values[i].push_back(max_abs(t.at(r, fwd[i])));
+      for (size_t j = 0; j < layers.size(); ++j) {
+        grads[j].push_back(ru::combined_l2(t, r, layers[j].grad));
+        weights[j].push_back(ru::combined_l2(t, r, layers[j].weight));
+      }
+    }
+    const auto& probes = ctx.header().probes;
+    // Values: the first record, then the first probe in graph order.
+    std::optional<Hit> value;
+    const double v_growth = threshold(ctx, "value_growth"), v_abs = threshold(ctx, "value_abs");
+    for (size_t r = 1; r < end && !value; ++r)
+      for (size_t i = 0; i < fwd.size() && !value; ++i)
+        if (values[i][r] > v_abs && values[i][r] > v_growth * values[i][0])
+          value = Hit{r, probes[fwd[i]].layer, probes[fwd[i]].node, values[i][0], values[i][r], values[i]};
+    if (value) report(ctx, *value, "exploding_values", Stage::kForward, end, diverged_to_nan, out);
+    // Gradients: the first record, then the deepest layer (backward order). Weights: the
+    // first record, then the first layer.
     std::optional<Hit> grad, weight;
-    for (const ru::LayerParamProbes& p : layers) {
-      const double g0 = ru::combined_l2(t, 0, p.grad);
-      if (auto h = series_hit(ctx, p, p.grad, g0, threshold(ctx, "grad_growth"), threshold(ctx, "grad_abs"), end))
+    const double g_growth = threshold(ctx, "grad_growth"), g_abs = threshold(ctx, "grad_abs");
+    const double w_growth = threshold(ctx, "weight_growth");
+    for (size_t j = 0; j < layers.size(); ++j) {
+      const int layer = layers[j].layer;
+      if (auto h = first_hit(grads[j], grads[j][0], g_growth, g_abs, layer))
         if (!grad || h->record < grad->record || (h->record == grad->record && h->layer > grad->layer)) grad = h;
-      const double w0 = ru::initial_weight_l2(ctx, p.layer).value_or(ru::combined_l2(t, 0, p.weight));
-      if (auto h = series_hit(ctx, p, p.weight, w0, threshold(ctx, "weight_growth"), 0.0, end))
+      const double w0 = ru::initial_weight_l2(ctx, layer).value_or(weights[j][0]);
+      if (auto h = first_hit(weights[j], w0, w_growth, 0.0, layer))
         if (!weight || h->record < weight->record) weight = h;
     }
     if (grad) report(ctx, *grad, "exploding_gradients", Stage::kBackward, end, diverged_to_nan, out);
@@ -68,49 +90,12 @@ class ExplodingTensor : public Rule {
  private:
   static double max_abs(const TensorStats& s) { return std::max(std::fabs(s.min), std::fabs(s.max)); }
 
-  // The first record and forward probe (graph order) whose max |x| exploded.
-  std::optional<Hit> forward_hit(const AnalysisContext& ctx, size_t end) const {
-    const Trace& t = ctx.trace();
-    const double growth = threshold(ctx, "value_growth"), abs = threshold(ctx, "value_abs");
-    const std::vector<size_t> fwd = ctx.probes(ProbeKind::kForward);
-    for (size_t r = 1; r < end; ++r)
-      for (size_t k : fwd) {
-        const double v = max_abs(t.at(r, k)), v0 = max_abs(t.at(0, k));
-        if (v > abs && v > growth * v0) {
-          Hit h;
-          h.record = r;
-          h.layer = ctx.header().probes[k].layer;
-          h.node = ctx.header().probes[k].node;
-          h.baseline = v0;
-          h.value = v;
-          for (size_t q = 0; q < end; ++q) h.series.push_back(max_abs(t.at(q, k)));
-          return h;
-        }
-      }
+  static std::optional<Hit> first_hit(const std::vector<double>& series, double baseline, double growth, double abs,
+                                      int layer) {
+    if (!(baseline > 0) || !std::isfinite(baseline)) return std::nullopt;
+    for (size_t r = 0; r < series.size(); ++r)
+      if (series[r] > abs && series[r] > growth * baseline) return Hit{r, layer, "", baseline, series[r], series};
     return std::nullopt;
-  }
-
-  static std::optional<Hit> series_hit(const AnalysisContext& ctx, const ru::LayerParamProbes& p,
-                                       const std::vector<size_t>& probes, double baseline, double growth, double abs,
-                                       size_t end) {
-    if (probes.empty() || !(baseline > 0) || !std::isfinite(baseline)) return std::nullopt;
-    const Trace& t = ctx.trace();
-    Hit h;
-    h.layer = p.layer;
-    h.baseline = baseline;
-    bool found = false;
-    for (size_t r = 0; r < end; ++r) {
-      const double v = ru::combined_l2(t, r, probes);
-      h.series.push_back(v);
-      if (!found && v > abs && v > growth * baseline) {
-        found = true;
-        h.record = r;
-        h.value = v;
-      }
-    }
-    if (!found) return std::nullopt;
-    h.node = ctx.header().probes[probes.front()].node;
-    return h;
   }
 
   void report(const AnalysisContext& ctx, const Hit& h, const std::string& symptom, Stage stage, size_t end,
@@ -149,7 +134,8 @@ class ExplodingTensor : public Rule {
     f.evidence["input_max_abs"] = in.max_abs;
     if (in.max_abs > threshold(ctx, "input_max_abs") || in.std_spread > threshold(ctx, "input_std_spread")) {
       f.root_cause = RootCause::kData;
-      f.message += "; the inputs are not normalised (|x| up to " + ru::num(in.max_abs) + ")";
+      f.message += "; the inputs are not normalised (|x| up to " + ru::num(in.max_abs) + ", feature std spread " +
+                   ru::num(in.std_spread) + "x)";
       f.recommendation = "standardise the input features (x = (x - mean) / std per feature) before training";
     } else {
       f.root_cause = RootCause::kLearningRate;

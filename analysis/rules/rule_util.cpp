@@ -299,15 +299,7 @@ double max_update_ratio(const AnalysisContext& ctx, size_t from, size_t to, int*
   return best;
 }
 
-size_t finite_prefix(const Trace& t) {
-  const size_t probes = t.header.probes.size();
-  for (size_t r = 0; r < t.size(); ++r) {
-    if (!std::isfinite(t.records[r].loss)) return r;
-    for (size_t k = 0; k < probes; ++k)
-      if (!t.at(r, k).finite()) return r;
-  }
-  return t.size();
-}
+size_t finite_prefix(const AnalysisContext& ctx) { return ctx.finite_records(); }
 
 size_t window_start(size_t end, size_t n) { return end > n ? end - n : 0; }
 
@@ -336,7 +328,7 @@ InputScale input_scale(const TraceHeader& h) {
 RootCause vanishing_cause(const AnalysisContext& ctx, int layer, double tiny_std, std::string& why, std::string& fix) {
   const Trace& t = ctx.trace();
   const TraceHeader& h = ctx.header();
-  const size_t end = finite_prefix(t);
+  const size_t end = finite_prefix(ctx);
   // Tiny weights: the std of a weight matrix (the layer's largest parameter) at the last
   // finite record, else its initializer.
   for (const LayerParamProbes& p : param_probes(ctx)) {

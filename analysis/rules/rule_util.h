@@ -115,9 +115,10 @@ std::optional<double> initial_weight_l2(const AnalysisContext& ctx, int layer);
 // Largest layer update ratio over records [from, to); its layer in *layer when given (-1 if none).
 double max_update_ratio(const AnalysisContext& ctx, size_t from, size_t to, int* layer = nullptr);
 
-// Number of leading records in which every probe is finite (the whole trace when none
-// holds NaN/Inf). Trend rules judge only these: after a NaN, statistics are meaningless.
-size_t finite_prefix(const Trace& t);
+// Number of leading records in which the loss and every probe are finite (the whole
+// trace when none holds NaN/Inf); AnalysisContext::finite_records(), computed once per
+// analysis. Trend rules judge only these: after a NaN, statistics are meaningless.
+size_t finite_prefix(const AnalysisContext& ctx);
 // [start, end) of the last `n` records of the first `end` ones (fewer when the run is short).
 size_t window_start(size_t end, size_t n);
 double median(std::vector<double> v);

@@ -32,7 +32,7 @@ class UnchangedWeights : public Rule {
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
     const Trace& t = ctx.trace();
-    const size_t end = ru::finite_prefix(t);
+    const size_t end = ru::finite_prefix(ctx);
     const auto layers = ru::param_probes(ctx);
     if (end == 0 || layers.empty()) return;
     const size_t window = static_cast<size_t>(std::max(1.0, threshold(ctx, "window")));
@@ -53,7 +53,6 @@ class UnchangedWeights : public Rule {
       updates_zero = updates_zero && u;
       ++run;
     }
-    if (!grads_zero && !updates_zero) grads_zero = true;  // mixed stretch: judge the zero gradients
     if (run >= window && mean_loss(t, end - run, end) > threshold(ctx, "loss_floor")) {
       Finding f = ctx.make(*this, "unchanged_weights", Stage::kWeights, -1, end - run);
       f.conclusive = true;
@@ -63,7 +62,7 @@ class UnchangedWeights : public Rule {
                   ru::num(mean_loss(t, end - run, end)) + ")";
       f.evidence = {{"records", run}, {"all_updates_zero", updates_zero}, {"all_gradients_zero", grads_zero},
                     {"loss", mean_loss(t, end - run, end)}};
-      explain(ctx, layers, layers.back(), end - run, end, grads_zero, updates_zero, f);
+      explain(ctx, layers, nullptr, end - run, end, f);
       out.push_back(std::move(f));
       return;
     }
@@ -87,8 +86,7 @@ class UnchangedWeights : public Rule {
                   " of their norm per step over the last " + std::to_string(still) + " recorded iterations";
       f.evidence = {{"records", still}, {"max_gradient_norm", g},
                     {"update_ratio", ru::layer_update_ratio(t, end - 1, *it)}};
-      const bool zero_updates = ru::combined_l2(t, end - 1, it->update) == 0.0;
-      explain(ctx, layers, *it, end - still, end, g == 0.0, zero_updates, f);
+      explain(ctx, layers, &*it, end - still, end, f);
       out.push_back(std::move(f));
       return;
     }
@@ -101,13 +99,38 @@ class UnchangedWeights : public Rule {
     return to > from ? s / double(to - from) : 0.0;
   }
 
+  // The same blocked layer diagnosed by the rule that owns the symptom (dead_units,
+  // saturated_units): take its root cause and fix so the report does not contradict itself.
+  static void adopt(const AnalysisContext& ctx, const char* rule, int layer, Finding& f) {
+    for (const Finding& g : ru::findings_of(ctx, {rule}))
+      if (g.layer == layer) {
+        f.root_cause = g.root_cause;
+        f.recommendation = g.recommendation;
+        f.evidence["see"] = g.symptom;
+        return;
+      }
+  }
+
+  // `at`: the unchanged layer, or nullptr when the whole model is unchanged.
   void explain(const AnalysisContext& ctx, const std::vector<ru::LayerParamProbes>& layers,
-               const ru::LayerParamProbes& at, size_t from, size_t end, bool grads_zero, bool updates_zero,
-               Finding& f) const {
+               const ru::LayerParamProbes* at, size_t from, size_t end, Finding& f) const {
     const Trace& t = ctx.trace();
     const TraceHeader& h = ctx.header();
     const double lr = ru::learning_rate(h);
     f.evidence["learning_rate"] = lr;
+    // Share of the records in which the (layer's or model's) gradient and update are non-zero.
+    auto share = [&](bool grads) {
+      size_t n = 0;
+      for (size_t r = from; r < end; ++r) {
+        bool any = false;
+        for (const auto& p : layers)
+          if ((!at || p.layer == at->layer) && ru::combined_l2(t, r, grads ? p.grad : p.update) != 0.0) any = true;
+        n += any;
+      }
+      return end > from ? double(n) / double(end - from) : 0.0;
+    };
+    const double grad_share = share(true), update_share = share(false);
+    f.evidence["nonzero_gradient_share"] = grad_share;
     if (lr <= threshold(ctx, "tiny_lr")) {
       f.root_cause = RootCause::kLearningRate;
       f.message = f.layer < 0 ? f.message + ": the learning rate is " + ru::num(lr)
@@ -119,7 +142,8 @@ class UnchangedWeights : public Rule {
                          ", the optimizer's default)";
       return;
     }
-    if (!grads_zero && updates_zero) {
+    // Gradients in (nearly) every record but no update at all: the optimizer drops them.
+    if (grad_share >= 0.9 && update_share == 0.0) {
       f.root_cause = RootCause::kOptimizer;
       f.layer = -1;
       f.nodes.clear();
@@ -128,19 +152,22 @@ class UnchangedWeights : public Rule {
                          "frozen parameters) so the gradients reach the weights";
       return;
     }
-    if (!grads_zero) {
+    // Gradients present but tiny: the updates are tiny, not zero.
+    if (grad_share >= 0.9) {
       std::string why, fix;
-      f.root_cause = ru::vanishing_cause(ctx, at.layer, 1e-3, why, fix);
+      f.root_cause = ru::vanishing_cause(ctx, at ? at->layer : layers.back().layer, 1e-3, why, fix);
       f.message += ": its gradient is tiny (" + why + ")";
       f.recommendation = fix;
       return;
     }
     // Zero gradients: the deepest layer whose parameters get none is where it stops.
-    const ru::LayerParamProbes* stop = &at;
+    // (Sporadic non-zero gradients from a rare batch, or updates lost to float resolution
+    // on huge weights, do not make a layer live.)
+    const ru::LayerParamProbes* stop = at ? at : &layers.back();
     for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
-      bool zero = true;
-      for (size_t r = from; r < end && zero; ++r) zero = ru::combined_l2(t, r, it->grad) == 0.0;
-      if (zero) {
+      size_t zeros = 0;
+      for (size_t r = from; r < end; ++r) zeros += ru::combined_l2(t, r, it->grad) == 0.0;
+      if (end > from && double(zeros) >= 0.9 * double(end - from)) {
         stop = &*it;
         break;
       }
@@ -203,6 +230,7 @@ class UnchangedWeights : public Rule {
         f.message += ": " + p.node + " is dead for every sample, so no gradient passes it";
         f.recommendation = "use LeakyReLU instead of " + p.node + ", He initialisation and zero biases, or a lower "
                            "learning rate (--lr " + ru::num(lr / 10) + ")";
+        adopt(ctx, "dead_units", L, f);
         return;
       }
       if (p.op.normalizes && p.op.units <= 1) {
@@ -215,6 +243,7 @@ class UnchangedWeights : public Rule {
         f.root_cause = RootCause::kActivation;
         f.message += ": " + p.node + " is saturated for every output, so no gradient passes it";
         f.recommendation = "replace " + p.node + " with ReLU or add batch normalisation before it";
+        adopt(ctx, "saturated_units", L, f);
         return;
       }
     }

@@ -32,7 +32,7 @@ class VanishingGradient : public Rule {
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
     if (!ctx.final() || !ctx.failing_to_learn(threshold(ctx, "min_improvement"))) return;
     const Trace& t = ctx.trace();
-    const size_t end = ru::finite_prefix(t);
+    const size_t end = ru::finite_prefix(ctx);
     const size_t start = ru::window_start(end, static_cast<size_t>(threshold(ctx, "window")));
     if (end < start + 3) return;
     const auto layers = ru::param_probes(ctx);

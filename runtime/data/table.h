@@ -35,6 +35,10 @@ struct ReadOptions {
   int64_t max_bytes = 0;
 };
 
+// The cap the CLI puts on loading data when --max-memory does not set one: a file that
+// would need more is refused with the memory it needs, not left to the OOM killer.
+constexpr int64_t kDefaultMaxDataBytes = int64_t(8) << 30;
+
 // "data.csv:17" for a CSV line, "data.npy row 16" for an array row; used in findings.
 std::string row_location(const std::string& source, bool csv_lines, int64_t line_or_row);
 

@@ -8,6 +8,7 @@
 // A 1x1 stride-1 convolution skips im2col.
 #include "runtime/attrs.h"
 #include "runtime/ops/eigen_map.h"
+#include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/shape_util.h"
 #include "runtime/ops/window.h"
 
@@ -117,33 +118,32 @@ class Conv : public Op {
     col_.assign(win_.pointwise() ? 0 : static_cast<size_t>(per_row * tile_rows_), 0.0f);
   }
 
+  // The bias is written into Y first and the products accumulate onto it.
   void forward(FwdCtx& ctx) override {
     const float* x = ctx.in[0]->f();
     const float* wt = ctx.in[1]->f();
     float* y = ctx.out[0]->f();
     const int64_t cg = c_ / group_, mg = m_ / group_, kk = cg * win_.k_size(), P = win_.out_size();
+    const bool bias = ctx.in.size() > 2 && ctx.in[2];
+    if (bias) {
+      const float* b = ctx.in[2]->f();
+      for (int64_t n = 0; n < batch_; ++n)
+        for (int64_t m = 0; m < m_; ++m) std::fill_n(y + (n * m_ + m) * P, P, b[m]);
+    }
     for (int64_t n = 0; n < batch_; ++n)
       for (int64_t g = 0; g < group_; ++g) {
         const float* xg = x + (n * c_ + g * cg) * win_.in_size();
         float* yg = y + (n * m_ + g * mg) * P;
-        CMatMap wg(wt + g * mg * kk, mg, kk);
+        const MatRef wg{wt + g * mg * kk, kk, false};
         if (col_.empty()) {
-          MatMap(yg, mg, P).noalias() = wg * CMatMap(xg, kk, P);
+          gemm(mg, P, kk, 1.0f, wg, {xg, P, false}, yg, P, bias);
           continue;
         }
         for_each_tile([&](int64_t r0, int64_t r1, int64_t p0, int64_t cols) {
           im2col(win_, cg, r0, r1, xg, col_.data());
-          StridedMatMap(yg + p0, mg, cols, Eigen::OuterStride<>(P)).noalias() = wg * CMatMap(col_.data(), kk, cols);
+          gemm(mg, cols, kk, 1.0f, wg, {col_.data(), cols, false}, yg + p0, P, bias);
         });
       }
-    if (ctx.in.size() > 2 && ctx.in[2]) {
-      const float* b = ctx.in[2]->f();
-      for (int64_t n = 0; n < batch_; ++n)
-        for (int64_t m = 0; m < m_; ++m) {
-          float* yr = y + (n * m_ + m) * P;
-          for (int64_t p = 0; p < P; ++p) yr[p] += b[m];
-        }
-    }
   }
 
   void backward(BwdCtx& ctx) override {
@@ -163,23 +163,22 @@ class Conv : public Op {
       for (int64_t g = 0; g < group_; ++g) {
         const int64_t xoff = (n * c_ + g * cg) * win_.in_size();
         const float* dyg = dy + (n * m_ + g * mg) * P;
-        CMatMap wg(wt + g * mg * kk, mg, kk);
-        MatMap dwg(dw ? dw + g * mg * kk : nullptr, mg, kk);
+        const MatRef wg{wt + g * mg * kk, kk, false};
+        float* dwg = dw ? dw + g * mg * kk : nullptr;
         if (col_.empty()) {
-          if (dw) dwg.noalias() += CMatMap(dyg, mg, P) * CMatMap(x + xoff, kk, P).transpose();
-          if (dx) MatMap(dx + xoff, kk, P).noalias() += wg.transpose() * CMatMap(dyg, mg, P);
+          if (dw) gemm(mg, kk, P, 1.0f, {dyg, P, false}, {x + xoff, P, true}, dwg, kk, true);
+          if (dx) gemm(kk, P, mg, 1.0f, {wg.p, kk, true}, {dyg, P, false}, dx + xoff, P, true);
           continue;
         }
         // One buffer: the tile's columns for dW, then overwritten by its column gradient.
         for_each_tile([&](int64_t r0, int64_t r1, int64_t p0, int64_t cols) {
-          CStridedMatMap dyt(dyg + p0, mg, cols, Eigen::OuterStride<>(P));
-          MatMap col(col_.data(), kk, cols);
+          const MatRef dyt{dyg + p0, P, false};
           if (dw) {
             im2col(win_, cg, r0, r1, x + xoff, col_.data());
-            dwg.noalias() += dyt * col.transpose();
+            gemm(mg, kk, cols, 1.0f, dyt, {col_.data(), cols, true}, dwg, kk, true);
           }
           if (dx) {
-            col.noalias() = wg.transpose() * dyt;
+            gemm(kk, cols, mg, 1.0f, {wg.p, kk, true}, dyt, col_.data(), cols, false);
             col2im_add(win_, cg, r0, r1, col_.data(), dx + xoff);
           }
         });

@@ -3,24 +3,11 @@
 // (M, N): scalar, [N], [1, N], [M, 1] or [M, N]. C is optional from 11. Version 6 takes
 // `broadcast`: without it C must be exactly (M, N).
 #include "runtime/attrs.h"
-#include "runtime/ops/eigen_map.h"
+#include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/shape_util.h"
 
 namespace dl::rt {
 namespace {
-
-// out += alpha * op(a) * op(b), transposes resolved at run time without copies.
-template <class Out>
-void gemm_acc(Out&& out, const CMatMap& a, bool ta, const CMatMap& b, bool tb, float alpha) {
-  if (!ta && !tb)
-    out.noalias() += alpha * (a * b);
-  else if (!ta)
-    out.noalias() += alpha * (a * b.transpose());
-  else if (!tb)
-    out.noalias() += alpha * (a.transpose() * b);
-  else
-    out.noalias() += alpha * (a.transpose() * b.transpose());
-}
 
 class Gemm : public Op {
  public:
@@ -64,43 +51,49 @@ class Gemm : public Op {
     ctx.out[0]->plan(DType::kFloat32, {m_, n_});
   }
 
+  // The bias is written first and the product accumulated onto it by the GEMM kernel
+  // (no second pass over Y).
   void forward(FwdCtx& ctx) override {
-    MatMap y(ctx.out[0]->f(), m_, n_);
+    float* __restrict y = ctx.out[0]->f();
     if (has_c_) {
-      const float* c = ctx.in[2]->f();
-      float* yp = ctx.out[0]->f();
-      const int64_t rs = c_rows_ == 1 ? 0 : c_cols_, cs = c_cols_ == 1 ? 0 : 1;
-      for (int64_t i = 0; i < m_; ++i)
-        for (int64_t j = 0; j < n_; ++j) yp[i * n_ + j] = beta_ * c[i * rs + j * cs];
-    } else {
-      y.setZero();
+      const float* __restrict c = ctx.in[2]->f();
+      if (c_rows_ == 1 && c_cols_ == n_) {  // [N] / [1, N]: the usual Dense bias
+        for (int64_t i = 0; i < m_; ++i)
+          for (int64_t j = 0; j < n_; ++j) y[i * n_ + j] = beta_ * c[j];
+      } else {
+        const int64_t rs = c_rows_ == 1 ? 0 : c_cols_, cs = c_cols_ == 1 ? 0 : 1;
+        for (int64_t i = 0; i < m_; ++i)
+          for (int64_t j = 0; j < n_; ++j) y[i * n_ + j] = beta_ * c[i * rs + j * cs];
+      }
     }
-    gemm_acc(y, a_map(ctx.in[0]), trans_a_, b_map(ctx.in[1]), trans_b_, alpha_);
+    gemm(m_, n_, k_, alpha_, a_ref(ctx.in[0]), b_ref(ctx.in[1]), y, n_, /*accumulate=*/has_c_);
   }
 
   void backward(BwdCtx& ctx) override {
     if (!ctx.dout[0]) return;
-    CMatMap dy(ctx.dout[0]->f(), m_, n_);
-    const CMatMap a = a_map(ctx.in[0]), b = b_map(ctx.in[1]);
-    // d op(A) = alpha dY op(B)^T (M x K); d op(B) = alpha op(A)^T dY (K x N).
+    const MatRef dy{ctx.dout[0]->f(), n_, false};
+    const MatRef a = a_ref(ctx.in[0]), b = b_ref(ctx.in[1]);
+    // d op(A) = alpha dY op(B)^T (M x K); d op(B) = alpha op(A)^T dY (K x N). A stored
+    // transposed gets the transposed gradient: dA = alpha op(B) dY^T (K x M), likewise B.
     if (ctx.din[0]) {
-      if (!trans_a_)
-        gemm_acc(MatMap(ctx.din[0]->f(), m_, k_), dy, false, b, !trans_b_, alpha_);
-      else
-        gemm_acc(MatMap(ctx.din[0]->f(), k_, m_), b, trans_b_, dy, true, alpha_);
+      if (!trans_a_) gemm(m_, k_, n_, alpha_, dy, t(b), ctx.din[0]->f(), k_, true);
+      else gemm(k_, m_, n_, alpha_, b, t(dy), ctx.din[0]->f(), m_, true);
     }
     if (ctx.din[1]) {
-      if (!trans_b_)
-        gemm_acc(MatMap(ctx.din[1]->f(), k_, n_), a, !trans_a_, dy, false, alpha_);
-      else
-        gemm_acc(MatMap(ctx.din[1]->f(), n_, k_), dy, true, a, trans_a_, alpha_);
+      if (!trans_b_) gemm(k_, n_, m_, alpha_, t(a), dy, ctx.din[1]->f(), n_, true);
+      else gemm(n_, k_, m_, alpha_, t(dy), a, ctx.din[1]->f(), k_, true);
     }
     if (has_c_ && ctx.din.size() > 2 && ctx.din[2]) {
-      float* dc = ctx.din[2]->f();
-      const float* g = ctx.dout[0]->f();
-      const int64_t rs = c_rows_ == 1 ? 0 : c_cols_, cs = c_cols_ == 1 ? 0 : 1;
-      for (int64_t i = 0; i < m_; ++i)
-        for (int64_t j = 0; j < n_; ++j) dc[i * rs + j * cs] += beta_ * g[i * n_ + j];
+      float* __restrict dc = ctx.din[2]->f();
+      const float* __restrict g = ctx.dout[0]->f();
+      if (c_rows_ == 1 && c_cols_ == n_) {  // column sums, row by row (vectorised over j)
+        for (int64_t i = 0; i < m_; ++i)
+          for (int64_t j = 0; j < n_; ++j) dc[j] += beta_ * g[i * n_ + j];
+      } else {
+        const int64_t rs = c_rows_ == 1 ? 0 : c_cols_, cs = c_cols_ == 1 ? 0 : 1;
+        for (int64_t i = 0; i < m_; ++i)
+          for (int64_t j = 0; j < n_; ++j) dc[i * rs + j * cs] += beta_ * g[i * n_ + j];
+      }
     }
   }
 
@@ -112,8 +105,10 @@ class Gemm : public Op {
   }
 
  private:
-  CMatMap a_map(const Tensor* t) const { return CMatMap(t->f(), trans_a_ ? k_ : m_, trans_a_ ? m_ : k_); }
-  CMatMap b_map(const Tensor* t) const { return CMatMap(t->f(), trans_b_ ? n_ : k_, trans_b_ ? k_ : n_); }
+  // op(A) (M x K) and op(B) (K x N) over the stored row-major buffers.
+  MatRef a_ref(const Tensor* t) const { return {t->f(), trans_a_ ? m_ : k_, trans_a_}; }
+  MatRef b_ref(const Tensor* t) const { return {t->f(), trans_b_ ? k_ : n_, trans_b_}; }
+  static MatRef t(MatRef r) { return {r.p, r.ld, !r.trans}; }
 
   int version_ = 0;
   float alpha_ = 1.0f, beta_ = 1.0f;

@@ -8,7 +8,7 @@
 // batches fold into one (batch*M x K) * (K x N) GEMM.
 #include "runtime/attrs.h"
 #include "runtime/ops/broadcast.h"
-#include "runtime/ops/eigen_map.h"
+#include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/shape_util.h"
 
 namespace dl::rt {
@@ -83,10 +83,9 @@ class MatMul : public Op {
     const float* a = ctx.in[0]->f();
     const float* b = ctx.in[1]->f();
     float* y = ctx.out[0]->f();
-    for (size_t t = 0; t < a_off_.size(); ++t) {
-      MatMap yt(y + static_cast<int64_t>(t) * rows_ * n_, rows_, n_);
-      yt.noalias() = CMatMap(a + a_off_[t], rows_, k_) * CMatMap(b + b_off_[t], k_, n_);
-    }
+    for (size_t t = 0; t < a_off_.size(); ++t)
+      gemm(rows_, n_, k_, 1.0f, {a + a_off_[t], k_, false}, {b + b_off_[t], n_, false},
+           y + static_cast<int64_t>(t) * rows_ * n_, n_, false);
   }
 
   void backward(BwdCtx& ctx) override {
@@ -97,9 +96,9 @@ class MatMul : public Op {
     float* da = ctx.din[0] ? ctx.din[0]->f() : nullptr;
     float* db = ctx.din[1] ? ctx.din[1]->f() : nullptr;
     for (size_t t = 0; t < a_off_.size(); ++t) {
-      CMatMap dyt(dy + static_cast<int64_t>(t) * rows_ * n_, rows_, n_);
-      if (da) MatMap(da + a_off_[t], rows_, k_).noalias() += dyt * CMatMap(b + b_off_[t], k_, n_).transpose();
-      if (db) MatMap(db + b_off_[t], k_, n_).noalias() += CMatMap(a + a_off_[t], rows_, k_).transpose() * dyt;
+      const MatRef dyt{dy + static_cast<int64_t>(t) * rows_ * n_, n_, false};
+      if (da) gemm(rows_, k_, n_, 1.0f, dyt, {b + b_off_[t], n_, true}, da + a_off_[t], k_, true);
+      if (db) gemm(k_, n_, rows_, 1.0f, {a + a_off_[t], k_, true}, dyt, db + b_off_[t], n_, true);
     }
   }
 

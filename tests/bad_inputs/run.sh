@@ -10,6 +10,11 @@ mkdir -p "$work"
 if [ ! -f "$work/one_gb_line.csv" ]; then
   yes '1,' | tr -d '\n' | head -c 1073741824 > "$work/one_gb_line.csv"
 fi
+# 300 KB that would need 9.3 GB as float32 (50,000 columns x 50,002 rows, most of them
+# empty): over the default data cap of 8 GiB without --max-memory.
+if [ ! -f "$work/over_default_cap.csv" ]; then
+  { yes 1 | head -n 50000 | paste -sd, -; yes '' | head -n 50000; echo 1; } > "$work/over_default_cap.csv"
+fi
 passed=0 failed=0
 while IFS= read -r line; do
   [[ -z "$line" || "$line" == \#* ]] && continue
@@ -31,6 +36,6 @@ while IFS= read -r line; do
     echo "  got exit $got: $(echo "$out" | head -3)"
   fi
 done < "$here/cases.txt"
-rm -f "$work/one_gb_line.csv"
+rm -f "$work/one_gb_line.csv" "$work/over_default_cap.csv"
 echo "bad_inputs: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

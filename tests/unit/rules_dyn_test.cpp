@@ -698,7 +698,7 @@ TEST_CASE("rule unchanged_weights: root causes") {
     CHECK(f.layer == 2);
     CHECK(f.root_cause == RootCause::kLearningRate);
   }
-  SUBCASE("one layer behind a dead ReLU: a warning, activation") {
+  SUBCASE("one layer behind a dead ReLU: a warning, with dead_units' root cause") {
     TraceBuilder b;
     Trace t = healthy(b);
     flat_run(t);
@@ -711,7 +711,9 @@ TEST_CASE("rule unchanged_weights: root causes") {
     REQUIRE(fs.size() == 1);
     CHECK(!fs[0].conclusive);
     CHECK(fs[0].layer == 1);  // the deepest unchanged layer
-    CHECK(fs[0].root_cause == RootCause::kActivation);
+    // Dead from the first record: dead_units says initialization, and so does this rule.
+    CHECK(fs[0].root_cause == RootCause::kInitialization);
+    CHECK(fs[0].evidence["see"] == "dead_units");
     CHECK(run("unchanged_weights", t, false).empty());  // warnings are judged at the end
   }
   SUBCASE("tiny (not zero) learning rate: a warning, learning rate") {

@@ -758,7 +758,7 @@ TEST_CASE("rule training_too_short: edge cases") {
     TraceBuilder b;
     Trace t = b.dense("relu", 16).dense("softmax", 3).config("epochs", "3").build(30);
     set_curve(
-        t, [](int64_t it, double p) { return 1.1 - 0.1 * p + 0.12 * std::sin(2.3 * double(it)); },
+        t, [](int64_t it, double p) { return 1.1 - 0.1 * p + 0.25 * std::sin(2.3 * double(it)); },
         [](int64_t, double) { return 0.4; });
     CHECK(run("training_too_short", t).empty());
     // --set: a looser significance lets the trend through.

@@ -1,0 +1,315 @@
+// See gemm_kernel.h. Eigen's own parallel product runs an OpenMP region per call; on
+// this project's 2-core machines libgomp's default spin-waiting made the idle thread
+// burn a core between products, and on a loaded machine a descheduled OpenMP thread
+// stalled every product at its barrier (a 64x784x256 product was 40x slower with two
+// threads than with one). Here the caller always works, helpers join when they can.
+#include "runtime/ops/gemm_kernel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "runtime/ops/eigen_map.h"
+
+namespace dl::rt {
+namespace {
+
+using Index = Eigen::Index;
+
+// Products below this many multiply-adds run on the calling thread: waking a helper
+// (a futex wake-up, tens of microseconds on a busy machine) would cost more than it saves.
+constexpr double kParallelMacs = double(1 << 22);
+// Products above this are cut into two blocks per thread, so a late helper leaves less
+// work to wait for.
+constexpr double kFineMacs = double(1 << 26);
+
+// Packing buffers of the calling thread, grown to the largest product it has run.
+struct Scratch {
+  float* a = nullptr;
+  float* b = nullptr;
+  size_t size_a = 0, size_b = 0;
+  static float* grow(float* p, size_t& have, size_t need) {
+    if (need <= have) return p;
+    std::free(p);
+    have = (need + 1023) & ~size_t(1023);
+    p = static_cast<float*>(std::aligned_alloc(64, have * sizeof(float)));
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  ~Scratch() {
+    std::free(a);
+    std::free(b);
+  }
+};
+
+Scratch& thread_scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+#if EIGEN_VERSION_AT_LEAST(3, 3, 90)
+// Eigen's blocking sizes for a product (what its serial GEMM computes), on this
+// thread's packing buffers instead of a fresh allocation per call.
+class Blocking : public Eigen::internal::level3_blocking<float, float> {
+ public:
+  Blocking(Index rows, Index cols, Index depth) {
+    this->m_mc = rows;
+    this->m_nc = cols;
+    this->m_kc = depth;
+    Eigen::internal::computeProductBlockingSizes<float, float, 1, Index>(this->m_kc, this->m_mc, this->m_nc, Index(1));
+    Scratch& s = thread_scratch();
+    s.a = Scratch::grow(s.a, s.size_a, size_t(this->m_mc * this->m_kc));
+    s.b = Scratch::grow(s.b, s.size_b, size_t(this->m_kc * this->m_nc));
+    this->m_blockA = s.a;
+    this->m_blockB = s.b;
+  }
+};
+
+// res (rows x cols, column-major, leading dimension res_stride) += alpha * lhs * rhs.
+template <int LhsOrder, int RhsOrder>
+void gebp(Index rows, Index cols, Index depth, const float* lhs, Index lhs_stride, const float* rhs, Index rhs_stride,
+          float* res, Index res_stride, float alpha) {
+  Blocking blocking(rows, cols, depth);
+  Eigen::internal::general_matrix_matrix_product<Index, float, LhsOrder, false, float, RhsOrder, false, Eigen::ColMajor,
+                                                 1>::run(rows, cols, depth, lhs, lhs_stride, rhs, rhs_stride, res, 1,
+                                                         res_stride, alpha, blocking, nullptr);
+}
+#endif
+
+// The public product on maps: Eigen's GEMV for vector shapes (never threaded), and
+// the fallback for Eigen releases without the 3.4 kernel interface.
+void expr_product(Index rows, Index cols, Index depth, const float* l, Index ls, bool l_row, const float* r, Index rs,
+                  bool r_row, float* out, Index os, float alpha) {
+  using ColMap = Eigen::Map<Eigen::MatrixXf, 0, Eigen::OuterStride<>>;
+  using CColMap = Eigen::Map<const Eigen::MatrixXf, 0, Eigen::OuterStride<>>;
+  using CRowMap =
+      Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0, Eigen::OuterStride<>>;
+  ColMap o(out, rows, cols, Eigen::OuterStride<>(os));
+  auto go = [&](const auto& L, const auto& R) { o.noalias() += alpha * (L * R); };
+  if (l_row) {
+    CRowMap L(l, rows, depth, Eigen::OuterStride<>(ls));
+    if (r_row) go(L, CRowMap(r, depth, cols, Eigen::OuterStride<>(rs)));
+    else go(L, CColMap(r, depth, cols, Eigen::OuterStride<>(rs)));
+  } else {
+    CColMap L(l, rows, depth, Eigen::OuterStride<>(ls));
+    if (r_row) go(L, CRowMap(r, depth, cols, Eigen::OuterStride<>(rs)));
+    else go(L, CColMap(r, depth, cols, Eigen::OuterStride<>(rs)));
+  }
+}
+
+// out (rows x cols, column-major) += alpha * lhs (rows x depth) * rhs (depth x cols).
+void multiply(Index rows, Index cols, Index depth, const float* l, Index ls, bool l_row, const float* r, Index rs,
+              bool r_row, float* out, Index os, float alpha) {
+#if EIGEN_VERSION_AT_LEAST(3, 3, 90)
+  if (rows > 1 && cols > 1) {
+    if (l_row) {
+      if (r_row) gebp<Eigen::RowMajor, Eigen::RowMajor>(rows, cols, depth, l, ls, r, rs, out, os, alpha);
+      else gebp<Eigen::RowMajor, Eigen::ColMajor>(rows, cols, depth, l, ls, r, rs, out, os, alpha);
+    } else {
+      if (r_row) gebp<Eigen::ColMajor, Eigen::RowMajor>(rows, cols, depth, l, ls, r, rs, out, os, alpha);
+      else gebp<Eigen::ColMajor, Eigen::ColMajor>(rows, cols, depth, l, ls, r, rs, out, os, alpha);
+    }
+    return;
+  }
+#endif
+  expr_product(rows, cols, depth, l, ls, l_row, r, rs, r_row, out, os, alpha);
+}
+
+// A product in Eigen's column-major terms: C^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m).
+struct Product {
+  Index rows, cols, depth;  // n, m, k
+  const float* lhs;         // op(B)^T
+  Index lhs_stride;
+  bool lhs_row_major;  // B stored transposed
+  const float* rhs;    // op(A)^T
+  Index rhs_stride;
+  bool rhs_row_major;  // A stored transposed
+  float* res;
+  Index res_stride;
+  float alpha;
+  bool accumulate;
+  bool split_rows;  // blocks of lhs rows (C columns) rather than rhs columns (C rows)
+  Index block;      // rows (or columns) per block
+  Index blocks;
+
+  // Computes block t: its part of C, zeroed first unless accumulating.
+  void run_block(Index t) const {
+    const Index r0 = split_rows ? t * block : 0, r1 = split_rows ? std::min(rows, r0 + block) : rows;
+    const Index c0 = split_rows ? 0 : t * block, c1 = split_rows ? cols : std::min(cols, c0 + block);
+    if (r1 <= r0 || c1 <= c0) return;
+    float* out = res + r0 + c0 * res_stride;
+    if (!accumulate)
+      for (Index c = c0; c < c1; ++c) std::memset(res + r0 + c * res_stride, 0, size_t(r1 - r0) * sizeof(float));
+    const float* l = lhs + (lhs_row_major ? r0 * lhs_stride : r0);
+    const float* r = rhs + (rhs_row_major ? c0 : c0 * rhs_stride);
+    multiply(r1 - r0, c1 - c0, depth, l, lhs_stride, lhs_row_major, r, rhs_stride, rhs_row_major, out, res_stride,
+             alpha);
+  }
+};
+
+// Helpers for block-parallel products. A job is published by bumping `job_`; blocks
+// are claimed from `claim_` (job id in the high 32 bits, next block in the low 32), so a
+// helper that wakes up late can never take a block of a later job.
+class Pool {
+ public:
+  static Pool& instance() {
+    static Pool pool;
+    return pool;
+  }
+
+  // Runs p.run_block(t) for every block, the caller included, on up to `threads` threads.
+  void run(const Product& p, int threads) {
+    ensure_workers(threads - 1);
+    std::lock_guard<std::mutex> one_job(job_mutex_);  // products from several threads queue up
+    const uint64_t id = (job_.load() + 1) & 0xffffffffu;
+    product_.store(&p, std::memory_order_relaxed);
+    helpers_.store(threads - 1, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    claim_.store(id << 32);
+    job_.store(id);  // seq_cst: pairs with the sleepers_ check below
+    if (sleepers_.load() > 0) {
+      std::lock_guard<std::mutex> lk(mutex_);
+      wake_.notify_all();
+    }
+    work(id, p);
+    // Wait for blocks a helper claimed: spin briefly, then sleep.
+    const auto t0 = std::chrono::steady_clock::now();
+    while (done_.load(std::memory_order_acquire) < uint64_t(p.blocks)) {
+      if (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(50)) continue;
+      std::unique_lock<std::mutex> lk(mutex_);
+      finished_.wait_for(lk, std::chrono::microseconds(200),
+                         [&] { return done_.load(std::memory_order_acquire) >= uint64_t(p.blocks); });
+    }
+  }
+
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lk(mutex_);
+      stop_ = true;
+      stop_flag_.store(true);
+      wake_.notify_all();
+    }
+    for (std::thread& t : workers_) t.join();
+  }
+
+ private:
+  Pool() = default;
+
+  void ensure_workers(int n) {
+    std::lock_guard<std::mutex> lk(workers_mutex_);
+    while (int(workers_.size()) < n) {
+      const int index = int(workers_.size());
+      workers_.emplace_back([this, index] { loop(index); });
+    }
+  }
+
+  // Claims and runs blocks of job `id` until none are left.
+  void work(uint64_t id, const Product& p) {
+    const uint64_t blocks = uint64_t(p.blocks);
+    for (;;) {
+      uint64_t c = claim_.load();
+      if ((c >> 32) != id || (c & 0xffffffffu) >= blocks) return;
+      if (!claim_.compare_exchange_weak(c, c + 1)) continue;
+      p.run_block(Index(c & 0xffffffffu));
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) {
+        std::lock_guard<std::mutex> lk(mutex_);
+        finished_.notify_all();
+      }
+    }
+  }
+
+  void loop(int index) {
+    uint64_t seen = job_.load();
+    for (;;) {
+      // Spin a little (the next product of a training step usually follows within
+      // microseconds), then sleep until a job is published.
+      const auto t0 = std::chrono::steady_clock::now();
+      while (job_.load() == seen && !stop_flag_.load(std::memory_order_relaxed) &&
+             std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(100)) {
+      }
+      if (job_.load() == seen) {
+        std::unique_lock<std::mutex> lk(mutex_);
+        sleepers_.fetch_add(1);
+        wake_.wait(lk, [&] { return stop_ || job_.load() != seen; });
+        sleepers_.fetch_sub(1);
+        if (stop_) return;
+      }
+      seen = job_.load();
+      if (index >= helpers_.load(std::memory_order_relaxed)) continue;
+      const Product* p = product_.load(std::memory_order_relaxed);
+      // `p` may belong to a job that has finished already; work() checks the job id
+      // before touching it, and a job's Product outlives all of its claimed blocks.
+      const uint64_t c = claim_.load();
+      if ((c >> 32) == (seen & 0xffffffffu) && p) work(seen & 0xffffffffu, *p);
+    }
+  }
+
+  std::mutex job_mutex_, workers_mutex_, mutex_;
+  std::condition_variable wake_, finished_;
+  std::vector<std::thread> workers_;
+  std::atomic<uint64_t> job_{0}, claim_{0}, done_{0};
+  std::atomic<const Product*> product_{nullptr};
+  std::atomic<int> helpers_{0}, sleepers_{0};
+  std::atomic<bool> stop_flag_{false};
+  bool stop_ = false;
+};
+
+}  // namespace
+
+int gemm_threads(int64_t m, int64_t n, int64_t k) {
+  const double macs = double(m) * double(n) * double(k);
+  if (macs < kParallelMacs) return 1;
+  const int budget = std::max(1, Eigen::nbThreads());
+  return budget;
+}
+
+void gemm(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, float* c, int64_t ldc, bool accumulate) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < m; ++i) std::memset(c + i * ldc, 0, size_t(n) * sizeof(float));
+    return;
+  }
+  Product p;
+  p.rows = n;
+  p.cols = m;
+  p.depth = k;
+  // op(B)^T (n x k): B stored k x n row-major is column-major n x k; stored n x k
+  // (transposed) it is row-major.
+  p.lhs = b.p;
+  p.lhs_stride = b.ld;
+  p.lhs_row_major = b.trans;
+  p.rhs = a.p;
+  p.rhs_stride = a.ld;
+  p.rhs_row_major = a.trans;
+  p.res = c;
+  p.res_stride = ldc;
+  p.alpha = alpha;
+  p.accumulate = accumulate;
+  const int threads = gemm_threads(m, n, k);
+  // Each block packs all of the other operand: cut along C's columns (lhs rows) when
+  // op(A) is the smaller operand to repeat, else along C's rows.
+  p.split_rows = m <= n;
+  const Index extent = p.split_rows ? p.rows : p.cols;
+  const double macs = double(m) * double(n) * double(k);
+  Index blocks = threads == 1 ? 1 : Index(threads) * (macs >= kFineMacs ? 2 : 1);
+  const Index align = p.split_rows ? 48 : 4;  // GEBP's register block (rows x columns)
+  Index per = (extent + blocks - 1) / blocks;
+  per = (per + align - 1) / align * align;
+  blocks = std::max<Index>(1, (extent + per - 1) / per);
+  p.block = blocks == 1 ? extent : per;
+  p.blocks = blocks;
+  if (blocks == 1) {
+    p.run_block(0);
+    return;
+  }
+  Pool::instance().run(p, threads);
+}
+
+}  // namespace dl::rt

@@ -86,9 +86,12 @@ LayerValues layer_values(const Trace& t, const LayerProbes& p, size_t record) {
   v.act_std = get(p.output, [](const TensorStats& s) { return s.std; });
   v.grad_norm = get(p.gradient, [](const TensorStats& s) { return s.l2; });
   v.update_ratio = get(p.update, [](const TensorStats& s) { return s.mean; });
-  v.dead_frac = get(p.dead, [](const TensorStats& s) { return s.dead_frac; });
-  v.dead_units = get(p.dead, [](const TensorStats& s) { return s.dead_units; });
-  v.sat_frac = get(p.saturation, [](const TensorStats& s) { return s.sat_frac; });
+  const auto& probes = t.header.probes;
+  const int dead = p.dead >= 0 && probes[size_t(p.dead)].op.has_dead_zone ? p.dead : -1;
+  const int sat = p.saturation >= 0 && probes[size_t(p.saturation)].op.saturates ? p.saturation : -1;
+  v.dead_frac = get(dead, [](const TensorStats& s) { return s.dead_frac; });
+  v.dead_units = get(dead, [](const TensorStats& s) { return s.dead_units; });
+  v.sat_frac = get(sat, [](const TensorStats& s) { return s.sat_frac; });
   return v;
 }
 

@@ -23,8 +23,9 @@ struct LayerProbes {
 // One entry per header.layers entry, in the same order.
 std::vector<LayerProbes> layer_probes(const Trace& t);
 
-// The values reports show, at one record; NaN where a probe is absent or its tensor
-// held NaN/Inf.
+// The values reports show, at one record; NaN where a probe is absent (dead fractions
+// of a layer without a dead zone, saturation of one that does not saturate) or its
+// tensor held NaN/Inf.
 struct LayerValues {
   double act_mean, act_std;  // output activations
   double grad_norm;          // ||dL/d output||

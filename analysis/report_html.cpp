@@ -16,7 +16,7 @@ using svg::escape;
 using svg::num;
 
 // No '<' or '&' anywhere: the style sheet is XML text as it stands.
-constexpr const char* kStyle = R"(
+const char* const kStyle = R"(
 * { box-sizing: border-box; }
 body { margin: 0; background: #eef2f6; color: #0f172a;
   font: 14px/1.45 "DejaVu Sans", Helvetica, Arial, sans-serif; }
@@ -48,7 +48,10 @@ table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #e2e8f0; vertical-align: top; }
 th { background: #f8fafc; color: #334155; font-weight: 600; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
-table.evidence { width: auto; min-width: 40%; }
+table.epochs { width: auto; min-width: 40%; }
+.vbody { display: grid; grid-template-columns: minmax(0, 1fr) minmax(240px, 36%); gap: 22px; align-items: start; }
+table.evidence td { overflow-wrap: anywhere; }
+a { color: inherit; }
 tr.primary td { background: #fef2f2; }
 tr.primary td:first-child { box-shadow: inset 4px 0 0 #dc2626; }
 tr.consequence td:first-child { box-shadow: inset 4px 0 0 #ea580c; }
@@ -84,9 +87,16 @@ svg.chart { width: 100%; height: auto; display: block; }
 footer { color: #64748b; font-size: 12px; text-align: center; margin-top: 10px; }
 )";
 
+// Evidence values: numbers as "%.4g", objects as "key: value, ...", arrays as lists.
 std::string value_text(const json& v) {
   if (v.is_number()) return num(v.get<double>());
   if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() || v.is_array()) {
+    std::string s;
+    for (auto it = v.begin(); it != v.end(); ++it)
+      s += (s.empty() ? "" : ", ") + (v.is_object() ? it.key() + ": " : std::string()) + value_text(it.value());
+    return v.is_array() ? "[" + s + "]" : s;
+  }
   return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -124,7 +134,8 @@ std::string verdict_section(const Diagnosis& d, const Trace& t, const RunInfo& r
   }
   const Finding& f = d.findings.front();
   out += "<span class=\"badge primary\">FAULT</span>";
-  out += "<p class=\"headline\">" + escape(f.message.empty() ? f.symptom : f.message) + "</p><dl class=\"facts\">";
+  out += "<p class=\"headline\">" + escape(f.message.empty() ? f.symptom : f.message) +
+         "</p><div class=\"vbody\"><div><dl class=\"facts\">";
   const std::string label = report_detail::layer_label(f, t);
   out += fact("Layer", label.empty() ? "none (the whole model)" : "<a href=\"#layer-" + std::to_string(f.layer) +
                                                                     "\">" + escape(label) + "</a>");
@@ -136,14 +147,18 @@ std::string verdict_section(const Diagnosis& d, const Trace& t, const RunInfo& r
                              (f.rule.empty() ? "" : ", rule <code>" + escape(f.rule) + "</code>") + ")");
   out += "</dl>";
   if (!f.recommendation.empty()) out += "<p class=\"fix\"><strong>Fix:</strong> " + escape(f.recommendation) + "</p>";
+  out += "</div><div>";
   if (f.evidence.is_object() && !f.evidence.empty()) {
-    out += "<h3>Evidence</h3><table class=\"evidence\"><tr><th>quantity</th><th class=\"n\">value</th></tr>";
+    out += "<table class=\"evidence\"><tr><th>evidence</th><th class=\"n\">value</th></tr>";
     for (auto it = f.evidence.begin(); it != f.evidence.end(); ++it)
-      out += "<tr><td><code>" + escape(it.key()) + "</code></td><td class=\"n\">" + escape(value_text(it.value())) +
-             "</td></tr>";
+    {
+      const std::string value = value_text(it.value());
+      out += "<tr><td><code>" + escape(it.key()) + "</code></td><td" + (value.size() > 24 ? "" : " class=\"n\"") +
+             ">" + escape(value) + "</td></tr>";
+    }
     out += "</table>";
   }
-  return out + "</section>";
+  return out + "</div></div></section>";
 }
 
 std::string layer_table(const Diagnosis& d, const Trace& t) {
@@ -200,7 +215,7 @@ std::string epochs_table(const RunInfo& run) {
   const size_t n = run.epoch_loss.size();
   if (n == 0) return "";
   const bool val = run.epoch_val_loss.size() == n;
-  std::string out = "<h3>Per epoch</h3><table><tr><th class=\"n\">epoch</th><th class=\"n\">loss</th><th class=\"n\">" +
+  std::string out = "<h3>Per epoch</h3><table class=\"epochs\"><tr><th class=\"n\">epoch</th><th class=\"n\">loss</th><th class=\"n\">" +
                     escape(run.metric_name) + "</th>" +
                     (val ? "<th class=\"n\">val loss</th><th class=\"n\">val " + escape(run.metric_name) + "</th>" : "") +
                     "</tr>";
@@ -265,17 +280,17 @@ std::string report_html(const Diagnosis& d, const Trace& t, const RunInfo& run) 
   const std::string title = "deeplocalize: " + std::string(d.fault ? "FAULT" : "OK") + " \u2014 " + run.model;
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>"
                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>"
-                    "<meta name=\"generator\" content=\"deeplocalize " + escape(run.tool_version) + "\"/><title>" +
-                    escape(title) + "</title><style>" + kStyle + "</style></head>\n<body><main>";
-  out += "<header class=\"top\"><h1>deeplocalize report</h1><div class=\"run\">model <code>" + escape(run.model) +
-         "</code>" + (run.data.empty() ? "" : "<br/>data <code>" + escape(run.data) + "</code>") + "</div></header>\n";
+                    "<meta name=\"generator\" content=\"deeplocalize " + svg::escape(run.tool_version) + "\"/><title>" +
+                    svg::escape(title) + "</title><style>" + html::kStyle + "</style></head>\n<body><main>";
+  out += "<header class=\"top\"><h1>deeplocalize report</h1><div class=\"run\">model <code>" + svg::escape(run.model) +
+         "</code>" + (run.data.empty() ? "" : "<br/>data <code>" + svg::escape(run.data) + "</code>") + "</div></header>\n";
   out += html::verdict_section(d, t, run) + "\n";
-  out += html::curves_section(d, t, run, dom) + "\n";
+  out += html::curves_section(t, run, dom) + "\n";
   out += html::layers_section(d, t, dom) + "\n";
   out += html::layer_table(d, t) + "\n";
   out += html::findings_section(d, t) + "\n";
   out += html::summary_section(t, run) + "\n";
-  out += "<footer>Generated by deeplocalize " + escape(run.tool_version) +
+  out += "<footer>Generated by deeplocalize " + svg::escape(run.tool_version) +
          ". Self-contained: no scripts, no network.</footer></main></body></html>\n";
   return out;
 }

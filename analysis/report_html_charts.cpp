@@ -39,7 +39,7 @@ std::string placeholder(const std::string& text) { return "<div class=\"na\">" +
 
 }  // namespace
 
-std::string curves_section(const Diagnosis& d, const Trace& t, const RunInfo& run, const Domain& dom) {
+std::string curves_section(const Trace& t, const RunInfo& run, const Domain& dom) {
   std::vector<float> loss = t.loss, metric = t.metric;
   if (loss.empty())
     for (const IterationRecord& r : t.records) loss.push_back(r.loss), metric.push_back(r.metric);
@@ -56,9 +56,18 @@ std::string curves_section(const Diagnosis& d, const Trace& t, const RunInfo& ru
     if (v.empty()) continue;
     const bool is_loss = which == 0;
     const std::string name = is_loss ? "loss" : (run.metric_name.empty() ? "metric" : run.metric_name);
-    svg::Series s = series(name + " (per batch)", is_loss ? kBlue : kGreen);
+    svg::Series s = series("per batch", is_loss ? kBlue : kGreen);
     for (size_t i = 0; i < v.size(); ++i) s.x.push_back(x_of(i)), s.y.push_back(v[i]);
     std::vector<svg::Series> all{s};
+    // Per-batch values are noisy: draw them faintly under a moving average.
+    if (v.size() >= 100) {
+      const size_t window = std::max<size_t>(5, v.size() / 40);
+      all[0].opacity = 0.3;
+      svg::Series avg = series("moving average", is_loss ? kBlue : kGreen);
+      avg.x = s.x;
+      avg.y = svg::moving_average(s.y, window, svg::uses_log_scale({s}, svg::Scale::kAuto));
+      all.push_back(avg);
+    }
     const std::vector<double>& val = is_loss ? run.epoch_val_loss : run.epoch_val_metric;
     if (!val.empty() && bpe > 0) {
       svg::Series vs = series("validation (per epoch)", kOrange);
@@ -68,7 +77,7 @@ std::string curves_section(const Diagnosis& d, const Trace& t, const RunInfo& ru
     }
     svg::ChartOptions o;
     o.width = 560, o.height = 250;
-    o.title = is_loss ? "Loss" : name == "accuracy" ? "Accuracy" : name;
+    o.title = is_loss ? "Loss" : name == "accuracy" ? "Accuracy" : name == "mae" ? "Mean absolute error" : name;
     o.aria_label = o.title + " over iterations";
     o.x_min = dom.x0, o.x_max = dom.x1;
     o.mark_x = dom.failure >= 0 ? double(dom.failure) : o.mark_x;
@@ -80,7 +89,6 @@ std::string curves_section(const Diagnosis& d, const Trace& t, const RunInfo& ru
   const auto bad = [](float x) { return !std::isfinite(x); };
   if (std::any_of(loss.begin(), loss.end(), bad) || std::any_of(metric.begin(), metric.end(), bad))
     out += "<p class=\"note\">Red shading marks iterations whose value is NaN or Inf.</p>";
-  (void)d;
   return out + "</section>";
 }
 
@@ -155,7 +163,6 @@ std::string layers_section(const Diagnosis& d, const Trace& t, const Domain& dom
       o.mark_x = dom.failure >= 0 ? double(dom.failure) : o.mark_x;
       o.aria_label = "layer " + std::to_string(layers[k].index) + ": " + columns[c];
       if (c == 2) o.scale = svg::Scale::kLog;
-      if (c == 0) o.scale = svg::Scale::kLinear;
       if (c >= 3) o.y_min = 0, o.y_max = 1, o.scale = svg::Scale::kLinear;
       out += "<div class=\"cell\">" + svg::chart(cols[c], o) + "</div>";
     }

@@ -21,7 +21,7 @@ std::string status_class(const std::string& status);
 // A coloured badge naming the status.
 std::string status_badge(const std::string& status);
 
-std::string curves_section(const Diagnosis& d, const Trace& t, const RunInfo& run, const Domain& dom);
+std::string curves_section(const Trace& t, const RunInfo& run, const Domain& dom);
 std::string layers_section(const Diagnosis& d, const Trace& t, const Domain& dom);
 
 }  // namespace dl::an::html

@@ -34,6 +34,7 @@ struct Series {
   std::vector<double> x, y;  // NaN/Inf allowed
   bool dashed = false;
   bool dots = false;  // markers only (e.g. per-epoch validation values)
+  double opacity = 1;  // < 1: drawn faintly (e.g. raw values under a moving average)
 };
 
 struct ChartOptions {
@@ -53,6 +54,11 @@ struct ChartOptions {
 
 // The <svg> element. Says "log scale" in the chart when it used one.
 std::string chart(const std::vector<Series>& series, const ChartOptions& o);
+
+// A centred moving average over `window` values (geometric when `geometric`, for log
+// scales; non-positive values then count as skipped); NaN/Inf values are skipped and
+// stay NaN, so the average breaks where the data does.
+std::vector<double> moving_average(const std::vector<double>& y, size_t window, bool geometric = false);
 
 // Whether `chart` would use a log scale for these values under `scale`.
 bool uses_log_scale(const std::vector<Series>& series, Scale scale);

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <string>
@@ -97,24 +98,37 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-// Times iterations [warmup, warmup + steps) of one Trainer::run and stops it.
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Times iterations [warmup, warmup + steps) of one Trainer::run and stops it: wall time,
+// and the process's CPU time (all threads), which a loaded machine disturbs much less.
 class StepTimer : public rt::TrainListener {
  public:
   StepTimer(int64_t warmup, int64_t steps) : warmup_(warmup), steps_(steps) {}
   void after_update(const rt::ExecutionGraph&, const rt::IterationInfo& info) override {
-    if (info.iteration == warmup_ - 1) t0_ = Clock::now();
+    if (info.iteration == warmup_ - 1) {
+      t0_ = Clock::now();
+      cpu0_ = process_cpu_seconds();
+    }
     if (info.iteration == warmup_ + steps_ - 1) {
       seconds_ = bench::seconds_since(t0_);
+      cpu_seconds_ = process_cpu_seconds() - cpu0_;
       done_ = true;
     }
   }
   bool should_stop() override { return done_; }
   double seconds() const { return seconds_; }
+  double cpu_seconds() const { return cpu_seconds_; }
 
  private:
   int64_t warmup_, steps_;
   Clock::time_point t0_;
-  double seconds_ = 0;
+  double cpu0_ = 0;
+  double seconds_ = 0, cpu_seconds_ = 0;
   bool done_ = false;
 };
 
@@ -215,8 +229,12 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
   prof.print();
 }
 
+struct Timing {
+  double wall = 0, cpu = 0;
+};
+
 // One timed run of `mode` on a fresh trainer.
-double run_mode(const std::string& mode, const ir::Model& model, const rt::TrainConfig& config,
+Timing run_mode(const std::string& mode, const ir::Model& model, const rt::TrainConfig& config,
                 const rt::Dataset& data, const Args& a) {
   rt::Trainer trainer(model, config, data, rt::Dataset{});
   an::Trace trace;
@@ -241,7 +259,7 @@ double run_mode(const std::string& mode, const ir::Model& model, const rt::Train
   trainer.add_listener(&timer);
   rt::TrainResult r = trainer.run();
   if (r.iterations < a.warmup + a.steps) throw InternalError("the run ended before the timed steps");
-  return timer.seconds();
+  return {timer.seconds(), timer.cpu_seconds()};
 }
 
 }  // namespace
@@ -276,22 +294,27 @@ int main(int argc, char** argv) {
       profile_steps(model, config, data, a);
       return 0;
     }
-    std::map<std::string, std::vector<double>> secs;
-    std::map<std::string, std::vector<double>> overhead;  // per round, vs that round's off
+    std::map<std::string, std::vector<double>> secs, cpu;
+    std::map<std::string, std::vector<double>> overhead, cpu_overhead;  // per round, vs that round's off
     std::vector<double> peaks;
     for (int64_t round = 0; round < a.rounds; ++round) {
-      std::map<std::string, double> this_round;
+      std::map<std::string, Timing> this_round;
       for (const std::string& mode : a.modes) {
-        const double s = run_mode(mode, model, config, data, a);
-        this_round[mode] = s;
-        secs[mode].push_back(s);
-        std::printf("round %lld  %-6s  %8.2f steps/s  %7.2f GFLOP/s\n", (long long)round, mode.c_str(),
-                    double(a.steps) / s, flops.total() * double(a.steps) / s / 1e9);
+        const Timing t = run_mode(mode, model, config, data, a);
+        this_round[mode] = t;
+        secs[mode].push_back(t.wall);
+        cpu[mode].push_back(t.cpu);
+        std::printf("round %lld  %-6s  %8.2f steps/s  %7.2f GFLOP/s  %8.1f us CPU/step\n", (long long)round,
+                    mode.c_str(), double(a.steps) / t.wall, flops.total() * double(a.steps) / t.wall / 1e9,
+                    1e6 * t.cpu / double(a.steps));
         std::fflush(stdout);
       }
       if (this_round.count("off"))
-        for (const auto& [mode, s] : this_round)
-          if (mode != "off") overhead[mode].push_back(100.0 * (s / this_round["off"] - 1.0));
+        for (const auto& [mode, t] : this_round)
+          if (mode != "off") {
+            overhead[mode].push_back(100.0 * (t.wall / this_round["off"].wall - 1.0));
+            cpu_overhead[mode].push_back(100.0 * (t.cpu / this_round["off"].cpu - 1.0));
+          }
       if (a.peak_n > 0) {
         peaks.push_back(bench::eigen_gemm_gflops(a.peak_n, std::max(2, int(4e9 / (2.0 * a.peak_n * a.peak_n * a.peak_n)))));
         std::printf("round %lld  peak    %8.1f GFLOP/s (Eigen %dx%d product)\n", (long long)round, peaks.back(),
@@ -307,7 +330,9 @@ int main(int argc, char** argv) {
                   "efficiency=%.4f",
                   name.c_str(), (long long)config.batch_size, a.threads, mode.c_str(), double(a.steps) / s, gf, peak,
                   peak > 0 ? gf / peak : 0.0);
-      if (overhead.count(mode)) std::printf(" overhead_pct=%.2f", median(overhead[mode]));
+      std::printf(" cpu_us_per_step=%.1f", 1e6 * median(cpu[mode]) / double(a.steps));
+      if (overhead.count(mode))
+        std::printf(" overhead_pct=%.2f cpu_overhead_pct=%.2f", median(overhead[mode]), median(cpu_overhead[mode]));
       std::printf("\n");
     }
     std::fflush(stdout);

@@ -54,7 +54,8 @@ std::string expectation_text(const json& r) {
   if (!e.is_object()) return "";
   if (field(e, "fault") != json(true))
     return std::string("no fault: ") + (field(s, "false_alarm") == json(true) ? "FALSE ALARM" : "ok");
-  std::string out = field(s, "detected") == json(true) ? "fault: detected" : "fault: MISSED";
+  if (field(s, "detected") != json(true)) return "fault: MISSED";
+  std::string out = "fault: detected";
   if (!field(s, "localized").is_null()) out += field(s, "localized") == json(true) ? ", localized" : ", NOT localized";
   if (!field(s, "root_cause").is_null())
     out += field(s, "root_cause") == json(true) ? ", root cause ok" : ", WRONG root cause";

@@ -10,6 +10,7 @@
 #include "cli/train_command.h"
 #include "converter/errors.h"
 #include "converter/import.h"
+#include "runtime/registry.h"
 
 namespace dl::cli {
 
@@ -52,6 +53,17 @@ CommandSet register_commands(CLI::App& app) {
       std::cout << text.str();
     else
       write_text_atomically(convert_args->out, text.str());
+    return 0;
+  });
+
+  CLI::App* ops = app.add_subcommand("ops", "List the supported ONNX operators and the since-versions each implements");
+  set.commands.emplace_back(ops, [] {
+    std::cout << "| operator | since-versions implemented |\n|---|---|\n";
+    for (const rt::OpInfo& info : rt::all_ops()) {
+      std::string versions;
+      for (int v : info.versions) versions += (versions.empty() ? "" : ", ") + std::to_string(v);
+      std::cout << "| " << info.type << " | " << versions << " |\n";
+    }
     return 0;
   });
 

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "converter/errors.h"
 #include "runtime/optimizer_impl.h"
@@ -36,7 +37,6 @@ void Optimizer::allocate(const std::vector<Param>& params) {
   }
   if (config_.clipnorm || config_.clipvalue) scratch_.assign(largest, 0.0f);
   before_.assign(std::min(largest, kChunk), 0.0f);
-  update_norms_.assign(params.size(), {});
   slot_ptrs_.assign(static_cast<size_t>(std::max(slots_, 1)), nullptr);
   allocated_ = true;
 }
@@ -65,39 +65,7 @@ const float* Optimizer::transform(const Param& p) {
   return out;
 }
 
-namespace {
-
-// sum (a[k] - b[k])^2 over finite differences, and the count of non-finite ones. Float
-// lanes (vectorised) per chunk; a chunk whose sum is not finite is redone exactly.
-void add_update_norm(const float* after, const float* before, int64_t n, Optimizer::UpdateNorm& out) {
-  constexpr int kLanes = 16;
-  float acc[kLanes] = {};
-  int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      const float d = after[k + j] - before[k + j];
-      acc[j] += d * d;
-    }
-  for (int j = 0; k < n; ++k, ++j) {
-    const float d = after[k] - before[k];
-    acc[j] += d * d;
-  }
-  double sum = 0;
-  for (int j = 0; j < kLanes; ++j) sum += double(acc[j]);
-  if (std::isfinite(sum)) {
-    out.squared += sum;
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const double d = double(after[i]) - double(before[i]);
-    if (std::isfinite(d)) out.squared += d * d;
-    else ++out.nonfinite;
-  }
-}
-
-}  // namespace
-
-void Optimizer::step(std::vector<Param>& params, bool track_updates) {
+void Optimizer::step(std::vector<Param>& params, UpdateObserver* observer) {
   for (const Param& p : params) {
     if (p.value == nullptr || p.grad == nullptr || p.value->dtype() != DType::kFloat32 ||
         p.grad->numel() != p.value->numel() || !p.grad->allocated())
@@ -118,21 +86,19 @@ void Optimizer::step(std::vector<Param>& params, bool track_updates) {
     for (int k = 0; k < slots_; ++k) slot_ptrs_[static_cast<size_t>(k)] = state_[i][static_cast<size_t>(k)].data();
     float* w = p.value->f();
     const float* g = transform(p);
-    if (!track_updates) {
+    if (!observer) {
       update(w, g, slot_ptrs_.data(), n, lr_t);
       continue;
     }
-    // The rules are element-wise, so updating chunk by chunk is the same update; each
-    // chunk's old values stay in L1 for the difference.
-    UpdateNorm& norm = update_norms_[i];
-    norm = {};
+    // The rules are element-wise, so updating chunk by chunk is the same update.
+    const float* raw = p.grad->f();
     float* chunk_slots[8];
     for (int64_t off = 0; off < n; off += int64_t(kChunk)) {
       const int64_t len = std::min<int64_t>(int64_t(kChunk), n - off);
-      std::copy(w + off, w + off + len, before_.data());
+      std::memcpy(before_.data(), w + off, size_t(len) * sizeof(float));
       for (int k = 0; k < slots_; ++k) chunk_slots[k] = slot_ptrs_[static_cast<size_t>(k)] + off;
       update(w + off, g + off, chunk_slots, len, lr_t);
-      add_update_norm(w + off, before_.data(), len, norm);
+      observer->on_chunk(i, off, raw + off, before_.data(), w + off, len);
     }
   }
   ++iterations_;

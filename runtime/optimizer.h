@@ -62,18 +62,20 @@ class Optimizer {
   // (sizes are checked: InternalError if they change). Allocates state on the first call
   // only. Gradients are read, never modified.
   //
-  // With track_updates, also measures each parameter's change w_after - w_before while
-  // updating it (in L1-sized chunks, so no copy of the parameters is kept): see
-  // update_norms(). Probes read it instead of keeping their own copy of every weight.
-  void step(std::vector<Param>& params, bool track_updates = false);
-
-  // Per parameter, from the last step with track_updates: the squared L2 norm of the
-  // change (finite differences only) and how many differences were NaN or infinite.
-  struct UpdateNorm {
-    double squared = 0;
-    int64_t nonfinite = 0;
+  // With an observer, each parameter is updated in chunks of at most kChunk values and
+  // the observer sees every chunk right after its update, while the chunk's gradient,
+  // old and new values are in L1 (see UpdateObserver): statistics of weights, gradients
+  // and updates cost no extra pass over memory and no copy of the parameters.
+  class UpdateObserver {
+   public:
+    virtual ~UpdateObserver() = default;
+    // Values [offset, offset + n) of parameter `param` (index into params): the raw
+    // gradient (before clipping), the values before and after this update.
+    virtual void on_chunk(size_t param, int64_t offset, const float* grad, const float* before, const float* after,
+                          int64_t n) = 0;
   };
-  const std::vector<UpdateNorm>& update_norms() const { return update_norms_; }
+  static constexpr size_t kChunk = 2048;  // floats (8 KiB)
+  void step(std::vector<Param>& params, UpdateObserver* observer = nullptr);
 
   double learning_rate() const { return lr_; }          // the configured (initial) rate
   double current_learning_rate() const;                 // lr_t the next step will use
@@ -96,8 +98,6 @@ class Optimizer {
   void allocate(const std::vector<Param>& params);
   const float* transform(const Param& p);
 
-  static constexpr size_t kChunk = 2048;  // floats per chunk when tracking updates (8 KiB)
-
   std::string name_;
   double lr_;
   int slots_;
@@ -105,7 +105,6 @@ class Optimizer {
   std::vector<std::vector<std::vector<float>>> state_;  // [param][slot][element]
   std::vector<float> scratch_;                          // transformed gradient
   std::vector<float> before_;                           // one chunk of weights before its update
-  std::vector<UpdateNorm> update_norms_;
   std::vector<float*> slot_ptrs_;                       // the current parameter's slots
   bool allocated_ = false;
 };

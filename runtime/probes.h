@@ -3,10 +3,12 @@
 // updates) to a fixed-size statistics record in the trace, right after it is written.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "analysis/trace.h"
 #include "runtime/graph.h"
+#include "runtime/parallel.h"
 #include "runtime/trainer.h"
 
 namespace dl::rt {
@@ -17,28 +19,53 @@ an::TensorStats reduce_stats(const Tensor& t, const an::OpDescription* desc, std
 
 an::OpDescription describe(const OpTraits& traits, const Shape& output_shape);
 
-class ProbeRecorder : public Observer, public TrainListener {
+// Reductions run in the background on the kernels' helper threads (runtime/parallel.h)
+// while the step goes on, and are complete when after_update() returns (the iteration's
+// record is then whole for every listener after this one). A tensor is reduced only
+// after the step that writes it, and nothing writes it again before after_update():
+// forward outputs until the next forward, output gradients until the next backward's
+// zeroing, parameters and their gradients until the next update. Without helpers
+// (one compute thread) the same reductions run inline. Results do not depend on the
+// thread: parameter partial sums are merged in a fixed order.
+//
+// Parameters are reduced while the optimizer updates them (Optimizer::UpdateObserver):
+// the change (update probe) from each chunk's old and new values, weight and gradient
+// statistics from the same memory right after, so no copy of the weights is kept.
+class ProbeRecorder : public Observer, public TrainListener, public Optimizer::UpdateObserver {
  public:
   // Declares one probe per step output, per step output gradient (where gradients
   // flow) and three per parameter (value, gradient, update), in program order.
   ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace);
+  ~ProbeRecorder() override;
 
   void on_batch_begin(const IterationInfo& info) override;
   void on_forward(size_t step_index, const Step& step) override;
   void on_backward(size_t step_index, const Step& step) override;
-  // Recorded iterations ask the optimizer for each parameter's change (the update probe).
-  bool wants_update_norms(const IterationInfo& info) override;
-  void before_update(const ExecutionGraph& graph, const IterationInfo& info) override;
+  Optimizer::UpdateObserver* update_observer(const IterationInfo& info) override;
+  void on_chunk(size_t param, int64_t offset, const float* grad, const float* before, const float* after,
+                int64_t n) override;
   void after_update(const ExecutionGraph& graph, const IterationInfo& info) override;
   void on_epoch_end(const EpochSummary& summary) override;
 
  private:
+  struct TensorJob;
+  struct ParamJob;
+  struct ParamSums;
+  static void run_tensor_job(void* self, int64_t probe);
+  static void run_param_job(void* self, int64_t job);
+  void reduce_tensor(int probe, const Tensor* t, bool with_bands);
+
   an::Trace& trace_;
   std::vector<int> forward_probe_;   // per step, -1 if none
   std::vector<int> gradient_probe_;  // per step, -1 if none
   std::vector<int> weight_probe_;    // per parameter: weight, then param_grad, update at +1, +2
-  std::vector<uint8_t> unit_flags_;
+  std::vector<int64_t> param_numel_;
+  std::vector<int64_t> first_job_;   // per parameter: index of its first ParamJob
+  std::unique_ptr<TensorJob[]> tensor_jobs_;  // per probe
+  std::unique_ptr<ParamJob[]> param_jobs_;    // per parameter piece
+  std::unique_ptr<ParamSums[]> param_sums_;   // per parameter, this iteration
   an::TensorStats* current_ = nullptr;  // this iteration's record, or null when not recorded
+  TaskGroup tasks_;                     // last member: destroyed (and drained) first
 };
 
 }  // namespace dl::rt

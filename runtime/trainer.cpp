@@ -100,11 +100,11 @@ TrainResult Trainer::run() {
       info.loss = loss_->compute(g.output(0), target, &g.output_grad(0));
       info.metric = metric_->compute(g.output(0), target);
       g.backward();
-      bool track = false;
-      for (TrainListener* l : listeners_) track = l->wants_update_norms(info) || track;
       for (TrainListener* l : listeners_) l->before_update(g, info);
-      optimizer_->step(g.params(), track);
-      if (track) info.update_norms = &optimizer_->update_norms();
+      Optimizer::UpdateObserver* watch = nullptr;
+      for (TrainListener* l : listeners_)
+        if (!watch) watch = l->update_observer(info);
+      optimizer_->step(g.params(), watch);
       for (TrainListener* l : listeners_) l->after_update(g, info);
       result.loss.push_back(info.loss);
       result.metric.push_back(info.metric);

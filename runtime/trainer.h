@@ -26,9 +26,6 @@ struct IterationInfo {
   int64_t rows = 0;       // rows in this batch
   double loss = 0;
   double metric = 0;
-  // After the update, when a listener asked for them (wants_update_norms): per
-  // parameter (graph.params() order), the norm of this step's change. Else null.
-  const std::vector<Optimizer::UpdateNorm>* update_norms = nullptr;
 };
 
 struct EpochSummary {
@@ -48,9 +45,10 @@ class TrainListener {
   // Just before the optimizer step: gradients are final, weights not yet changed.
   virtual void before_update(const ExecutionGraph& graph, const IterationInfo& info) { (void)graph; (void)info; }
   virtual void after_update(const ExecutionGraph& graph, const IterationInfo& info) { (void)graph; (void)info; }
-  // Asked before each update: true makes the optimizer measure each parameter's change
-  // (IterationInfo::update_norms in after_update) in the same pass as the update.
-  virtual bool wants_update_norms(const IterationInfo& info) { (void)info; return false; }
+  // Asked before each update (after before_update): an observer the optimizer shows
+  // every chunk of every parameter as it updates it (Optimizer::UpdateObserver), or null.
+  // The first listener that returns one gets it.
+  virtual Optimizer::UpdateObserver* update_observer(const IterationInfo& info) { (void)info; return nullptr; }
   virtual void on_epoch_end(const EpochSummary& summary) { (void)summary; }
   // Polled after every iteration; true ends training (a conclusive fault was found).
   virtual bool should_stop() { return false; }

@@ -100,10 +100,15 @@ class DeadUnits : public Rule {
     f.conclusive = dead;
     f.confidence = dead ? 0.95 : 0.6;
     const int64_t units = p.op.units;
+    const bool whole = s.dead_units >= 1.0f - 1e-6f;
     f.message = ctx.layer_label(p.layer) + ": " +
-                (dead ? "all " + (units > 0 ? std::to_string(units) + " " : std::string()) + "units of " + p.node +
-                            " are dead (output all zeros for every sample) for the last " + std::to_string(records) +
-                            " recorded iterations, so no gradient flows through it"
+                (dead && whole
+                     ? "all " + (units > 0 ? std::to_string(units) + " " : std::string()) + "units of " + p.node +
+                           " are dead (output all zeros for every sample) for the last " + std::to_string(records) +
+                           " recorded iterations, so no gradient flows through it"
+                 : dead ? ru::num(100 * s.dead_units) + "% of the units of " + p.node +
+                              " have been dead for the whole batch for the last " + std::to_string(records) +
+                              " recorded iterations"
                       : ru::num(100 * s.dead_units) + "% of the units of " + p.node +
                             " are dead for the whole batch at the end of training");
     f.evidence = {{"node", p.node}, {"dead_units", s.dead_units}, {"dead_frac", s.dead_frac},

@@ -52,6 +52,9 @@ class ExplodingTensor : public Rule {
     const bool diverged_to_nan = end < t.size();
     const std::vector<size_t> fwd = ctx.probes(ProbeKind::kForward);
     const auto layers = ru::param_probes(ctx);
+    // Online, only a conclusive finding matters (it stops training), and that needs the
+    // last record above the thresholds: skip the scan of the whole trace otherwise.
+    if (!ctx.final() && !last_record_high(ctx, fwd, layers, end)) return;
     // Every series in one record-major pass over the statistics (they are stored that way).
     std::vector<std::vector<double>> values(fwd.size()), grads(layers.size()), weights(layers.size());
     for (size_t r = 0; r < end; ++r) {
@@ -89,6 +92,19 @@ class ExplodingTensor : public Rule {
 
  private:
   static double max_abs(const TensorStats& s) { return std::max(std::fabs(s.min), std::fabs(s.max)); }
+
+  bool last_record_high(const AnalysisContext& ctx, const std::vector<size_t>& fwd,
+                        const std::vector<ru::LayerParamProbes>& layers, size_t end) const {
+    const Trace& t = ctx.trace();
+    for (size_t k : fwd)
+      if (max_abs(t.at(end - 1, k)) > threshold(ctx, "value_abs")) return true;
+    for (const ru::LayerParamProbes& p : layers) {
+      if (ru::combined_l2(t, end - 1, p.grad) > threshold(ctx, "grad_abs")) return true;
+      const double w0 = ru::initial_weight_l2(ctx, p.layer).value_or(ru::combined_l2(t, 0, p.weight));
+      if (ru::combined_l2(t, end - 1, p.weight) > threshold(ctx, "weight_growth") * w0) return true;
+    }
+    return false;
+  }
 
   static std::optional<Hit> first_hit(const std::vector<double>& series, double baseline, double growth, double abs,
                                       int layer) {

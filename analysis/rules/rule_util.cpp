@@ -393,4 +393,28 @@ LineFit fit_line(const std::vector<float>& v, size_t from, size_t to) {
   return f;
 }
 
+MetricJudgement judge_metric(const AnalysisContext& ctx, double now, double poor_fraction, double poor_mae) {
+  MetricJudgement j;
+  const TraceHeader& h = ctx.header();
+  if (h.metric_name == "accuracy") {
+    now = std::clamp(now, 0.0, 1.0);
+    j.chance = ctx.progress().chance_metric;
+    if (j.chance < 0) j.chance = h.output_width > 1 ? 1.0 / double(h.output_width) : 0.5;
+    j.known = true;
+    j.poor = now < j.chance + poor_fraction * (1 - j.chance);
+    j.goal = j.chance + 0.75 * (1 - j.chance);
+    j.text = "accuracy " + num(now) + " (chance " + num(j.chance) + ")";
+  } else if (h.metric_name == "mae") {
+    double sigma = 0;
+    for (const ColumnSummary& col : h.data_summary.target_columns)
+      sigma += col.std / double(h.data_summary.target_columns.size());
+    if (sigma <= 0) return j;
+    now = std::max(0.0, now);
+    j.known = true;
+    j.poor = now > poor_mae * sigma;
+    j.text = "mae " + num(now) + " (targets' std " + num(sigma) + ")";
+  }
+  return j;
+}
+
 }  // namespace dl::an::ru

@@ -150,4 +150,15 @@ struct LineFit {
 };
 LineFit fit_line(const std::vector<float>& v, size_t from, size_t to);
 
+// Whether a metric value `now` is poor: accuracy below chance + poor_fraction of the way
+// from chance to 1 (chance = majority-class rate, else 1/C); an mae above poor_mae target
+// standard deviations. `known` is false for other metrics (or targets without spread).
+struct MetricJudgement {
+  bool known = false, poor = false;
+  double chance = -1;  // accuracy only
+  double goal = 0;     // accuracy: chance + 75% of the way to 1
+  std::string text;    // "accuracy 0.4 (chance 0.33)", "mae 2.1 (targets' std 3)"
+};
+MetricJudgement judge_metric(const AnalysisContext& ctx, double now, double poor_fraction, double poor_mae);
+
 }  // namespace dl::an::ru

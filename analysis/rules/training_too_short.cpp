@@ -55,25 +55,12 @@ class TrainingTooShort : public Rule {
 
     // Poor metric, judged on the fitted value at the end (a single batch is too noisy).
     const ru::LineFit metric = ru::fit_line(t.metric, n - tail, n);
-    bool poor = false;
-    double goal = 0, chance = p.chance_metric, now = metric.end;
-    std::string metric_text;
-    if (h.metric_name == "accuracy") {
-      now = std::clamp(now, 0.0, 1.0);
-      if (chance < 0) chance = h.output_width > 1 ? 1.0 / double(h.output_width) : 0.5;
-      poor = now < chance + threshold(ctx, "poor_fraction") * (1 - chance);
-      goal = chance + 0.75 * (1 - chance);
-      metric_text = "accuracy " + ru::num(now) + " (chance " + ru::num(chance) + ")";
-    } else if (h.metric_name == "mae") {
-      double sigma = 0;
-      for (const ColumnSummary& col : h.data_summary.target_columns)
-        sigma += col.std / double(h.data_summary.target_columns.size());
-      if (sigma <= 0) return;
-      now = std::max(0.0, now);
-      poor = now > threshold(ctx, "poor_mae") * sigma;
-      metric_text = "mae " + ru::num(now) + " (targets' std " + ru::num(sigma) + ")";
-    }
-    if (!poor) return;
+    const ru::MetricJudgement judged =
+        ru::judge_metric(ctx, metric.end, threshold(ctx, "poor_fraction"), threshold(ctx, "poor_mae"));
+    if (!judged.known || !judged.poor) return;
+    const double now = h.metric_name == "accuracy" ? std::clamp(metric.end, 0.0, 1.0) : metric.end;
+    const double goal = judged.goal, chance = judged.chance;
+    const std::string& metric_text = judged.text;
 
     Finding f = ctx.make(*this, "training_too_short", Stage::kLoss, -1, std::nullopt);
     ru::place_at_end(ctx, f);

@@ -1,21 +1,13 @@
-// See gemm_kernel.h. Eigen's own parallel product runs an OpenMP region per call; on
-// this project's 2-core machines libgomp's default spin-waiting made the idle thread
-// burn a core between products, and on a loaded machine a descheduled OpenMP thread
-// stalled every product at its barrier (a 64x784x256 product was 40x slower with two
-// threads than with one). Here the caller always works, helpers join when they can.
+// See gemm_kernel.h. The threads come from runtime/parallel.h (not OpenMP: see there).
 #include "runtime/ops/gemm_kernel.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "runtime/ops/eigen_map.h"
+#include "runtime/parallel.h"
 
 namespace dl::rt {
 namespace {
@@ -37,7 +29,7 @@ struct Scratch {
   static float* grow(float* p, size_t& have, size_t need) {
     if (need <= have) return p;
     std::free(p);
-    have = (need + 1023) & ~size_t(1023);
+    have = (std::max<size_t>(need, 1) + 1023) & ~size_t(1023);
     p = static_cast<float*>(std::aligned_alloc(64, have * sizeof(float)));
     if (!p) throw std::bad_alloc();
     return p;
@@ -153,120 +145,11 @@ struct Product {
   }
 };
 
-// Helpers for block-parallel products. A job is published by bumping `job_`; blocks
-// are claimed from `claim_` (job id in the high 32 bits, next block in the low 32), so a
-// helper that wakes up late can never take a block of a later job.
-class Pool {
- public:
-  static Pool& instance() {
-    static Pool pool;
-    return pool;
-  }
-
-  // Runs p.run_block(t) for every block, the caller included, on up to `threads` threads.
-  void run(const Product& p, int threads) {
-    ensure_workers(threads - 1);
-    std::lock_guard<std::mutex> one_job(job_mutex_);  // products from several threads queue up
-    const uint64_t id = (job_.load() + 1) & 0xffffffffu;
-    product_.store(&p, std::memory_order_relaxed);
-    helpers_.store(threads - 1, std::memory_order_relaxed);
-    done_.store(0, std::memory_order_relaxed);
-    claim_.store(id << 32);
-    job_.store(id);  // seq_cst: pairs with the sleepers_ check below
-    if (sleepers_.load() > 0) {
-      std::lock_guard<std::mutex> lk(mutex_);
-      wake_.notify_all();
-    }
-    work(id, p);
-    // Wait for blocks a helper claimed: spin briefly, then sleep.
-    const auto t0 = std::chrono::steady_clock::now();
-    while (done_.load(std::memory_order_acquire) < uint64_t(p.blocks)) {
-      if (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(50)) continue;
-      std::unique_lock<std::mutex> lk(mutex_);
-      finished_.wait_for(lk, std::chrono::microseconds(200),
-                         [&] { return done_.load(std::memory_order_acquire) >= uint64_t(p.blocks); });
-    }
-  }
-
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> lk(mutex_);
-      stop_ = true;
-      stop_flag_.store(true);
-      wake_.notify_all();
-    }
-    for (std::thread& t : workers_) t.join();
-  }
-
- private:
-  Pool() = default;
-
-  void ensure_workers(int n) {
-    std::lock_guard<std::mutex> lk(workers_mutex_);
-    while (int(workers_.size()) < n) {
-      const int index = int(workers_.size());
-      workers_.emplace_back([this, index] { loop(index); });
-    }
-  }
-
-  // Claims and runs blocks of job `id` until none are left.
-  void work(uint64_t id, const Product& p) {
-    const uint64_t blocks = uint64_t(p.blocks);
-    for (;;) {
-      uint64_t c = claim_.load();
-      if ((c >> 32) != id || (c & 0xffffffffu) >= blocks) return;
-      if (!claim_.compare_exchange_weak(c, c + 1)) continue;
-      p.run_block(Index(c & 0xffffffffu));
-      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) {
-        std::lock_guard<std::mutex> lk(mutex_);
-        finished_.notify_all();
-      }
-    }
-  }
-
-  void loop(int index) {
-    uint64_t seen = job_.load();
-    for (;;) {
-      // Spin a little (the next product of a training step usually follows within
-      // microseconds), then sleep until a job is published.
-      const auto t0 = std::chrono::steady_clock::now();
-      while (job_.load() == seen && !stop_flag_.load(std::memory_order_relaxed) &&
-             std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(100)) {
-      }
-      if (job_.load() == seen) {
-        std::unique_lock<std::mutex> lk(mutex_);
-        sleepers_.fetch_add(1);
-        wake_.wait(lk, [&] { return stop_ || job_.load() != seen; });
-        sleepers_.fetch_sub(1);
-        if (stop_) return;
-      }
-      seen = job_.load();
-      if (index >= helpers_.load(std::memory_order_relaxed)) continue;
-      const Product* p = product_.load(std::memory_order_relaxed);
-      // `p` may belong to a job that has finished already; work() checks the job id
-      // before touching it, and a job's Product outlives all of its claimed blocks.
-      const uint64_t c = claim_.load();
-      if ((c >> 32) == (seen & 0xffffffffu) && p) work(seen & 0xffffffffu, *p);
-    }
-  }
-
-  std::mutex job_mutex_, workers_mutex_, mutex_;
-  std::condition_variable wake_, finished_;
-  std::vector<std::thread> workers_;
-  std::atomic<uint64_t> job_{0}, claim_{0}, done_{0};
-  std::atomic<const Product*> product_{nullptr};
-  std::atomic<int> helpers_{0}, sleepers_{0};
-  std::atomic<bool> stop_flag_{false};
-  bool stop_ = false;
-};
-
 }  // namespace
 
 int gemm_threads(int64_t m, int64_t n, int64_t k) {
   const double macs = double(m) * double(n) * double(k);
-  if (macs < kParallelMacs) return 1;
-  const int budget = std::max(1, Eigen::nbThreads());
-  return budget;
+  return macs < kParallelMacs ? 1 : compute_threads();
 }
 
 void gemm(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, float* c, int64_t ldc, bool accumulate) {
@@ -309,7 +192,8 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, floa
     p.run_block(0);
     return;
   }
-  Pool::instance().run(p, threads);
+  parallel_blocks(blocks, threads, [](const void* ctx, int64_t t) { static_cast<const Product*>(ctx)->run_block(t); },
+                  &p);
 }
 
 }  // namespace dl::rt

@@ -3,13 +3,10 @@
 // per thread: no allocation per call) and split across the compute threads only when
 // the product is large enough to pay for waking them.
 //
-// Threads: the budget is Eigen::nbThreads() (set_compute_threads() in runtime/threads.h
-// lowers it, e.g. to 1 per case in a parallel batch). The kernel never starts OpenMP
-// regions: its helpers are plain threads that sleep (after a short spin) between
-// products, so idle workers do not burn the cores of a busy machine, and the caller
-// takes blocks itself when a helper is late, so a descheduled helper cannot stall a
-// small product. Results do not depend on which thread computes a block: the blocks
-// (and Eigen's blocking inside each) follow from the shapes and the thread budget only.
+// Threads: runtime/parallel.h (compute_threads(), parallel_blocks()); the kernel never
+// starts OpenMP regions. Results do not depend on which thread computes a block: the
+// blocks (and Eigen's blocking inside each) follow from the shapes and the thread
+// budget only.
 #pragma once
 
 #include <cstdint>

@@ -49,11 +49,22 @@ class MaxPool : public Op {
       if (t.lo < t.hi) first_col_[static_cast<size_t>(ow)] = static_cast<int32_t>(t.first + t.lo * win_.dil[2]);
     }
     argmax_.assign(static_cast<size_t>(shape_numel(out)), 0);
+    // Every window wholly inside the input, no dilation (LeNet's 2x2 stride 2 pools):
+    // a direct loop per output, window values in registers.
+    inside_ = true;
+    for (int a = 0; a < 3; ++a)
+      inside_ = inside_ && win_.dil[a] == 1 && win_.pad_begin[a] == 0 &&
+                (win_.out[a] - 1) * win_.stride[a] + win_.k[a] <= win_.in[a];
   }
 
   void forward(FwdCtx& ctx) override {
     const float* x = ctx.in[0]->f();
     float* y = ctx.out[0]->f();
+    if (inside_) {
+      forward_inside(x, y);
+      if (ctx.out.size() > 1 && ctx.out[1]) write_indices(ctx.out[1]->i());
+      return;
+    }
     const Window& w = win_;
     const int64_t S = w.in_size(), P = w.out_size(), ow_n = w.out[2], sw = w.stride[2];
     // Row-wise (see PoolTaps); taps are visited in row-major order and only a strictly
@@ -114,6 +125,39 @@ class MaxPool : public Op {
   OpTraits traits() const override { return {}; }
 
  private:
+  // The same result as the general loop (maximum from -inf, strictly greater replaces,
+  // so NaN is skipped and the first maximum in row-major tap order wins).
+  void forward_inside(const float* x, float* y) {
+    const Window& w = win_;
+    const int64_t S = w.in_size(), P = w.out_size(), H = w.in[1], W = w.in[2];
+    const int64_t kd_n = w.k[0], kh_n = w.k[1], kw_n = w.k[2];
+    for (int64_t pl = 0; pl < planes_; ++pl) {
+      const float* __restrict xp = x + pl * S;
+      float* __restrict yp = y + pl * P;
+      int32_t* __restrict ap = argmax_.data() + pl * P;
+      int64_t o = 0;
+      for (int64_t od = 0; od < w.out[0]; ++od)
+        for (int64_t oh = 0; oh < w.out[1]; ++oh)
+          for (int64_t ow = 0; ow < w.out[2]; ++ow, ++o) {
+            const int64_t base = ((od * w.stride[0]) * H + oh * w.stride[1]) * W + ow * w.stride[2];
+            float best = -std::numeric_limits<float>::infinity();
+            int64_t arg = base;
+            for (int64_t kd = 0; kd < kd_n; ++kd)
+              for (int64_t kh = 0; kh < kh_n; ++kh) {
+                const int64_t row = base + (kd * H + kh) * W;
+                for (int64_t kw = 0; kw < kw_n; ++kw) {
+                  const float v = xp[row + kw];
+                  const bool take = v > best;
+                  best = take ? v : best;
+                  arg = take ? row + kw : arg;
+                }
+              }
+            yp[o] = best;
+            ap[o] = static_cast<int32_t>(arg);
+          }
+    }
+  }
+
   void write_indices(int64_t* ind) const {
     const int64_t S = win_.in_size(), P = win_.out_size(), H = win_.in[1], W = win_.in[2];
     for (int64_t pl = 0; pl < planes_; ++pl)
@@ -131,6 +175,7 @@ class MaxPool : public Op {
   Window win_;
   int64_t planes_ = 0;
   std::vector<int32_t> argmax_;  // per output: plane-local flat input index, -1 if none
+  bool inside_ = false;          // every window inside the input, no dilation: forward_inside
 };
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<MaxPool>(node); }

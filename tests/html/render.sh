@@ -4,6 +4,7 @@
 # the red of the faulty layer's frame and of the first-failure line.
 # Usage: render.sh BUILD_DIR [OUT_DIR]. Exits 77 (CTest's SKIP_RETURN_CODE) when
 # Chromium is not installed (scripts/install-deps.sh --browser installs it).
+# docs/report-example.{html,png} come from this script: WINDOW=1200,1520 render.sh build out
 set -u
 build=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,15 +16,19 @@ if [[ ! -x "$chromium" ]]; then
 fi
 out=${2:-$build/html-render}
 mkdir -p "$out"
+out=$(realpath "$out")
+window=${WINDOW:-1200,2400}
 rm -f "$out/report.html" "$out/report.png"
 
-# A faulty benchmark case (NaN in layer 1 from unnormalised inputs), else the demo
-# model with a learning rate that diverges.
-case_dir=$root/models/benchmark/so_48385830_buggy
+# A faulty benchmark case: the learning rate is too high (0.5 here, so the weights grow
+# for 20 iterations before layer 1's output overflows), trained on past the fault.
+# Without the benchmark, the demo model with a learning rate that diverges.
+cd "$root" || exit 2
+case_dir=models/benchmark/exploding_lr_buggy
 if [[ -f $case_dir/model.onnx ]]; then
-  args=("$case_dir/model.onnx" "$case_dir/data.csv" --no-stop --epochs 3)
+  args=("$case_dir/model.onnx" "$case_dir/data.csv" --lr 0.5 --epochs 2 --no-stop)
 else
-  args=("$root/models/demo/model.onnx" "$root/models/demo/data.csv" --lr 50 --no-stop)
+  args=(models/demo/model.onnx models/demo/data.csv --lr 3 --optimizer sgd --no-stop)
 fi
 "$build/deeplocalize" train "${args[@]}" --report "$out/report.html" --quiet > "$out/stdout.txt" 2> "$out/stderr.txt"
 rc=$?
@@ -47,7 +52,7 @@ profile=$(mktemp -d)
 trap 'rm -rf "$profile"' EXIT
 timeout 180 "$chromium" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
   --disable-background-networking --disable-component-update --disable-sync --hide-scrollbars \
-  --user-data-dir="$profile" --screenshot="$out/report.png" --window-size=1200,2400 \
+  --user-data-dir="$profile" --screenshot="$out/report.png" --window-size="$window" \
   "file://$out/report.html" > "$out/chromium.log" 2>&1
 if [[ ! -f "$out/report.png" ]]; then
   echo "render: chromium wrote no screenshot"

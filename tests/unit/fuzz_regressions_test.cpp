@@ -26,7 +26,7 @@ std::string read_bytes(const fs::path& p) {
 
 int replay(const std::string& target, const std::string& bytes) {
   dl::fuzz::Entry entry = dl::fuzz::entry_named(target);
-  REQUIRE(entry != nullptr);
+  REQUIRE(static_cast<bool>(entry));
   return entry(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
@@ -40,7 +40,7 @@ TEST_CASE("fuzz regressions: every saved input runs cleanly through its target")
     if (!d.is_directory()) continue;
     const std::string target = d.path().filename().string();
     INFO("regressions folder: " << target);
-    CHECK_MESSAGE(dl::fuzz::entry_named(target) != nullptr, "no fuzz target named '" << target << "'");
+    CHECK_MESSAGE(static_cast<bool>(dl::fuzz::entry_named(target)), "no fuzz target named '" << target << "'");
     if (!dl::fuzz::entry_named(target)) continue;
     std::vector<fs::path> inputs;
     for (const fs::directory_entry& f : fs::directory_iterator(d.path()))

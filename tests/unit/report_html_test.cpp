@@ -246,7 +246,7 @@ TEST_CASE("html report: well-formed, self-contained, verdict and faulty layer hi
   // Charts: two curves and five small multiples per layer (some may be placeholders).
   CHECK(x.count("svg") >= 2 + 3 * 3);
   CHECK(html.find("first failure: iteration 120") != std::string::npos);
-  CHECK(html.find("log scale") != std::string::npos);
+  CHECK(html.find(">log<") != std::string::npos);  // the update ratio's scale
   CHECK(html.find("NaN/Inf") != std::string::npos);
   // The faulty layer's row is framed; the others are not.
   const Element* row1 = x.by_id("layer-1");
@@ -274,7 +274,8 @@ TEST_CASE("html report: healthy, empty and hostile inputs stay well-formed") {
   const Xml x = parse_xml(ok);
   REQUIRE_MESSAGE(x.error.empty(), x.error);
   CHECK(ok.find(">OK<") != std::string::npos);
-  CHECK(ok.find("primary") == std::string::npos);
+  for (const Element& e : x.elements)
+    if (e.attrs.count("class")) CHECK(e.attrs.at("class").find("primary") == std::string::npos);
   CHECK(first_failure_iteration(Diagnosis{}, healthy) == -1);
 
   const std::string empty = report_html(Diagnosis{}, Trace{}, RunInfo{});
@@ -353,4 +354,16 @@ TEST_CASE("report file format from the file name") {
   CHECK(report_file_format("html", "r.txt") == "html");
   CHECK(report_file_format("json", "r.json") == "json");
   CHECK(report_file_format("text", "") == "text");
+}
+
+TEST_CASE("the test's XML checker rejects malformed markup") {
+  CHECK(parse_xml("<a><b/>x &amp; y&#39;&#x41;</a>").error.empty());
+  CHECK_FALSE(parse_xml("<a><b></a></b>").error.empty());
+  CHECK_FALSE(parse_xml("<a x=1/>").error.empty());
+  CHECK_FALSE(parse_xml("<a x='1' x='2'/>").error.empty());
+  CHECK_FALSE(parse_xml("<a>&nbsp;</a>").error.empty());
+  CHECK_FALSE(parse_xml("<a>x & y</a>").error.empty());
+  CHECK_FALSE(parse_xml("<a><br></a>").error.empty());
+  CHECK_FALSE(parse_xml("<a/><b/>").error.empty());
+  CHECK_FALSE(parse_xml("<a>\xff</a>").error.empty());
 }

@@ -26,7 +26,7 @@ using test::TraceBuilder;
 const std::set<std::string> kMine = {"loss_activation_mismatch", "output_range", "labels_invalid",
                                      "unnormalized_inputs", "linear_stack", "bad_initialization",
                                      "loss_not_decreasing", "oscillating_loss", "accuracy_not_increasing",
-                                     "training_too_short"};
+                                     "training_too_short", "loss_plateau"};
 
 std::vector<Finding> run(const std::string& rule, const Trace& t, bool final = true,
                          const an::Settings& settings = an::Settings()) {
@@ -455,6 +455,42 @@ TEST_CASE("rule unnormalized_inputs: pixels, mixed scales and the threshold") {
   }
 }
 
+TEST_CASE("rule unnormalized_inputs: unscaled regression targets and in-graph normalisation") {
+  TraceBuilder b;
+  Trace t = b.dense("relu", 16).dense("linear", 1).config("loss", "mse").build(20);
+  t.header.data_summary.target_columns = {{1.2e4, 5e5, 1.8e5, 9e4, 0, 0}};
+  auto f = run("unnormalized_inputs", t);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].symptom == "unnormalized_targets");
+  CHECK(f[0].root_cause == RootCause::kData);
+  CHECK(f[0].recommendation.find("standardise the targets") != std::string::npos);
+  // At the threshold: fine; a bounded output is output_range's finding.
+  t.header.data_summary.target_columns = {{-1000.0, 1000.0, 0.0, 300.0, 0, 0}};
+  CHECK(run("unnormalized_inputs", t).empty());
+  CHECK(run("unnormalized_inputs", t, true, with("unnormalized_inputs.max_target_abs=500")).size() == 1);
+
+  // Raw features, but the graph standardises them before the first Gemm (Sub, Div steps).
+  TraceBuilder b2;
+  Trace g = healthy(b2);
+  g.header.data_summary.all_features = {0.0, 5000.0, 900.0, 1200.0, 0, 0};
+  REQUIRE(run("unnormalized_inputs", g).size() == 1);
+  an::Probe div = g.header.probes[b2.forward(0, false)];
+  div.node = "/pre/Div";
+  div.op = an::OpDescription();
+  div.op.role = "elementwise";
+  Trace g2 = g;
+  g2.header.probes.insert(g2.header.probes.begin(), div);
+  g2.records.clear();
+  g2.stats.clear();
+  an::IterationRecord r;
+  an::TensorStats* s = g2.begin_record(r);
+  for (size_t p = 0; p < g2.header.probes.size(); ++p) s[p].count = 1;
+  s[0].min = -3, s[0].max = 3;
+  CHECK(run("unnormalized_inputs", g2).empty());
+  s[0].min = -3000, s[0].max = 3000;  // the in-graph step does not normalise
+  CHECK(run("unnormalized_inputs", g2).size() == 1);
+}
+
 // --- linear_stack -----------------------------------------------------------------------------------------
 
 TEST_CASE("rule linear_stack: dense layers without activation in between") {
@@ -793,6 +829,55 @@ TEST_CASE("rule training_too_short: edge cases") {
     auto f = run("training_too_short", t);
     REQUIRE(f.size() == 1);
     CHECK(f[0].root_cause == RootCause::kTrainingLength);
+  }
+}
+
+// --- loss_plateau -------------------------------------------------------------------------------------------
+
+// Loss falls over the first fifth of the run, then stays flat; accuracy stuck at 0.6 (chance 1/3).
+void plateau_run(Trace& t) {
+  set_curve(
+      t, [](int64_t it, double p) { return 0.46 + 0.6 * std::max(0.0, 1 - 5 * p) + 0.01 * std::sin(double(it)); },
+      [](int64_t it, double p) { return std::min(0.62, 0.33 + 1.5 * p) + 0.02 * std::sin(0.7 * double(it)); });
+}
+
+TEST_CASE("rule loss_plateau: a flat loss at a poor accuracy after huge steps") {
+  TraceBuilder b;
+  Trace t = b.dense("relu", 16).dense("relu", 8).dense("softmax", 3).config("epochs", "20").build(200);
+  plateau_run(t);
+  for (size_t p = 0; p < t.header.probes.size(); ++p)
+    if (t.header.probes[p].kind == an::ProbeKind::kUpdate) t.at(0, p).mean = 0.9f;
+  auto f = run("loss_plateau", t);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].conclusive);
+  CHECK(f[0].root_cause == RootCause::kLearningRate);
+  CHECK(f[0].recommendation.find("--lr 0.0001") != std::string::npos);
+  CHECK(run("loss_plateau", t, false).empty());
+  // The analyzer's gate does not see this run (the loss fell); the rule makes it a fault.
+  an::Diagnosis d = an::analyze(t, an::Settings(), true);
+  REQUIRE(d.fault);
+  CHECK(mine(d.findings)[0].rule == "loss_plateau");
+  CHECK(run("loss_plateau", t, true, with("loss_plateau.peak_update=1")).empty());
+}
+
+TEST_CASE("rule loss_plateau: edge cases") {
+  TraceBuilder b;
+  Trace t = b.dense("relu", 16).dense("relu", 8).dense("softmax", 3).config("epochs", "20").build(200);
+  plateau_run(t);
+  SUBCASE("a plateau with normal updates is a capacity limit, not this fault") {
+    CHECK(run("loss_plateau", t).empty());
+  }
+  SUBCASE("a learning rate 10x the default is evidence by itself") {
+    t.header.config["learning_rate"] = "0.01";
+    CHECK(run("loss_plateau", t).size() == 1);
+    CHECK(run("loss_plateau", t, true, with("loss_plateau.high_lr_factor=20")).empty());
+  }
+  SUBCASE("a plateau at a good accuracy is convergence") {
+    t.header.config["learning_rate"] = "0.01";
+    set_curve(
+        t, [](int64_t, double p) { return 0.1 + 0.6 * std::max(0.0, 1 - 5 * p); },
+        [](int64_t, double p) { return std::min(0.95, 0.33 + 3 * p); });
+    CHECK(run("loss_plateau", t).empty());
   }
 }
 

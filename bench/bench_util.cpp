@@ -1,9 +1,13 @@
 #include "bench/bench_util.h"
 
+#include <vector>
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <Eigen/Dense>
 #pragma GCC diagnostic pop
+
+#include "runtime/ops/gemm_kernel.h"
 
 namespace dl::bench {
 
@@ -45,6 +49,15 @@ double eigen_gemm_gflops(int n, int reps) {
     c.noalias() = a * b;
     a(0, 0) += c(n - 1, n - 1) * 1e-30f;  // keep the products observable
   }
+  const double s = seconds_since(t0);
+  return 2.0 * double(n) * n * n * reps / s / 1e9;
+}
+
+double kernel_gemm_gflops(int n, int reps) {
+  std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
+  rt::gemm(n, n, n, 1.0f, {a.data(), n, false}, {b.data(), n, false}, c.data(), n, false);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < reps; ++r) rt::gemm(n, n, n, 1.0f, {a.data(), n, false}, {b.data(), n, false}, c.data(), n, false);
   const double s = seconds_since(t0);
   return 2.0 * double(n) * n * n * reps / s / 1e9;
 }

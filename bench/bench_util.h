@@ -23,6 +23,10 @@ StepFlops count_step_flops(const rt::ExecutionGraph& graph);
 // column-major, the threads Eigen is allowed), after one untimed product.
 double eigen_gemm_gflops(int n, int reps);
 
+// The same product through the runtime's GEMM kernel (runtime/ops/gemm_kernel.h) and
+// its thread pool: what Gemm/MatMul/Conv can reach on this machine right now.
+double kernel_gemm_gflops(int n, int reps);
+
 // Threads Eigen's products may use (Eigen::nbThreads()).
 int eigen_threads();
 

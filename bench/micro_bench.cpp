@@ -4,6 +4,7 @@
 //   dl_micro_bench [--benchmark_filter=REGEX] [--benchmark_repetitions=5 ...]
 //
 // BM_EigenGemm/n/threads   plain Eigen MatrixXf product C = A * B: the machine's peak
+// BM_KernelGemm/n/threads  the same through the runtime's GEMM kernel and thread pool
 // BM_Gemm{Forward,Backward}/M/K/N   the Gemm op (transB = 1, as PyTorch exports Linear)
 // BM_Conv{Forward,Backward}/...      the Conv op on LeNet-5's two convolutions
 // BM_ReduceStats/n/dead_zone         the probe reduction over n floats
@@ -17,8 +18,10 @@
 #pragma GCC diagnostic pop
 
 #include "runtime/attrs.h"
+#include "runtime/ops/gemm_kernel.h"
 #include "runtime/probes.h"
 #include "runtime/registry.h"
+#include "runtime/threads.h"
 
 namespace {
 
@@ -82,6 +85,26 @@ void BM_EigenGemm(benchmark::State& state) {
   Eigen::setNbThreads(0);
 }
 BENCHMARK(BM_EigenGemm)
+    ->ArgsProduct({{512, 1024, 2048}, {1, 2}})
+    ->ArgNames({"n", "threads"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The same product through the runtime's kernel and thread pool (runtime/parallel.h).
+void BM_KernelGemm(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  rt::set_compute_threads(static_cast<int>(state.range(1)));
+  state.counters["threads"] = double(state.range(1));
+  std::vector<float> a(size_t(n * n), 0.5f), b(size_t(n * n), 0.25f), c(size_t(n * n));
+  for (auto _ : state) {
+    rt::gemm(n, n, n, 1.0f, {a.data(), n, false}, {b.data(), n, false}, c.data(), n, false);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["FLOPS"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+  rt::set_compute_threads(0);
+}
+BENCHMARK(BM_KernelGemm)
     ->ArgsProduct({{512, 1024, 2048}, {1, 2}})
     ->ArgNames({"n", "threads"})
     ->Unit(benchmark::kMillisecond)

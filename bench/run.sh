@@ -5,13 +5,15 @@
 #
 #   bench/run.sh [BUILD_DIR]        (default: build; `make bench` runs it)
 #
-# Environment: ROUNDS (5), THREADS (nproc), DATA (BUILD_DIR/bench-data),
-# CASES (default "a b c"), MICRO=0 skips the Google Benchmark GEMM peak.
+# Environment: ROUNDS (5; ROUNDS_C for case c, default 3), THREADS (nproc),
+# DATA (BUILD_DIR/bench-data), CASES (default "a b c"), MICRO=0 skips the Google
+# Benchmark GEMM peak.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 ROUNDS=${ROUNDS:-5}
+ROUNDS_C=${ROUNDS_C:-3}
 THREADS=${THREADS:-$(nproc)}
 DATA=${DATA:-$BUILD/bench-data}
 CASES=${CASES:-a b c}
@@ -44,12 +46,12 @@ fi
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 echo "# deeplocalize benchmark  $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; threads $THREADS; rounds $ROUNDS"
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; threads $THREADS; rounds $ROUNDS (c: $ROUNDS_C)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "torch $($PY -c 'import torch; print(torch.__version__)' 2>/dev/null), BLAS $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 | sed 's|.*/x86_64-linux-gnu/||')"
 
 if [ "$MICRO" = 1 ] && [ -x "$MICROBIN" ]; then
-  "$MICROBIN" --benchmark_filter='BM_EigenGemm' --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  "$MICROBIN" --benchmark_filter='BM_(Eigen|Kernel)Gemm' --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
     --benchmark_format=csv 2>/dev/null >"$OUT/peak.csv" || true
 fi
 
@@ -64,8 +66,9 @@ spec() {
 
 for c in $CASES; do
   read -r model batch data steps warmup <<<"$(spec "$c")"
-  echo "== ($c) $model batch $batch: $steps steps after $warmup warm-up, $ROUNDS rounds (C++ and PyTorch alternate)"
-  for r in $(seq 1 "$ROUNDS"); do
+  rounds=$ROUNDS; [ "$c" = c ] && rounds=$ROUNDS_C
+  echo "== ($c) $model batch $batch: $steps steps after $warmup warm-up, $rounds rounds (C++ and PyTorch alternate)"
+  for r in $(seq 1 "$rounds"); do
     "$DRIVER" "$DATA/$model.onnx" "$DATA/$data" --batch "$batch" --steps "$steps" --warmup "$warmup" \
       --rounds 1 --threads "$THREADS" --peak-n 2048 | tee -a "$OUT/cpp.log" | grep -E '^round' | sed "s/^round 0/  cpp $r/"
     $PY "$ROOT/bench/pytorch_bench.py" "$DATA/$model.onnx" "$DATA/$data" --batch "$batch" --steps "$steps" \
@@ -96,14 +99,21 @@ if os.path.exists(pcsv):
     hdr = next((i for i, l in enumerate(lines) if l.startswith("name,")), None)
     if hdr is not None:
         for r in csv.DictReader(lines[hdr:]):
-            m = re.match(r'BM_EigenGemm/n:(\d+)/threads:(\d+)/real_time_median', r["name"])
+            m = re.match(r'BM_(Eigen|Kernel)Gemm/n:(\d+)/threads:(\d+)/real_time_median', r["name"])
             if m and r.get("FLOPS"):
-                best[(int(m.group(1)), int(m.group(2)))] = float(r["FLOPS"]) / 1e9
+                best[(m.group(1), int(m.group(2)), int(m.group(3)))] = float(r["FLOPS"]) / 1e9
     if best:
-        t = max(k[1] for k in best)
-        peak = max(v for k, v in best.items() if k[1] == t)
-        print("GEMM peak (dl_micro_bench BM_EigenGemm, median of 3, %d threads): %.1f GFLOP/s; by n: %s" % (
-            t, peak, ", ".join("%d: %.0f" % (k[0], v) for k, v in sorted(best.items()) if k[1] == t)))
+        t = max(k[2] for k in best)
+        eig = {k: v for k, v in best.items() if k[0] == "Eigen"}
+        if eig:
+            peak = max(v for k, v in eig.items() if k[2] == t)
+        for kind, label in (("Eigen", "Eigen MatrixXf product (the machine's peak)"),
+                            ("Kernel", "runtime GEMM kernel + pool")):
+            for th in sorted({k[2] for k in best if k[0] == kind}):
+                row = sorted((k[1], v) for k, v in best.items() if k[0] == kind and k[2] == th)
+                print("GEMM %s, %d thread(s): %s GFLOP/s (n: value, median of 3)" % (
+                    label, th, ", ".join("%d: %.0f" % x for x in row)))
+        print("peak used below: %.1f GFLOP/s (best n, %d threads)" % (peak or float("nan"), t))
         print()
 
 def med(key, model, mode):
@@ -112,20 +122,24 @@ def med(key, model, mode):
 
 names = {"a": ("mlp_a", "(a) MLP 784-256-128-10, batch 64"), "b": ("lenet5", "(b) LeNet-5 28x28, batch 64"),
          "c": ("wide_c", "(c) MLP 4096-4096-10, batch 256")}
-print("| model | dl steps/s probes off | dl steps/s probes on | dl steps/s probes + online analysis | "
-      "probe overhead | with analysis | PyTorch steps/s | dl (probes on) / PyTorch | dl GFLOP/s (probes on) | "
-      "GEMM efficiency (same-round peak) | GEMM efficiency (micro-bench peak) |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| model | dl probes off (steps/s) | dl probes on | dl probes + online analysis | probe overhead wall / CPU | "
+      "with analysis wall / CPU | PyTorch (steps/s) | dl probes on / PyTorch | dl GFLOP/s (probes on) | "
+      "GEMM efficiency: vs peak | vs same-round Eigen peak | vs same-round kernel peak |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for c in cases:
     model, label = names[c]
     off, on, full = (med("steps_per_s", model, m) for m in ("off", "probes", "full"))
     py = med("steps_per_s", model, "pytorch")
     gf = med("gflops", model, "probes")
     eff = med("efficiency", model, "probes")
+    kp = med("kernel_peak_gflops", model, "probes")
     eff2 = gf / peak if peak else float("nan")
-    print("| %s | %.1f | %.1f | %.1f | %+.1f%% | %+.1f%% | %.1f | %.2fx | %.1f | %.0f%% | %.0f%% |" % (
-        label, off, on, full, med("overhead_pct", model, "probes"), med("overhead_pct", model, "full"), py, on / py,
-        gf, 100 * eff, 100 * eff2))
+    print("| %s | %.1f | %.1f | %.1f | %+.1f%% / %+.1f%% | %+.1f%% / %+.1f%% | %.1f | %.2fx | %.1f | %.0f%% | %.0f%% | %.0f%% |" % (
+        label, off, on, full, med("overhead_pct", model, "probes"), med("cpu_overhead_pct", model, "probes"),
+        med("overhead_pct", model, "full"), med("cpu_overhead_pct", model, "full"), py, on / py,
+        gf, 100 * eff2, 100 * eff, 100 * gf / kp if kp == kp and kp > 0 else float("nan")))
 print()
-print("Medians over rounds; overheads are medians of per-round paired ratios (each round runs off, probes, full back to back).")
+print("Medians over rounds. Overheads are medians of per-round paired ratios (each round runs off, probes, full back")
+print("to back); CPU overhead compares the process CPU time per step, which a busy machine disturbs far less than")
+print("wall time. GFLOP/s count the Gemm/Conv/MatMul products of forward and backward from the graph's shapes.")
 EOF

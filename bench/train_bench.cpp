@@ -32,6 +32,7 @@
 #include "converter/errors.h"
 #include "converter/import.h"
 #include "runtime/data/dataset.h"
+#include "runtime/parallel.h"
 #include "runtime/probes.h"
 #include "runtime/threads.h"
 #include "runtime/trainer.h"
@@ -296,7 +297,7 @@ int main(int argc, char** argv) {
     }
     std::map<std::string, std::vector<double>> secs, cpu;
     std::map<std::string, std::vector<double>> overhead, cpu_overhead;  // per round, vs that round's off
-    std::vector<double> peaks;
+    std::vector<double> peaks, kernel_peaks;
     for (int64_t round = 0; round < a.rounds; ++round) {
       std::map<std::string, Timing> this_round;
       for (const std::string& mode : a.modes) {
@@ -316,12 +317,16 @@ int main(int argc, char** argv) {
             cpu_overhead[mode].push_back(100.0 * (t.cpu / this_round["off"].cpu - 1.0));
           }
       if (a.peak_n > 0) {
-        peaks.push_back(bench::eigen_gemm_gflops(a.peak_n, std::max(2, int(4e9 / (2.0 * a.peak_n * a.peak_n * a.peak_n)))));
-        std::printf("round %lld  peak    %8.1f GFLOP/s (Eigen %dx%d product)\n", (long long)round, peaks.back(),
-                    a.peak_n, a.peak_n);
+        const int reps = std::max(2, int(4e9 / (2.0 * a.peak_n * a.peak_n * a.peak_n)));
+        peaks.push_back(bench::eigen_gemm_gflops(a.peak_n, reps));
+        kernel_peaks.push_back(bench::kernel_gemm_gflops(a.peak_n, reps));
+        std::printf("round %lld  peak    %8.1f GFLOP/s (Eigen %dx%d product), %.1f through the runtime's kernel\n",
+                    (long long)round, peaks.back(), a.peak_n, a.peak_n, kernel_peaks.back());
       }
+      std::printf("round %lld  threads the kernels use now: %d of %d\n", (long long)round, rt::compute_threads(),
+                  bench::eigen_threads());
     }
-    const double peak = median(peaks);
+    const double peak = median(peaks), kernel_peak = median(kernel_peaks);
     std::string name = a.model.substr(a.model.find_last_of('/') + 1);
     for (const std::string& mode : a.modes) {
       const double s = median(secs[mode]);
@@ -330,7 +335,8 @@ int main(int argc, char** argv) {
                   "efficiency=%.4f",
                   name.c_str(), (long long)config.batch_size, a.threads, mode.c_str(), double(a.steps) / s, gf, peak,
                   peak > 0 ? gf / peak : 0.0);
-      std::printf(" cpu_us_per_step=%.1f", 1e6 * median(cpu[mode]) / double(a.steps));
+      std::printf(" cpu_us_per_step=%.1f kernel_peak_gflops=%.1f", 1e6 * median(cpu[mode]) / double(a.steps),
+                  kernel_peak);
       if (overhead.count(mode))
         std::printf(" overhead_pct=%.2f cpu_overhead_pct=%.2f", median(overhead[mode]), median(cpu_overhead[mode]));
       std::printf("\n");

@@ -6,11 +6,14 @@
 // has started.
 #include "runtime/parallel.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -50,15 +53,21 @@ class Pool {
     congested_until_.store(now + kBackoffUs, std::memory_order_relaxed);
     return true;
   }
-  // Nanoseconds the calling thread ran and waited on a run queue.
+  // Nanoseconds the calling thread ran and waited on a run queue (no allocation).
   static bool schedstat(int64_t& run, int64_t& delay) {
-    std::FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
-    if (!f) return false;
-    long long r = 0, d = 0;
-    const bool ok = std::fscanf(f, "%lld %lld", &r, &d) == 2;
-    std::fclose(f);
-    run = r, delay = d;
-    return ok;
+    const int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[128];
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) return false;
+    buf[n] = 0;
+    char* end = nullptr;
+    run = std::strtoll(buf, &end, 10);
+    if (end == buf) return false;
+    char* end2 = nullptr;
+    delay = std::strtoll(end, &end2, 10);
+    return end2 != end;
   }
   void note_wait(Clock::time_point since) {
     if (Clock::now() - since > std::chrono::microseconds(kStallUs))

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs the benchmark (models/benchmark) with `deeplocalize batch` and fails when a score
+# falls below the committed floor (tests/benchmark/floor.json).
+# Usage: check.sh path/to/deeplocalize [workdir]
+set -u
+bin=$1
+here=$(cd "$(dirname "$0")" && pwd)
+work=${2:-$(mktemp -d)}
+mkdir -p "$work"
+"$bin" batch "$here/../../models/benchmark/manifest.json" --jobs 2 --json "$work/summary.json" -q
+status=$?
+if [[ $status -ge 2 ]]; then echo "benchmark: batch failed with exit $status"; exit 1; fi
+/usr/bin/python3 - "$work/summary.json" "$here/floor.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["totals"]
+f = json.load(open(sys.argv[2]))
+checks = [("detected", t["detected"], ">=", f["detected_min"]),
+          ("localized", t["localized"], ">=", f["localized_min"]),
+          ("root cause", t["root_cause"], ">=", f["root_cause_min"]),
+          ("false alarms", t["false_alarms"], "<=", f["false_alarms_max"])]
+bad = [c for c in checks if not (c[1] >= c[3] if c[2] == ">=" else c[1] <= c[3])]
+print(f"benchmark: detected {t['detected']}/{t['faulty']}, localized {t['localized']}/{t['localizable']}, "
+      f"root cause {t['root_cause']}/{t['root_cause_cases']}, false alarms {t['false_alarms']}/{t['non_faulty']}")
+for name, got, op, want in bad:
+    print(f"benchmark: {name} {got} is not {op} the floor {want}")
+print(f"benchmark: {len(checks) - len(bad)} passed, {len(bad)} failed")
+sys.exit(1 if bad else 0)
+PY

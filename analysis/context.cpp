@@ -31,15 +31,19 @@ LearningProgress measure(const Trace& t) {
   const DataSummary& d = t.header.data_summary;
   if (d.targets_are_classes && t.header.metric_name == "accuracy" && !d.target_columns.empty()) {
     // Majority-class accuracy: one-hot columns' means are class frequencies; a single
-    // 0/1 column's mean is the positive rate.
-    double best = 0;
-    if (d.target_columns.size() == 1) {
-      const double pos = d.target_columns[0].mean;
-      best = std::max(pos, 1 - pos);
-    } else {
-      for (const ColumnSummary& c : d.target_columns) best = std::max(best, c.mean);
-    }
-    p.chance_metric = best;
+    // 0/1 column's mean is the positive rate. A single column of class ids (sparse) only
+    // tells the mean id: 1/C bounds the majority rate from below (never claims "at chance"
+    // too early). Multi-label columns (rows not summing to 1) have no majority class
+    // that the summary can tell: unknown.
+    const ColumnSummary& first = d.target_columns[0];
+    double sum = 0, best = 0;
+    for (const ColumnSummary& c : d.target_columns) sum += c.mean, best = std::max(best, c.mean);
+    if (d.target_columns.size() == 1 && first.min >= 0 && first.max <= 1)
+      p.chance_metric = std::max(first.mean, 1 - first.mean);
+    else if (d.target_columns.size() == 1 && t.header.output_width > 1)
+      p.chance_metric = 1.0 / double(t.header.output_width);
+    else if (d.target_columns.size() > 1 && std::fabs(sum - 1) <= 0.05)
+      p.chance_metric = best;
   }
   p.enough = n >= 20 || (t.header.batches_per_epoch > 0 && static_cast<int64_t>(n) >= 2 * t.header.batches_per_epoch);
   return p;

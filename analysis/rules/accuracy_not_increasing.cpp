@@ -22,6 +22,9 @@ class AccuracyNotIncreasing : public Rule {
             {"min_gain", 0.01, "an accuracy that rose less than this from the first window to the last did "
                                "not increase"},
             {"good_accuracy", 0.9, "a flat accuracy above this is converged, not stuck"},
+            {"learning_t", 2.0, "quiet when the loss improved by min_improvement and is still falling at the end "
+                                "(fitted slope this many standard errors below zero): the model learns, the "
+                                "accuracy lags (e.g. imbalanced classes at a 0.5 threshold)"},
             {"tiny_lr", 1e-5, "learning rates at or below this are too small (root cause learning_rate)"},
             {"tiny_update", 1e-4, "median ||dw||/||w|| per step below this with a small lr: the rate is too small"},
             {"huge_update", 0.1, "median ||dw||/||w|| per step above this: the rate is too large"},
@@ -38,6 +41,13 @@ class AccuracyNotIncreasing : public Rule {
     const double gain = p.last_metric - p.first_metric;
     const bool flat = gain < threshold(ctx, "min_gain") && p.last_metric < threshold(ctx, "good_accuracy");
     if (!at_chance && !flat) return;
+    // A loss that fell and still falls steadily: the model is learning, accuracy lags.
+    const size_t n = ctx.trace().loss.size();
+    const size_t tail = std::min(n, std::max<size_t>(n / 3, 30));
+    const ru::LineFit trend = ru::fit_line(ctx.trace().loss, n - tail, n);
+    if (p.loss_improvement >= threshold(ctx, "min_improvement") && trend.slope < 0 &&
+        -trend.t >= threshold(ctx, "learning_t"))
+      return;
 
     Finding f = ctx.make(*this, "accuracy_not_increasing", Stage::kAccuracy, -1, std::nullopt);
     ru::place_at_end(ctx, f);
@@ -46,12 +56,13 @@ class AccuracyNotIncreasing : public Rule {
                 (p.chance_metric >= 0 ? " (chance, always predicting the majority class: " + ru::num(p.chance_metric) + ")"
                                       : std::string());
     const std::vector<Finding> statics =
-        ru::findings_of(ctx, {"loss_activation_mismatch", "output_range", "labels_invalid"});
+        ru::findings_of(ctx, {"loss_activation_mismatch", "output_range", "labels_invalid", "bad_initialization",
+                              "unnormalized_inputs", "linear_stack"});
     const double lr = ru::learning_rate(h);
     const ru::LrVerdict verdict = ru::judge_learning_rate(ctx, threshold(ctx, "tiny_lr"), threshold(ctx, "tiny_update"),
                                                           threshold(ctx, "huge_update"), threshold(ctx, "peak_update"));
     if (!statics.empty()) {
-      const Finding& s = statics.front();
+      const Finding& s = *ru::strongest(statics);
       f.root_cause = s.root_cause;
       f.layer = s.layer;
       f.nodes = s.nodes;

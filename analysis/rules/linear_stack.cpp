@@ -25,18 +25,24 @@ class LinearStack : public Rule {
       if (affine(ctx, int(l)) && starts_linear(ctx, int(l) + 1)) stacked.push_back(int(l));
     if (stacked.empty()) return;
     const int first = stacked.front();
+    // No activation anywhere: the whole model is one linear map (far more likely a bug
+    // than one redundant linear layer in an otherwise non-linear model).
+    bool any_nonlinear = false;
+    for (const Probe& p : h.probes)
+      any_nonlinear = any_nonlinear || (p.kind == ProbeKind::kForward && (p.op.role == "activation" || !p.op.linear));
     Finding f = ctx.make(*this, "linear_stack", Stage::kStatic, first, std::nullopt);
-    f.root_cause = RootCause::kArchitecture;
+    f.root_cause = RootCause::kActivation;
     f.conclusive = false;
-    f.confidence = threshold(ctx, "confidence");
+    f.confidence = any_nonlinear ? threshold(ctx, "confidence") : std::min(1.0, threshold(ctx, "confidence") + 0.2);
     f.message = ctx.layer_label(first) + " has no activation and feeds " + ctx.layer_label(first + 1) +
                 " directly: two linear maps in a row are one linear map" +
+                (any_nonlinear ? std::string() : " (the model has no non-linearity at all)") +
                 (stacked.size() > 1 ? " (" + std::to_string(stacked.size()) + " such pairs)" : "");
     f.recommendation = "add a non-linear activation (e.g. ReLU) after " + ctx.layer_label(first) +
                        ", or merge it with the next layer";
     nlohmann::json pairs = nlohmann::json::array();
     for (int l : stacked) pairs.push_back({l, l + 1});
-    f.evidence = {{"stacked_pairs", pairs}};
+    f.evidence = {{"stacked_pairs", pairs}, {"model_is_linear", !any_nonlinear}};
     out.push_back(std::move(f));
   }
 

@@ -21,6 +21,10 @@ class LossActivationMismatch : public Rule {
     return {{"many_classes", 2,
              "sigmoid outputs with categorical_crossentropy are flagged from this many output units "
              "(one unit is a different fault: a single-unit categorical loss)"},
+            {"row_sum_tolerance", 0.05, "one-hot targets sum to 1 per row: a mean row sum further from 1 than this "
+                                        "means several labels per row (multi-label data)"},
+            {"conclusive_row_sum", 0.5, "conclusive when the mean target row sum is this far from 1: a "
+                                        "distribution over classes (softmax / categorical loss) cannot fit them"},
             {"logits_confidence", 0.9,
              "confidence that probabilities fed to a from-logits loss stall training (the loss sees "
              "a nearly uniform softmax of values in [0, 1])"}};
@@ -77,6 +81,24 @@ class LossActivationMismatch : public Rule {
       return;
     }
     if (!ce) return;
+    // Several 1s per target row (multi-label) with a loss or output that makes classes compete.
+    const DataSummary& d = h.data_summary;
+    double row_sum = 0;
+    for (const ColumnSummary& c : d.target_columns) row_sum += c.mean;
+    const double off = std::fabs(row_sum - 1.0);
+    const bool multi_label = d.target_columns.size() > 1 && d.label_issue_count == 0 &&
+                             off > threshold(ctx, "row_sum_tolerance");
+    if (multi_label && (loss == "categorical_crossentropy" || op.normalizes)) {
+      emit(loss == "categorical_crossentropy" ? "multilabel_categorical" : "multilabel_softmax",
+           loss == "categorical_crossentropy" ? RootCause::kLoss : RootCause::kActivation,
+           off >= threshold(ctx, "conclusive_row_sum"), 0.9,
+           "the targets have " + ru::num(row_sum) + " labels per row on average (multi-label) but " +
+               (loss == "categorical_crossentropy" ? loss + " with " + where + " treats them as one class per sample"
+                                                   : where + " applies softmax, so its outputs compete and sum to 1"),
+           "use a sigmoid output on " + where + " with binary_crossentropy for multi-label targets");
+      out.back().evidence["target_row_sum"] = row_sum;
+      return;
+    }
     if (logits && probabilities) {
       emit("probabilities_to_logits_loss", RootCause::kLoss, false, threshold(ctx, "logits_confidence"),
            where + " outputs probabilities in " + ru::range_text(op.out_lo, op.out_hi) + " but " + loss +

@@ -48,12 +48,13 @@ class LossNotDecreasing : public Rule {
                 std::to_string(p.iterations) + " iterations (" + ru::num(100 * p.loss_improvement) +
                 "% lower, at least " + ru::num(100 * min_improvement) + "% expected)";
     const std::vector<Finding> statics =
-        ru::findings_of(ctx, {"loss_activation_mismatch", "output_range", "labels_invalid"});
+        ru::findings_of(ctx, {"loss_activation_mismatch", "output_range", "labels_invalid", "bad_initialization",
+                              "unnormalized_inputs", "linear_stack"});
     const std::string lr_text = ru::num(lr);
     const ru::LrVerdict verdict = ru::judge_learning_rate(ctx, threshold(ctx, "tiny_lr"), threshold(ctx, "tiny_update"),
                                                           threshold(ctx, "huge_update"), threshold(ctx, "peak_update"));
     if (!statics.empty()) {
-      const Finding& s = statics.front();
+      const Finding& s = *ru::strongest(statics);
       f.root_cause = s.root_cause;
       f.layer = s.layer;
       f.nodes = s.nodes;

@@ -39,7 +39,9 @@ class OutputRange : public Rule {
              "targets larger than this in magnitude are unscaled regression values: root cause data "
              "(scale them) rather than the activation"},
             {"row_sum_tolerance", 0.05,
-             "a normalising (softmax) output fits regression targets only when each row sums to 1 within this"}};
+             "a normalising (softmax) output fits regression targets only when each row sums to 1 within this"},
+            {"conclusive_row_sum", 0.5, "conclusive when the mean target row sum is this far from 1 (e.g. "
+                                        "multi-label targets): the softmax output can never reach them"}};
   }
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
@@ -72,7 +74,8 @@ class OutputRange : public Rule {
                          o.layer, std::nullopt);
     const bool unscaled = std::max(std::fabs(tmin), std::fabs(tmax)) > threshold(ctx, "unscaled_target");
     f.root_cause = unscaled ? RootCause::kData : RootCause::kActivation;
-    f.conclusive = out_of_range && share >= threshold(ctx, "conclusive_share");
+    f.conclusive = (out_of_range && share >= threshold(ctx, "conclusive_share")) ||
+                   (bad_sum && std::fabs(row_sum - 1.0) >= threshold(ctx, "conclusive_row_sum"));
     f.confidence = f.conclusive ? 0.95 : 0.7;
     const std::string where = ctx.layer_label(o.layer);
     const std::string range = ru::range_text(lo, hi);
@@ -83,7 +86,11 @@ class OutputRange : public Rule {
       f.message = where + " applies softmax, so each output row sums to 1, but the target rows sum to " +
                   ru::num(row_sum) + " on average";
     }
-    if (unscaled)
+    const bool multi_label = bad_sum && !out_of_range && tmin >= 0 && tmax <= 1;
+    if (multi_label)
+      f.recommendation = "the targets look multi-label (several 1s per row): use a sigmoid output on " + where +
+                         " with binary_crossentropy";
+    else if (unscaled)
       f.recommendation = "scale the targets (e.g. standardise them: (y - mean) / std, and invert it on predictions), "
                          "and use a linear output on " + where;
     else

@@ -399,7 +399,7 @@ MetricJudgement judge_metric(const AnalysisContext& ctx, double now, double poor
   if (h.metric_name == "accuracy") {
     now = std::clamp(now, 0.0, 1.0);
     j.chance = ctx.progress().chance_metric;
-    if (j.chance < 0) j.chance = h.output_width > 1 ? 1.0 / double(h.output_width) : 0.5;
+    if (!(j.chance >= 0 && j.chance <= 1)) j.chance = h.output_width > 1 ? 1.0 / double(h.output_width) : 0.5;
     j.known = true;
     j.poor = now < j.chance + poor_fraction * (1 - j.chance);
     j.goal = j.chance + 0.75 * (1 - j.chance);
@@ -415,6 +415,19 @@ MetricJudgement judge_metric(const AnalysisContext& ctx, double now, double poor
     j.text = "mae " + num(now) + " (targets' std " + num(sigma) + ")";
   }
   return j;
+}
+
+}  // namespace dl::an::ru
+
+namespace dl::an::ru {
+
+const Finding* strongest(const std::vector<Finding>& findings) {
+  const Finding* best = nullptr;
+  for (const Finding& f : findings) {
+    if (f.conclusive) return &f;
+    if (!best || f.confidence > best->confidence) best = &f;
+  }
+  return best;
 }
 
 }  // namespace dl::an::ru

@@ -162,3 +162,9 @@ struct MetricJudgement {
 MetricJudgement judge_metric(const AnalysisContext& ctx, double now, double poor_fraction, double poor_mae);
 
 }  // namespace dl::an::ru
+
+namespace dl::an::ru {
+// The finding that best explains a run among `findings` (e.g. from findings_of): the first
+// conclusive one, else the most confident; nullptr when empty.
+const Finding* strongest(const std::vector<Finding>& findings);
+}  // namespace dl::an::ru

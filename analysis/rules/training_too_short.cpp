@@ -21,12 +21,16 @@ class TrainingTooShort : public Rule {
     return {{"tail_fraction", 0.34, "the trend is fitted over this last share of the iterations"},
             {"min_tail", 30, "but over at least this many iterations (or the whole run when shorter): fewer "
                              "mini-batch losses are too noisy to show a slow trend"},
-            {"min_iterations", 8, "fewer iterations than this cannot show a trend"},
+            {"min_iterations", 20, "fewer mini-batch losses than this cannot show a trend reliably (the context's \"enough\" too)"},
             {"min_rate", 0.01, "the fitted loss still falls by more than 1% of its level per epoch (a converged "
                                "run changes by less)"},
             {"min_t", 2.0, "the fitted slope must be this many standard errors below zero: a steady decrease, "
                            "not batch noise"},
             {"poor_fraction", 0.5, "accuracy is poor below chance + this fraction of the way from chance to 1"},
+            {"steep_rate", 0.1, "a loss still falling by 10% of its level per epoch stopped mid-descent: then a "
+                                "merely mediocre metric is enough"},
+            {"mediocre_fraction", 0.75, "with a steep loss, accuracy below chance + this fraction of the way to 1 "
+                                        "(or an mae above half of poor_mae) is not finished"},
             {"poor_mae", 0.5, "a mean absolute error above this many target standard deviations is poor "
                               "(predicting the mean scores ~0.8)"},
             {"max_factor", 10, "the recommended number of epochs is at most this multiple of the current one"},
@@ -55,11 +59,13 @@ class TrainingTooShort : public Rule {
 
     // Poor metric, judged on the fitted value at the end (a single batch is too noisy).
     const ru::LineFit metric = ru::fit_line(t.metric, n - tail, n);
+    const bool steep = rate >= threshold(ctx, "steep_rate");
     const ru::MetricJudgement judged =
-        ru::judge_metric(ctx, metric.end, threshold(ctx, "poor_fraction"), threshold(ctx, "poor_mae"));
+        steep ? ru::judge_metric(ctx, metric.end, threshold(ctx, "mediocre_fraction"), 0.5 * threshold(ctx, "poor_mae"))
+              : ru::judge_metric(ctx, metric.end, threshold(ctx, "poor_fraction"), threshold(ctx, "poor_mae"));
     if (!judged.known || !judged.poor) return;
     const double now = h.metric_name == "accuracy" ? std::clamp(metric.end, 0.0, 1.0) : metric.end;
-    const double goal = judged.goal, chance = judged.chance;
+    const double chance = judged.chance;
     const std::string& metric_text = judged.text;
 
     Finding f = ctx.make(*this, "training_too_short", Stage::kLoss, -1, std::nullopt);
@@ -68,20 +74,23 @@ class TrainingTooShort : public Rule {
     const double done = epochs > 0 ? epochs : std::max<double>(1, double(t.epochs.size()));
     f.message = "training ended after " + ru::num(done) + " epoch(s) while the loss was still falling by " +
                 ru::num(100 * rate) + "% per epoch (fitted over the last " + std::to_string(tail) +
-                " iterations, " + ru::num(-loss.t) + " standard errors below flat), with a poor " + metric_text;
+                " iterations, " + ru::num(-loss.t) + " standard errors below flat), with " +
+                (steep ? "an unfinished " : "a poor ") + metric_text;
     const std::vector<Finding> statics =
         ru::findings_of(ctx, {"loss_activation_mismatch", "output_range", "labels_invalid", "bad_initialization",
                               "unnormalized_inputs", "linear_stack"});
     const double lr = ru::learning_rate(h);
     const auto verdict = ru::judge_learning_rate(ctx, threshold(ctx, "tiny_lr"), threshold(ctx, "tiny_update"), INFINITY);
-    // Epochs to reach the goal accuracy at the recent gain, else to halve the loss at the recent rate.
+    // Epochs to halve the loss at the fitted rate, or to reach chance + 90% of the way to 1 at
+    // the fitted accuracy gain, whichever is longer; doubled, since progress slows down.
     double more = std::log(2.0) / std::max(rate, 1e-6);
     const double gain = metric.slope * per_epoch;
-    if (h.metric_name == "accuracy" && gain > 0 && goal > now) more = (goal - now) / gain;
-    const double total = std::clamp(std::ceil(done + more), 2 * done, threshold(ctx, "max_factor") * done);
+    if (h.metric_name == "accuracy" && gain > 0) more = std::max(more, (chance + 0.9 * (1 - chance) - now) / gain);
+    const double total =
+        std::clamp(std::ceil(2 * (done + more)), 2 * done, std::max(2.0, threshold(ctx, "max_factor")) * done);
     const double default_lr = ru::keras_default_learning_rate(ru::config(h, "optimizer", "adam"));
     if (!statics.empty()) {
-      const Finding& s = statics.front();
+      const Finding& s = *ru::strongest(statics);
       f.root_cause = s.root_cause;
       f.layer = s.layer;
       f.nodes = s.nodes;

@@ -24,6 +24,10 @@ class UnnormalizedInputs : public Rule {
             {"max_std", 50, "a feature spread this wide dominates the first layer's pre-activations"},
             {"scale_ratio", 1000, "the largest over the smallest non-zero feature std: one learning rate cannot "
                                   "suit weights whose gradients differ by this factor"},
+            {"max_offset", 10, "a feature whose values sit around |mean| > 10, far from 0 compared with their "
+                               "spread (see offset_ratio), is not centred: every first-layer unit sees a large "
+                               "constant input"},
+            {"offset_ratio", 3, "the offset counts when |mean| exceeds this many standard deviations"},
             {"max_target_abs", 1000, "regression targets beyond |y| = 1000 give losses and gradients of order "
                                      "1e6 with outputs that start near 0: scale them"},
             {"confidence", 0.6, "confidence of the finding: unscaled inputs slow or stall training, not always"}};
@@ -65,7 +69,13 @@ class UnnormalizedInputs : public Rule {
     }
     max_std = std::max(max_std, top_std);
     const double ratio = std::isfinite(min_std) && min_std > 0 ? top_std / min_std : 1.0;
-    const bool large = max_abs > threshold(ctx, "max_abs") || max_std > threshold(ctx, "max_std");
+    int offset_feature = -1;
+    for (size_t c = 0; c < cols.size() && offset_feature < 0; ++c)
+      if (std::fabs(cols[c].mean) > threshold(ctx, "max_offset") &&
+          std::fabs(cols[c].mean) > threshold(ctx, "offset_ratio") * cols[c].std)
+        offset_feature = static_cast<int>(c);
+    const bool large = max_abs > threshold(ctx, "max_abs") || max_std > threshold(ctx, "max_std") ||
+                       offset_feature >= 0;
     const bool mixed = ratio > threshold(ctx, "scale_ratio");
     if ((!large && !mixed) || normalized_in_graph(ctx)) return;
     // Pixel data: non-negative, at most 255 (the usual unscaled image encoding).
@@ -75,7 +85,11 @@ class UnnormalizedInputs : public Rule {
     f.root_cause = RootCause::kData;
     f.conclusive = false;
     f.confidence = threshold(ctx, "confidence");
-    if (large)
+    if (large && offset_feature >= 0 && max_abs <= threshold(ctx, "max_abs"))
+      f.message = "the input features are not centred: feature " + std::to_string(offset_feature) + " has mean " +
+                  ru::num(cols[size_t(offset_feature)].mean) + " and std " + ru::num(cols[size_t(offset_feature)].std) +
+                  " (inputs of order 1 around 0 are expected)";
+    else if (large)
       f.message = "the input features are not normalised: values reach |x| = " + ru::num(max_abs) +
                   " with a standard deviation up to " + ru::num(max_std) + " (inputs of order 1 are expected)";
     else
@@ -89,6 +103,7 @@ class UnnormalizedInputs : public Rule {
     f.evidence = {{"max_abs", max_abs}, {"max_std", max_std}, {"std_ratio", ratio},
                   {"feature_min", d.all_features.min}, {"feature_max", d.all_features.max},
                   {"widest_feature", widest}, {"narrowest_feature", narrowest}};
+    if (offset_feature >= 0) f.evidence["offset_feature"] = offset_feature;
     if (pixels) f.evidence["pixel_range"] = true;
     out.push_back(std::move(f));
   }

@@ -92,32 +92,44 @@ for sig in INT TERM; do
   done
 done
 
-# SIGKILL: nothing can run on a kill, so each output must be whole or absent. Kill at
-# several moments of a short run (training, analysis, writing) and check every time;
-# an older complete report at the path must stay whole until replaced.
+# SIGKILL: nothing can run on a kill, so each output must be whole or absent. A first
+# run measures how long a short training takes (T); then runs are killed at fractions of
+# T, most of them near the end where the analysis writes the report, trace and model.
+# Every second run starts with an older complete report at the path, which must stay
+# whole until it is replaced whole.
+kill_run() {  # name: runs the short training in the background, sets $pid
+  "$bin" train "$model" "$data" --epochs 600 --no-stop --format json -q \
+    --report "$1.report" --trace "$1.trace" --save "$1.onnx" > /dev/null 2>&1 &
+  pid=$!
+}
+t0=$(date +%s.%N)
+kill_run calibrate
+wait "$pid"
+t1=$(date +%s.%N)
+json_complete_is calibrate.report true || fail "calibrate: the report of a complete run is not complete JSON"
 echo '{"verdict": "ok", "complete": true}' > old.json
 k=0
-for delay in 0.2 0.5 0.8 1.1 1.4 1.7 2.0 2.5 3.0 4.0; do
-  name="kill-$delay"
+for f in 0.15 0.4 0.7 0.85 0.92 0.96 0.99 1.02; do
+  delay=$(awk -v a="$t0" -v b="$t1" -v f="$f" 'BEGIN { printf "%.3f", (b - a) * f }')
+  name="kill-$f"
   k=$((k + 1))
-  # Every second run starts with an older complete report at the path.
   (( k % 2 == 0 )) && cp old.json "$name.report"
-  "$bin" train "$model" "$data" --epochs 300 --no-stop --format json -q \
-    --report "$name.report" --trace "$name.trace" --save "$name.onnx" > /dev/null 2>&1 &
-  pid=$!
+  kill_run "$name"
   sleep "$delay"
   kill -KILL "$pid" 2> /dev/null
   wait "$pid" 2> /dev/null
   if [[ -e "$name.report" ]]; then
-    json_complete_is "$name.report" true || fail "$name: after SIGKILL the report is torn or invalid"
+    json_complete_is "$name.report" true || fail "$name: after SIGKILL at ${delay}s the report is torn or invalid"
   fi
   if [[ -e "$name.trace" ]]; then
     "$bin" analyze "$name.trace" -q --report "$name.reanalyzed" > /dev/null 2>&1
-    [[ $? -le 1 ]] || fail "$name: after SIGKILL the trace is torn"
+    [[ $? -le 1 ]] || fail "$name: after SIGKILL at ${delay}s the trace is torn"
   fi
   if [[ -e "$name.onnx" ]]; then
-    "$bin" inspect "$name.onnx" > /dev/null 2>&1 || fail "$name: after SIGKILL the saved model is torn"
+    "$bin" inspect "$name.onnx" > /dev/null 2>&1 || fail "$name: after SIGKILL at ${delay}s the saved model is torn"
   fi
+  echo "SIGKILL at ${delay}s: report $([[ -e $name.report ]] && echo present || echo absent)," \
+       "trace $([[ -e $name.trace ]] && echo present || echo absent), tmp files: $(ls "$name".*.tmp 2> /dev/null | wc -l)"
 done
 
 if [[ $failures -eq 0 ]]; then

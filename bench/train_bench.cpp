@@ -4,7 +4,7 @@
 //
 //   dl_bench_train MODEL DATA [--batch 64] [--steps 200] [--warmup 20] [--rounds 5]
 //                  [--threads 0] [--modes off,probes,full] [--rows 0] [--peak-n 1024]
-//                  [--profile]
+//                  [--profile] [--helpers auto|always|never]
 //
 // Modes: off     the trainer alone (deeplocalize train --no-probes)
 //        probes  + ProbeRecorder and its trace (every step reduced to statistics)
@@ -14,7 +14,8 @@
 // product), so the efficiency compares numbers taken under the same load.
 // Prints one line per round and mode, then "RESULT key=value ..." lines with medians.
 // --profile instead prints the wall time per program step (forward and backward of
-// each node, loss, update) of one probes-off run.
+// each node, loss, update) of one probes-off run. --helpers sets runtime/parallel.h's
+// helper policy (auto backs off to one thread while the machine is busy).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -49,13 +50,15 @@ struct Args {
   int threads = 0;
   int peak_n = 1024;
   bool profile = false;
+  std::string helpers = "auto";
   std::vector<std::string> modes = {"off", "probes", "full"};
 };
 
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr,
                "%s\nusage: dl_bench_train MODEL DATA [--batch B] [--steps N] [--warmup W] [--rounds R]\n"
-               "                      [--threads T] [--modes off,probes,full] [--rows R] [--peak-n N]\n",
+               "                      [--threads T] [--modes off,probes,full] [--rows R] [--peak-n N]\n"
+               "                      [--profile] [--helpers auto|always|never]\n",
                msg);
   std::exit(2);
 }
@@ -77,6 +80,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--threads") a.threads = std::stoi(next());
     else if (s == "--peak-n") a.peak_n = std::stoi(next());
     else if (s == "--profile") a.profile = true;
+    else if (s == "--helpers") a.helpers = next();
     else if (s == "--modes") {
       a.modes.clear();
       std::string m = next();
@@ -269,6 +273,9 @@ int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   try {
     if (a.threads > 0) rt::set_compute_threads(a.threads);
+    if (a.helpers == "always") rt::set_helper_policy(rt::HelperPolicy::kAlways);
+    else if (a.helpers == "never") rt::set_helper_policy(rt::HelperPolicy::kNever);
+    else if (a.helpers != "auto") usage("--helpers takes auto, always or never");
     ir::Model model = conv::import_model(a.model);
     rt::TrainConfig config = rt::config_from_metadata(model.metadata);
     if (a.batch > 0) config.batch_size = a.batch;
@@ -323,8 +330,8 @@ int main(int argc, char** argv) {
         std::printf("round %lld  peak    %8.1f GFLOP/s (Eigen %dx%d product), %.1f through the runtime's kernel\n",
                     (long long)round, peaks.back(), a.peak_n, a.peak_n, kernel_peaks.back());
       }
-      std::printf("round %lld  threads the kernels use now: %d of %d\n", (long long)round, rt::compute_threads(),
-                  bench::eigen_threads());
+      std::printf("round %lld  compute threads %d%s\n", (long long)round, rt::compute_threads(),
+                  rt::helpers_congested() ? " (helpers congested now: small products on one thread)" : "");
     }
     const double peak = median(peaks), kernel_peak = median(kernel_peaks);
     std::string name = a.model.substr(a.model.find_last_of('/') + 1);

@@ -24,7 +24,7 @@ json read_json_file(const std::string& path) {
   text << f.rdbuf();
   try {
     return json::parse(text.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
     throw ConfigError(path + ": invalid JSON: " + e.what());
   }
 }

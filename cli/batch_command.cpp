@@ -170,7 +170,7 @@ int run_merge(const MergeOptions& o) {
     text << f.rdbuf();
     try {
       summaries.push_back(json::parse(text.str()));
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
       throw ConfigError(file + ": invalid JSON: " + e.what());
     }
   }

@@ -219,6 +219,7 @@ void ExecutionGraph::plan(const GraphOptions& options) {
     step.op = std::move(ops[node_index]);
     InferCtx ic;
     ic.training = options.training;
+    ic.max_bytes = budget - planned_bytes_;
     bool all_known = true;
     for (const std::string& name : node.inputs) {
       if (name.empty()) {

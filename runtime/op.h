@@ -50,6 +50,10 @@ struct InferCtx {
   std::vector<Tensor*> out;       // nullptr for an omitted optional output
   std::vector<bool> out_known;    // set by ops such as Shape
   bool training = false;
+  // What the graph may still plan (its memory cap minus what is planned so far): an op
+  // that allocates plan-time buffers of its own (e.g. Pad's index maps) checks them
+  // against it before allocating, as the graph checks every output after infer().
+  int64_t max_bytes = std::numeric_limits<int64_t>::max();
 };
 
 struct FwdCtx {

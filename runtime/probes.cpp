@@ -327,7 +327,7 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
   param_sums_.reset(new ParamSums[params.size() + 1]);
 }
 
-ProbeRecorder::~ProbeRecorder() { tasks_.wait(); }
+ProbeRecorder::~ProbeRecorder() = default;
 
 void ProbeRecorder::on_batch_begin(const IterationInfo& info) {
   current_ = nullptr;
@@ -348,7 +348,7 @@ void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands) {
   j.tensor = t;
   j.desc = with_bands ? &trace_.header.probes[size_t(probe)].op : nullptr;
   j.out = &current_[probe];
-  tasks_.submit(run_tensor_job, this, probe);
+  run_tensor_job(this, probe);
 }
 
 void ProbeRecorder::on_forward(size_t step_index, const Step& step) {
@@ -413,13 +413,12 @@ void ProbeRecorder::on_chunk(size_t param, int64_t offset, const float* grad, co
   j.grad = grad - (offset - start);
   j.weight = after - (offset - start);
   j.n = end - start;
-  tasks_.submit(run_param_job, this, job);
+  run_param_job(this, job);
 }
 
 void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInfo& info) {
   trace_.add_loss(info.iteration, float(info.loss), float(info.metric));
   if (!current_) return;
-  tasks_.wait();
   trace_.records.back().loss = float(info.loss);
   trace_.records.back().metric = float(info.metric);
   auto& params = const_cast<ExecutionGraph&>(graph).params();

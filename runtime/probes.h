@@ -8,7 +8,6 @@
 
 #include "analysis/trace.h"
 #include "runtime/graph.h"
-#include "runtime/parallel.h"
 #include "runtime/trainer.h"
 
 namespace dl::rt {
@@ -19,14 +18,8 @@ an::TensorStats reduce_stats(const Tensor& t, const an::OpDescription* desc, std
 
 an::OpDescription describe(const OpTraits& traits, const Shape& output_shape);
 
-// Reductions run in the background on the kernels' helper threads (runtime/parallel.h)
-// while the step goes on, and are complete when after_update() returns (the iteration's
-// record is then whole for every listener after this one). A tensor is reduced only
-// after the step that writes it, and nothing writes it again before after_update():
-// forward outputs until the next forward, output gradients until the next backward's
-// zeroing, parameters and their gradients until the next update. Without helpers
-// (one compute thread) the same reductions run inline. Results do not depend on the
-// thread: parameter partial sums are merged in a fixed order.
+// Each tensor is reduced right after the step that writes it (on the training thread:
+// running the reductions on a helper thread was measured slower, see bench/README.md).
 //
 // Parameters are reduced while the optimizer updates them (Optimizer::UpdateObserver):
 // the change (update probe) from each chunk's old and new values, weight and gradient
@@ -65,7 +58,6 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   std::unique_ptr<ParamJob[]> param_jobs_;    // per parameter piece
   std::unique_ptr<ParamSums[]> param_sums_;   // per parameter, this iteration
   an::TensorStats* current_ = nullptr;  // this iteration's record, or null when not recorded
-  TaskGroup tasks_;                     // last member: destroyed (and drained) first
 };
 
 }  // namespace dl::rt

@@ -17,9 +17,11 @@ using Index = Eigen::Index;
 // Products below this many multiply-adds run on the calling thread: waking a helper
 // (a futex wake-up, tens of microseconds on a busy machine) would cost more than it saves.
 constexpr double kParallelMacs = double(1 << 22);
-// Products above this are cut into two blocks per thread, so a late helper leaves less
-// work to wait for.
-constexpr double kFineMacs = double(1 << 26);
+// Large products are cut into up to four blocks per thread (one more per kFineMacs
+// multiply-adds), so a helper that runs late or slow (sharing its core) leaves less work
+// to wait for: the caller takes the blocks it has not started. Each block repacks one
+// operand, which bounds how fine the cut can usefully be.
+constexpr double kFineMacs = double(1 << 27);
 
 // Packing buffers of the calling thread, grown to the largest product it has run.
 struct Scratch {
@@ -149,7 +151,12 @@ struct Product {
 
 int gemm_threads(int64_t m, int64_t n, int64_t k) {
   const double macs = double(m) * double(n) * double(k);
-  return macs < kParallelMacs ? 1 : compute_threads();
+  if (macs < kParallelMacs) return 1;
+  const int budget = compute_threads();
+  if (budget == 1) return 1;
+  // Only products cut in several blocks per thread gain from a helper that shares its core.
+  if (macs < 2 * kFineMacs && helpers_congested()) return 1;
+  return budget;
 }
 
 void gemm(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, float* c, int64_t ldc, bool accumulate) {
@@ -181,7 +188,8 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, floa
   p.split_rows = m <= n;
   const Index extent = p.split_rows ? p.rows : p.cols;
   const double macs = double(m) * double(n) * double(k);
-  Index blocks = threads == 1 ? 1 : Index(threads) * (macs >= kFineMacs ? 2 : 1);
+  const Index per_thread = std::min<Index>(4, std::max<Index>(1, Index(macs / kFineMacs)));
+  Index blocks = threads == 1 ? 1 : Index(threads) * per_thread;
   const Index align = p.split_rows ? 48 : 4;  // GEBP's register block (rows x columns)
   Index per = (extent + blocks - 1) / blocks;
   per = (per + align - 1) / align * align;

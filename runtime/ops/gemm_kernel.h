@@ -26,7 +26,8 @@ struct MatRef {
 // overlap A or B.
 void gemm(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, float* c, int64_t ldc, bool accumulate);
 
-// Threads a product of m * n * k multiply-adds would use (1 below the size that pays).
+// Threads a product of m * n * k multiply-adds would use: 1 below the size that pays, and
+// for mid-size products while helpers are congested (runtime/parallel.h).
 int gemm_threads(int64_t m, int64_t n, int64_t k);
 
 }  // namespace dl::rt

@@ -13,6 +13,7 @@
 // per-axis index map built at plan time; backward scatters dy through the same maps, so
 // the elements that edge/reflect replicated accumulate into their source.
 #include "runtime/attrs.h"
+#include "runtime/data/io.h"
 #include "runtime/ops/shape_util.h"
 
 namespace dl::rt {
@@ -41,16 +42,35 @@ class PadOp : public Op {
       throw ShapeError(where() + ": pads " + shape_str(pads) + " must hold 2 * rank = " + std::to_string(2 * r) +
                        " values for data " + shape_str(x.shape()));
     Shape out(r);
+    // The output shape first, overflow-checked, and its size and the index maps (one
+    // int64 per output index of each axis) against the memory cap: huge pads are refused
+    // before anything is allocated.
+    int64_t map_entries = 0;
+    for (size_t d = 0; d < r; ++d) {
+      const int64_t n = x.shape()[d];
+      int64_t crop = 0;
+      if (pads[d] == std::numeric_limits<int64_t>::min() || pads[d + r] == std::numeric_limits<int64_t>::min() ||
+          __builtin_add_overflow(std::max<int64_t>(-pads[d], 0), std::max<int64_t>(-pads[d + r], 0), &crop) ||
+          crop > n)
+        throw ShapeError(where() + ": pads " + shape_str(pads) + " crop axis " + std::to_string(d) + " of data " +
+                         shape_str(x.shape()) + " below zero");
+      if (__builtin_add_overflow(n, pads[d], &out[d]) || __builtin_add_overflow(out[d], pads[d + r], &out[d]) ||
+          __builtin_add_overflow(map_entries, out[d], &map_entries))
+        throw ShapeError(where() + ": pads " + shape_str(pads) + " make axis " + std::to_string(d) + " of data " +
+                         shape_str(x.shape()) + " too large");
+    }
+    const int64_t numel = shape_numel(out);  // ResourceError when not addressable
+    const double needed = double(map_entries) * 8 + double(numel) * (x.dtype() == DType::kFloat32 ? 4 : 8);
+    if (needed > double(ctx.max_bytes))
+      throw ResourceError(where() + ": output of shape " + shape_str(out) + " needs " + data::human_bytes(needed) +
+                          " with its index maps, over what the memory cap leaves (" +
+                          data::human_bytes(double(ctx.max_bytes)) + "; raise it with --max-memory)");
     map_.clear();
     map_at_.assign(r + 1, 0);
     in_strides_.assign(r, 1);
     for (size_t d = r; d-- > 1;) in_strides_[d - 1] = in_strides_[d] * x.shape()[d];
     for (size_t d = 0; d < r; ++d) {
-      const int64_t n = x.shape()[d], crop = std::max<int64_t>(-pads[d], 0) + std::max<int64_t>(-pads[d + r], 0);
-      if (crop > n)
-        throw ShapeError(where() + ": pads " + shape_str(pads) + " crop axis " + std::to_string(d) + " of data " +
-                         shape_str(x.shape()) + " below zero");
-      out[d] = n + pads[d] + pads[d + r];
+      const int64_t n = x.shape()[d];
       build_map(d, n, pads[d], pads[d + r], pads);
       map_at_[d + 1] = static_cast<int64_t>(map_.size());
     }

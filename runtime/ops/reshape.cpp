@@ -40,7 +40,8 @@ class Reshape : public ReshapeLikeOp {
         out[k] = in[k];
       }
       has_zero = has_zero || out[k] == 0;
-      known *= out[k];
+      if (__builtin_mul_overflow(known, out[k], &known))  // cannot match any input's element count
+        throw ShapeError(where() + ": shape " + shape_str(out) + " has more elements than can be addressed");
     }
     if (infer_at >= 0) {
       if (allow_zero_ && has_zero)

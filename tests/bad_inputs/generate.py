@@ -97,6 +97,15 @@ mlp("huge_activation.onnx", nodes=[
     init=[numpy_helper.from_array(np.ones((3, 4), np.float32), "W"),
           numpy_helper.from_array(np.zeros(3, np.float32), "B")],
     inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [300000000, 4])])
+# Pads that would make a 3-billion-wide axis: refused before Pad builds its index maps.
+mlp("huge_pad.onnx", nodes=[
+    helper.make_node("Pad", ["x", "pads"], ["p"], name="pad"),
+    helper.make_node("ReduceMean", ["p"], ["m"], name="mean", axes=[1]),
+    helper.make_node("Gemm", ["m", "W", "B"], ["h"], name="fc", transB=1),
+    helper.make_node("Relu", ["h"], ["y"], name="act")],
+    init=[numpy_helper.from_array(np.array([0, 0, 0, 3000000000], np.int64), "pads"),
+          numpy_helper.from_array(np.ones((3, 1), np.float32), "W"),
+          numpy_helper.from_array(np.zeros(3, np.float32), "B")])
 ext = numpy_helper.from_array(np.ones((3, 4), np.float32), "W")
 ext.ClearField("raw_data")
 ext.data_location = TensorProto.EXTERNAL
@@ -158,6 +167,8 @@ write("npy_truncated.npy", data[: len(data) - 9])
 np.save(path("npy_big_endian.npy"), np.ones((2, 7), dtype=">f4"))
 np.save(path("npy_object.npy"), np.array([[1, "a"]], dtype=object), allow_pickle=True)
 np.savez(path("npz_missing_y.npz"), x=np.ones((2, 4), np.float32), labels=np.zeros((2, 3), np.float32))
+# --- batch manifests and summaries ---
+write("number_overflow.json", '{"cases": [{"name": "a", "model": "m.onnx", "data": "d.csv", "options": {"lr": 4e308}}]}', "w")
 write("not_a_trace.trace", b"DLTRACE 1\n\xff\xff\xff\xff\xff\xff\xff\x7f{}")
 write("trace_wrong_magic.trace", b"TRACE? 1\n")
 write("trace_future.trace", b"DLTRACE 2\n" + struct.pack("<Q", 2) + b"{}")

@@ -35,6 +35,8 @@ for t in "${targets[@]}"; do
   dict=()
   [[ -f "$root/tests/fuzz/$t.dict" ]] && dict=(-dict="$root/tests/fuzz/$t.dict")
   echo "fuzz: $t for ${seconds}s (log $log)"
+  stamp="$build/fuzz-logs/$t.start"
+  touch "$stamp"
   start=$(date +%s)
   "$bin" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$artifacts" "${dict[@]}" "$corpus" > "$log" 2>&1
@@ -46,7 +48,7 @@ for t in "${targets[@]}"; do
           "$(find "$corpus" -type f | wc -l)")"
   if [[ $rc -ne 0 ]]; then
     failed+=("$t")
-    line+=" FAILED (exit $rc): $(ls "$artifacts" | tr '\n' ' ')"
+    line+=" FAILED (exit $rc): $(find "$artifacts" -type f -newer "$stamp" | tr '\n' ' ')"
     echo "---- $log (last 60 lines)"
     tail -60 "$log"
   fi

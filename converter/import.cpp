@@ -8,6 +8,7 @@
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
+#include <set>
 #include <utility>
 
 #include "converter/errors.h"
@@ -47,6 +48,38 @@ void validate_tensors(const onnx::GraphProto& graph, const std::string& label) {
         throw ModelError(label + ": node '" + node.name() + "' attribute '" + attr.name() +
                          "' keeps its tensor in an external file, which deeplocalize does not support");
       }
+    }
+  }
+}
+
+// ONNX's shape inference divides by some attributes without checking them (a stride
+// of 0 is a SIGFPE in onnx 1.12's convPoolShapeInference, found by fuzzing): refuse
+// values below 1 first, naming the node. Subgraphs (If, Loop, Scan bodies) too.
+void validate_window_attributes(const onnx::GraphProto& graph, const std::string& label) {
+  static const std::set<std::string> windowed = {"Conv",    "ConvTranspose", "ConvInteger", "QLinearConv",
+                                                 "MaxPool", "AveragePool",   "LpPool",      "MaxUnpool",
+                                                 "MaxRoiPool", "DeformConv", "Col2Im"};
+  for (const auto& node : graph.node()) {
+    const bool onnx_op = is_default_domain(node.domain());
+    for (const auto& a : node.attribute()) {
+      const bool ints = onnx_op && windowed.count(node.op_type()) &&
+                        (a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape");
+      const bool one = onnx_op && ((a.name() == "blocksize" && (node.op_type() == "DepthToSpace" ||
+                                                                node.op_type() == "SpaceToDepth")) ||
+                                   (a.name() == "group" && windowed.count(node.op_type())));
+      bool bad = one && a.i() < 1;
+      for (int64_t v : a.ints()) bad = bad || (ints && v < 1);
+      if (bad) {
+        std::string value = one ? std::to_string(a.i()) : "[";
+        if (!one) {
+          for (int k = 0; k < a.ints_size(); ++k) value += (k ? ", " : "") + std::to_string(a.ints(k));
+          value += "]";
+        }
+        throw ModelError(label + ": node '" + node.name() + "' (" + node.op_type() + ") attribute '" + a.name() +
+                         "' is " + value + ": " + (one ? "it must be" : "every value must be") + " at least 1");
+      }
+      if (a.has_g()) validate_window_attributes(a.g(), label);
+      for (const auto& g : a.graphs()) validate_window_attributes(g, label);
     }
   }
 }
@@ -206,6 +239,7 @@ ir::Model import_parsed(onnx::ModelProto& model, const std::string& label, const
   out.original_opset = out.opset = default_opset(model, label);
   detail::validate_and_sort_graph(*model.mutable_graph(), label);  // names nodes first
   validate_tensors(model.graph(), label);
+  validate_window_attributes(model.graph(), label);
   if (options.run_checker) run_checker(model, label);
   if (options.upgrade_opset && out.opset < kCanonicalOpset && try_upgrade(model, kCanonicalOpset, label)) {
     out.opset = kCanonicalOpset;

@@ -106,6 +106,12 @@ mlp("huge_pad.onnx", nodes=[
     init=[numpy_helper.from_array(np.array([0, 0, 0, 3000000000], np.int64), "pads"),
           numpy_helper.from_array(np.ones((3, 1), np.float32), "W"),
           numpy_helper.from_array(np.zeros(3, np.float32), "B")])
+# A stride of 0: ONNX's own shape inference divides by it (SIGFPE), so import refuses it first.
+mlp("conv_stride_zero.onnx", nodes=[
+    helper.make_node("Conv", ["x", "W"], ["c"], name="conv", kernel_shape=[2, 2], strides=[1, 0]),
+    helper.make_node("Flatten", ["c"], ["y"], name="flat")],
+    init=[numpy_helper.from_array(np.ones((1, 1, 2, 2), np.float32), "W")],
+    inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 4, 4])])
 ext = numpy_helper.from_array(np.ones((3, 4), np.float32), "W")
 ext.ClearField("raw_data")
 ext.data_location = TensorProto.EXTERNAL

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,56 @@ RootCause root_cause_from(const std::string& name);  // kUnknown when not in the
 
 enum class Stage { kStatic, kForward, kBackward, kWeights, kLoss, kAccuracy };
 const char* stage_name(Stage s);
+
+// One change to the model, its training configuration or its data.
+struct FixAction {
+  enum class Kind {
+    kLearningRate,   // factor: learning rate multiplied by it
+    kOptimizer,      // value: optimizer name (its default learning rate)
+    kEpochs,         // factor: epochs multiplied by it (at least `count` epochs)
+    kLoss,           // value: loss name (from_logits false)
+    kActivation,     // layer, value: op type ("Identity" removes the activation)
+    kReinitialize,   // layer, value: "glorot_uniform" or "he_uniform"
+    kFeatures,       // value: "standardize" or "minmax"
+    kTargets,        // standardise regression targets
+    kLabels,         // remap class ids to 0..C-1
+  };
+  Kind kind = Kind::kLearningRate;
+  int layer = -1;
+  std::string value;
+  double factor = 1;
+  int64_t count = 0;
+
+  bool operator==(const FixAction& o) const {
+    return kind == o.kind && layer == o.layer && value == o.value && factor == o.factor && count == o.count;
+  }
+};
+const char* fix_kind_name(FixAction::Kind k);
+
+// Loss and metric at the end of a run (the last epoch's means over its batches, Keras'
+// history), in the original target units. NaN when not available or not comparable.
+struct FixMetrics {
+  double loss = std::numeric_limits<double>::quiet_NaN();
+  double metric = std::numeric_limits<double>::quiet_NaN();
+};
+
+// The outcome of one trial, as the reports show it.
+struct FixOutcome {
+  std::string change;  // human-readable, e.g. "learning rate 1 -> 0.01"
+  std::vector<FixAction> actions;
+  RootCause root_cause = RootCause::kUnknown;
+  bool verified = false;
+  std::string reason;
+  std::string metric_name;
+  FixMetrics before, after;
+  std::vector<double> epoch_loss, epoch_metric;  // the trial's history (after the fix)
+  int64_t iterations = 0;
+  double seconds = 0;
+  std::vector<std::string> remaining;  // symptoms the trial still shows
+  std::string python_code;             // preprocessing to add to the user's pipeline
+  bool loss_comparable = true;         // false when the fix changes the loss function
+  int order = 0;                       // proposal order (the evidence's ranking of the candidates)
+};
 
 struct Finding {
   std::string symptom;  // rule-specific id, e.g. "nan_forward", "dead_relu"
@@ -39,8 +90,11 @@ struct Finding {
   // in the loss after NaN in layer 2's output.
   int consequence_of = -1;
   double confidence = 1.0;
+  // With --verify-fixes (primary finding): the repairs tried, ranked, best first.
+  std::vector<FixOutcome> fixes;
 };
 
+nlohmann::json to_json(const FixOutcome& f);  // analysis/fixes.cpp
 nlohmann::json to_json(const Finding& f);
 
 }  // namespace dl::an

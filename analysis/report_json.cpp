@@ -35,7 +35,7 @@ json layer_json(const Finding& f, const Trace& t) {
 
 json finding_json(const Finding& f, const Trace& t) {
   json evidence = f.evidence.is_object() ? f.evidence : json::object();
-  return {{"symptom", f.symptom},
+  json j = {{"symptom", f.symptom},
           {"stage", stage_name(f.stage)},
           {"layer", layer_json(f, t)},
           {"epoch", f.epoch},
@@ -47,6 +47,11 @@ json finding_json(const Finding& f, const Trace& t) {
           {"rule", f.rule},
           {"consequence_of", f.consequence_of >= 0 ? json(f.consequence_of) : json(nullptr)},
           {"conclusive", f.conclusive}};
+  if (!f.fixes.empty()) {
+    j["fixes"] = json::array();
+    for (const FixOutcome& x : f.fixes) j["fixes"].push_back(to_json(x));
+  }
+  return j;
 }
 
 json numbers(const std::vector<double>& v) {

@@ -72,6 +72,45 @@ void primary(std::string& out, const Finding& f, const Trace& t, const Style& st
   if (!f.recommendation.empty()) out += "  " + st.bold("Fix:") + " " + f.recommendation + "\n";
 }
 
+std::string metrics_text(const FixOutcome& x) {
+  const std::string metric = x.metric_name.empty() ? "metric" : x.metric_name;
+  return "loss " + num(x.before.loss) + " \u2192 " + num(x.after.loss) + ", " + metric + " " + num(x.before.metric) +
+         " \u2192 " + num(x.after.metric);
+}
+
+// The repairs tried with --verify-fixes: the best verified one first, with its curve.
+void fixes(std::string& out, const Finding& f, const Style& st) {
+  if (f.fixes.empty()) return;
+  size_t verified = 0;
+  double seconds = 0;
+  for (const FixOutcome& x : f.fixes) verified += x.verified, seconds += x.seconds;
+  out += "\n" + st.bold(verified ? "Verified fixes" : "No verified fix") + " (" + std::to_string(f.fixes.size()) +
+         " repair" + (f.fixes.size() == 1 ? "" : "s") + " tried on this model, " + num(seconds) + " s of training):\n";
+  for (size_t k = 0; k < f.fixes.size(); ++k) {
+    const FixOutcome& x = f.fixes[k];
+    out += "  " + std::to_string(k + 1) + ". " + (x.verified ? st.green("\u2714 ") : st.dim("\u2718 ")) + x.change +
+           " [" + root_cause_name(x.root_cause) + "]\n";
+    out += "     " + metrics_text(x) + " (" + num(x.seconds) + " s)" + (x.verified ? "" : ": " + x.reason) + "\n";
+    if (k == 0 && x.verified && x.epoch_loss.size() > 1) {
+      double lo = 0, hi = 0;
+      bool log_scale = false;
+      const std::vector<float> v(x.epoch_loss.begin(), x.epoch_loss.end());
+      const std::string line = sparkline(v, kCurveWidth, lo, hi, log_scale);
+      out += "     loss per epoch after the fix " + line + "  min " + num(lo) + "  max " + num(hi) + "\n";
+    }
+    if (k == 0 && x.verified && !x.python_code.empty()) {
+      out += "     add to your data pipeline:\n";
+      size_t from = 0;
+      while (from < x.python_code.size()) {
+        size_t to = x.python_code.find('\n', from);
+        if (to == std::string::npos) to = x.python_code.size();
+        out += "       " + x.python_code.substr(from, to - from) + "\n";
+        from = to + 1;
+      }
+    }
+  }
+}
+
 void secondary(std::string& out, const std::vector<Finding>& fs, const Trace& t, const Style& st) {
   if (fs.size() < 2) return;
   out += "\nOther findings:\n";
@@ -182,6 +221,7 @@ std::string report_text(const Diagnosis& d, const Trace& t, const RunInfo& run, 
   out += "\n";
   if (d.fault && !d.findings.empty()) {
     primary(out, d.findings.front(), t, st);
+    fixes(out, d.findings.front(), st);
     secondary(out, d.findings, t, st);
   } else {
     out += st.green("OK") + ": no fault found in " + std::to_string(run.iterations) + " iterations (loss " +

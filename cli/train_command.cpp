@@ -11,6 +11,7 @@
 #include "analysis/baselines.h"
 #include "analysis/report.h"
 #include "analysis/trace_io.h"
+#include "cli/fix_trials.h"
 #include "cli/online_analysis.h"
 #include "cli/output.h"
 #include "cli/progress.h"
@@ -21,10 +22,6 @@
 #include "runtime/trainer.h"
 
 namespace dl::cli {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::atomic<bool> g_interrupted{false};
 std::atomic<int> g_signal{0};
@@ -32,6 +29,12 @@ extern "C" void on_signal(int sig) {
   g_signal.store(sig);
   g_interrupted.store(true);
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
 
 rt::TrainConfig resolve_config(const ir::Model& model, const TrainOptions& o) {
   rt::TrainConfig c = rt::config_from_metadata(model.metadata);
@@ -174,22 +177,24 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
   c->add_option("--detector", o.detector, "deeplocalize (default), or a Keras callback baseline: keras-terminate-on-nan, "
                                           "keras-early-stopping-loss, keras-early-stopping-accuracy, keras-union")
       ->check(CLI::IsMember(an::detector_names()));
+  c->add_flag("--verify-fixes", o.verify_fixes, "After a fault, retrain with each candidate repair and report the ones that work");
+  c->add_option("--max-trials", o.max_trials, "Candidate repairs to try at most (default 10)")->check(CLI::Range(int64_t{1}, int64_t{100}));
+  c->add_option("--trial-budget", o.trial_budget_s, "Wall seconds for all trials (default: 20x the faulty run's training, at least 60)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--trial-jobs", o.trial_jobs, "Trials run at once (default: one per core)")->check(CLI::Range(int64_t{1}, int64_t{256}));
+  c->add_option("--export-fixed", o.export_fixed, "Write the model with the best verified fix applied to FILE.onnx (implies --verify-fixes)");
   return c;
 }
 
-CaseResult diagnose_case(const TrainOptions& o, const CaseRunOptions& run) {
-  const an::Detector detector = an::detector_from(o.detector);
-  const bool baseline = an::is_baseline(detector);
-  const bool probing = !o.no_probes && !baseline;
+LoadedCase load_case(const TrainOptions& o) {
   const auto t_import = Clock::now();
-  ir::Model model = conv::import_model(o.model);
-  rt::TrainConfig config = resolve_config(model, o);
-  an::Settings settings;
-  for (const std::string& s : o.settings) settings.set(s);
-  rt::DatasetSpec spec = dataset_spec(model, config);
+  LoadedCase c;
+  c.model = conv::import_model(o.model);
+  c.config = resolve_config(c.model, o);
+  for (const std::string& s : o.settings) c.settings.set(s);
+  const rt::DatasetSpec spec = dataset_spec(c.model, c.config);
   rt::ReadOptions read;
-  read.max_bytes = config.max_memory_bytes > 0 ? config.max_memory_bytes : rt::kDefaultMaxDataBytes;
-  rt::Dataset train, validation;
+  read.max_bytes = c.config.max_memory_bytes > 0 ? c.config.max_memory_bytes : rt::kDefaultMaxDataBytes;
   {
     rt::Dataset all;
     try {
@@ -197,16 +202,30 @@ CaseResult diagnose_case(const TrainOptions& o, const CaseRunOptions& run) {
     } catch (const ResourceError& e) {
       throw ResourceError(std::string(e.what()) + " (raise it with --max-memory)");
     }
-    if (config.validation_split > 0) {
-      std::tie(train, validation) = rt::split_validation(all, config.validation_split);
+    if (c.config.validation_split > 0) {
+      std::tie(c.train, c.validation) = rt::split_validation(all, c.config.validation_split);
     } else {
-      train = std::move(all);  // no copy: a big data set is held once, not twice
+      c.train = std::move(all);  // no copy: a big data set is held once, not twice
     }
   }
-  const double import_s = since(t_import);
+  // A repaired model (--export-fixed) carries the data preprocessing it was verified with.
+  c.preprocessing = rt::Preprocessing::from_metadata(c.model.metadata, o.model);
+  if (!c.preprocessing.empty()) {
+    c.preprocessing.apply(c.train);
+    if (c.validation.n > 0) c.preprocessing.apply(c.validation);
+  }
+  c.import_s = since(t_import);
+  return c;
+}
 
+CaseResult train_case(const ir::Model& model, const rt::TrainConfig& config, rt::Dataset train_data,
+                      rt::Dataset validation_data, const an::Settings& settings, const TrainOptions& o,
+                      const CaseRunOptions& run) {
+  const an::Detector detector = an::detector_from(o.detector);
+  const bool baseline = an::is_baseline(detector);
+  const bool probing = !o.no_probes && !baseline;
   const auto t_train = Clock::now();
-  rt::Trainer trainer(model, config, std::move(train), std::move(validation));
+  rt::Trainer trainer(model, config, std::move(train_data), std::move(validation_data));
   CaseResult out;
   an::Trace& trace = out.trace;
   rt::describe_run(trainer.graph(), config, trainer.train_data(), trainer.metric().name(),
@@ -248,6 +267,7 @@ CaseResult diagnose_case(const TrainOptions& o, const CaseRunOptions& run) {
     std::signal(SIGTERM, old_term);
     out.signal = g_signal.load();
   } else {
+    trainer.set_interrupt_flag(run.interrupt);
     result = trainer.run();
   }
   trace.complete = !result.interrupted;
@@ -257,15 +277,39 @@ CaseResult diagnose_case(const TrainOptions& o, const CaseRunOptions& run) {
   if (probing) out.diagnosis = an::analyze(trace, settings, /*final=*/true);
   if (baseline) out.diagnosis = an::baseline_diagnose(detector, trace);
   out.info = run_info(o, result);
-  out.info.import_s = import_s;
   out.info.train_s = train_s;
   out.info.analysis_s = since(t_analysis);
   if (baseline) out.info.detector = an::detector_name(detector);
   out.interrupted = result.interrupted;
+  if (!o.save_file.empty() && !run.trial) save_trained_model(o.model, o.save_file, *trainer.store());
+  return out;
+}
 
-  if (!o.trace_file.empty() && !o.no_probes) an::write_trace(trace, o.trace_file);
-  if (!o.save_file.empty()) save_trained_model(o.model, o.save_file, *trainer.store());
-  out.report = an::report_json(out.diagnosis, trace, out.info);
+CaseResult diagnose_case(const TrainOptions& o, const CaseRunOptions& run) {
+  LoadedCase c = load_case(o);
+  const bool verify = (o.verify_fixes || !o.export_fixed.empty()) && !o.no_probes && o.detector == "deeplocalize";
+  CaseResult out = verify ? train_case(c.model, c.config, c.train, c.validation, c.settings, o, run)
+                          : train_case(c.model, c.config, std::move(c.train), std::move(c.validation), c.settings, o, run);
+  out.info.import_s = c.import_s;
+  if (verify && !out.interrupted) {
+    if (run.handle_signals) {
+      g_interrupted.store(false);
+      auto old_int = std::signal(SIGINT, on_signal);
+      auto old_term = std::signal(SIGTERM, on_signal);
+      verify_fixes(c, o, run, out);
+      std::signal(SIGINT, old_int);
+      std::signal(SIGTERM, old_term);
+      if (g_interrupted.load()) {  // the trials so far are reported, marked incomplete
+        out.interrupted = true;
+        out.signal = g_signal.load();
+        out.info.complete = false;
+      }
+    } else {
+      verify_fixes(c, o, run, out);
+    }
+  }
+  if (!o.trace_file.empty() && !o.no_probes) an::write_trace(out.trace, o.trace_file);
+  out.report = an::report_json(out.diagnosis, out.trace, out.info);
   return out;
 }
 

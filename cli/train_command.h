@@ -14,6 +14,10 @@
 #include "analysis/analyzer.h"
 #include "analysis/report.h"
 #include "analysis/trace.h"
+#include "converter/ir.h"
+#include "runtime/data/dataset.h"
+#include "runtime/data/preprocess.h"
+#include "runtime/train_config.h"
 
 namespace dl::cli {
 
@@ -31,6 +35,12 @@ struct TrainOptions {
   double trace_max_mb = 256;
   std::vector<std::string> settings;  // --set rule.key=value
   std::string detector = "deeplocalize";  // or a Keras baseline (analysis/baselines.h)
+  // Verified fixes (cli/fix_trials.h).
+  bool verify_fixes = false;
+  int64_t max_trials = 10;
+  double trial_budget_s = 0;  // 0: automatic (see fix_trials.h)
+  int64_t trial_jobs = 0;     // 0: one per core
+  std::string export_fixed;   // implies verify_fixes
 };
 
 // How diagnose_case runs: `train` shows progress and catches SIGINT/SIGTERM while
@@ -38,6 +48,8 @@ struct TrainOptions {
 struct CaseRunOptions {
   bool progress = true;        // progress on stderr (unless options.quiet)
   bool handle_signals = true;  // SIGINT/SIGTERM stop training at the end of the iteration
+  bool trial = false;          // a fix trial: writes no --save file
+  const std::atomic<bool>* interrupt = nullptr;  // without handle_signals: stops training when set
 };
 
 // One case, diagnosed: what `train` reports.
@@ -50,9 +62,33 @@ struct CaseResult {
   int signal = 0;  // the signal that interrupted training
 };
 
+// A case read and ready to train: the model (initial weights), the resolved configuration,
+// the data split (with any preprocessing the model's metadata records already applied).
+struct LoadedCase {
+  ir::Model model;
+  rt::TrainConfig config;
+  an::Settings settings;
+  rt::Dataset train, validation;
+  rt::Preprocessing preprocessing;  // from the model's metadata (already applied)
+  double import_s = 0;
+};
+LoadedCase load_case(const TrainOptions& options);
+
+// Trains one model on one data split with probes (or a baseline's history) and analyses
+// the run. The datasets are taken by value: pass copies to keep the originals.
+CaseResult train_case(const ir::Model& model, const rt::TrainConfig& config, rt::Dataset train,
+                      rt::Dataset validation, const an::Settings& settings, const TrainOptions& options,
+                      const CaseRunOptions& run);
+
+// Set by SIGINT/SIGTERM while `train` runs (training or fix trials).
+extern std::atomic<bool> g_interrupted;
+extern std::atomic<int> g_signal;
+extern "C" void on_signal(int sig);
+
 // The whole `train` pipeline for one case: import, train with probes (or the baseline's
-// history only), analyse; writes --trace and --save files when set. Throws dl::Error
-// for bad input like `train` does.
+// history only), analyse, and with --verify-fixes try the candidate repairs; writes
+// --trace, --save and --export-fixed files when set. Throws dl::Error for bad input like
+// `train` does.
 CaseResult diagnose_case(const TrainOptions& options, const CaseRunOptions& run = {});
 
 struct AnalyzeOptions {

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "converter/errors.h"
@@ -57,10 +58,37 @@ TrainConfig config_from_metadata(const std::map<std::string, std::string>& metad
     else if (k == "validation_split") c.validation_split = parse_number(value, what);
     else if (k == "clipnorm") c.optimizer.clipnorm = parse_number(value, what);
     else if (k == "clipvalue") c.optimizer.clipvalue = parse_number(value, what);
+    else if (k == "preprocessing") continue;  // the data's, read by Preprocessing::from_metadata
     else throw ConfigError(what + ": unknown key (known: loss, from_logits, optimizer, learning_rate, momentum, "
-                           "nesterov, decay, epochs, batch_size, targets, seed, validation_split, clipnorm, clipvalue)");
+                           "nesterov, decay, epochs, batch_size, targets, seed, validation_split, clipnorm, clipvalue, "
+                           "preprocessing)");
   }
   return c;
+}
+
+std::map<std::string, std::string> config_to_metadata(const TrainConfig& c) {
+  auto num = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return std::string(buf);
+  };
+  std::map<std::string, std::string> m;
+  const std::string p = "deeplocalize.";
+  m[p + "loss"] = c.loss;
+  m[p + "from_logits"] = c.from_logits ? "true" : "false";
+  m[p + "optimizer"] = c.optimizer.name;
+  if (c.optimizer.learning_rate) m[p + "learning_rate"] = num(*c.optimizer.learning_rate);
+  if (c.optimizer.momentum != 0) m[p + "momentum"] = num(c.optimizer.momentum);
+  if (c.optimizer.nesterov) m[p + "nesterov"] = "true";
+  if (c.optimizer.decay != 0) m[p + "decay"] = num(c.optimizer.decay);
+  if (c.optimizer.clipnorm) m[p + "clipnorm"] = num(*c.optimizer.clipnorm);
+  if (c.optimizer.clipvalue) m[p + "clipvalue"] = num(*c.optimizer.clipvalue);
+  m[p + "epochs"] = std::to_string(c.epochs);
+  m[p + "batch_size"] = std::to_string(c.batch_size);
+  m[p + "targets"] = std::to_string(c.targets);
+  m[p + "seed"] = std::to_string(c.seed);
+  if (c.validation_split != 0) m[p + "validation_split"] = num(c.validation_split);
+  return m;
 }
 
 void validate(const TrainConfig& c) {

@@ -27,6 +27,9 @@ struct TrainConfig {
 // Reads every "deeplocalize.*" key; unknown keys with that prefix and malformed values
 // are ConfigErrors naming the key and the value.
 TrainConfig config_from_metadata(const std::map<std::string, std::string>& metadata);
+// The inverse: every setting of `config` as "deeplocalize.*" metadata (a repaired model
+// carries the configuration it was verified with).
+std::map<std::string, std::string> config_to_metadata(const TrainConfig& config);
 // Checks ranges (epochs >= 1, batch size >= 1, split in [0, 1), loss known, ...).
 void validate(const TrainConfig& config);
 

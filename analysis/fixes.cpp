@@ -1,0 +1,394 @@
+#include "analysis/fixes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "analysis/rules/rule_util.h"
+
+namespace dl::an {
+namespace {
+
+using Kind = FixAction::Kind;
+
+FixAction act(Kind k, int layer = -1, std::string value = "", double factor = 1, int64_t count = 0) {
+  FixAction a;
+  a.kind = k, a.layer = layer, a.value = std::move(value), a.factor = factor, a.count = count;
+  return a;
+}
+
+// What the trace header says about the model, its output and its data.
+struct Facts {
+  std::string loss, optimizer;
+  bool logits = false;
+  int last = -1;                         // index of the output layer
+  std::vector<std::string> activation;  // per layer: its last activation op, "" for none
+  std::vector<bool> saturating, dead_zone, linear_hidden;
+  int64_t out_units = 1;
+  bool regression = false, binary = false, multilabel = false, multiclass = false;
+  bool sparse = false;
+  bool features_unscaled = false, targets_unscaled = false;
+  bool label_issues = false;
+  std::vector<int> constant_layers;  // layers whose weights start constant (all zero or all equal)
+  int64_t epochs = 10;
+};
+
+Facts facts_of(const Trace& t) {
+  const TraceHeader& h = t.header;
+  Facts f;
+  f.loss = ru::config(h, "loss");
+  f.optimizer = ru::config(h, "optimizer", "rmsprop");
+  f.logits = ru::from_logits(h);
+  f.epochs = static_cast<int64_t>(ru::config_number(h, "epochs", 10));
+  const size_t n = h.layers.size();
+  f.last = static_cast<int>(n) - 1;
+  f.activation.assign(n, "");
+  f.saturating.assign(n, false);
+  f.dead_zone.assign(n, false);
+  f.linear_hidden.assign(n, false);
+  for (const Probe& p : h.probes) {
+    if (p.kind != ProbeKind::kForward || p.layer < 0 || static_cast<size_t>(p.layer) >= n) continue;
+    if (p.op.role == "activation") {
+      f.activation[p.layer] = p.op_type;
+      f.saturating[p.layer] = p.op.saturates;
+      f.dead_zone[p.layer] = p.op.has_dead_zone;
+    }
+  }
+  for (size_t l = 0; l + 1 < n; ++l) f.linear_hidden[l] = f.activation[l].empty();
+  f.out_units = std::max<int64_t>(h.output_width, 1);
+  const DataSummary& d = h.data_summary;
+  f.sparse = f.loss == "sparse_categorical_crossentropy";
+  f.regression = !d.targets_are_classes && !f.sparse;
+  double row_sum = 0;
+  for (const ColumnSummary& c : d.target_columns) row_sum += c.mean;
+  if (!f.regression) {
+    if (f.out_units == 1) f.binary = true;
+    else if (d.target_columns.size() > 1 && std::fabs(row_sum - 1.0) > 0.05) f.multilabel = true;
+    else f.multiclass = true;
+  }
+  const ru::InputScale s = ru::input_scale(h);
+  f.features_unscaled = s.max_abs > 10 || s.std_spread > 100;
+  for (const ColumnSummary& c : d.target_columns)
+    if (f.regression && (std::fabs(c.mean) > 10 || c.std > 10)) f.targets_unscaled = true;
+  f.label_issues = d.label_issue_count > 0;
+  std::set<std::string> constant;
+  for (const InitializerSummary& i : h.initializers)
+    if (i.count > 1 && i.min == i.max) constant.insert(i.name);
+  for (const LayerInfo& l : h.layers) {
+    // A constant kernel (rank >= 2 weights are listed first) makes the units identical.
+    if (!l.params.empty() && constant.count(l.params.front())) f.constant_layers.push_back(l.index);
+  }
+  return f;
+}
+
+// The output activation and loss that the targets call for.
+std::string wanted_output(const Facts& f) {
+  if (f.regression) return "Identity";
+  if (f.binary || f.multilabel) return "Sigmoid";
+  return f.logits ? "Identity" : "Softmax";
+}
+std::string wanted_loss(const Facts& f) {
+  if (f.regression) return f.loss == "mae" ? "mae" : "mse";
+  if (f.binary || f.multilabel) return "binary_crossentropy";
+  return f.sparse ? "sparse_categorical_crossentropy" : "categorical_crossentropy";
+}
+std::string current_output(const Facts& f) {
+  return f.last < 0 || f.activation[f.last].empty() ? "Identity" : f.activation[f.last];
+}
+
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+// Direction of a learning-rate change from the symptom: -1 lower, +1 higher, 0 unclear.
+int lr_direction(const Finding& primary) {
+  const std::string& s = primary.symptom;
+  for (const char* down : {"nan", "inf", "explod", "oscillat", "diverg", "too_high", "large", "overflow"})
+    if (contains(s, down)) return -1;
+  for (const char* up : {"plateau", "not_decreasing", "unchanged", "too_low", "small", "slow", "not_increasing"})
+    if (contains(s, up)) return +1;
+  return 0;
+}
+
+class Proposer {
+ public:
+  Proposer(const Trace& t, const std::vector<FixAction>& applied) : facts_(facts_of(t)), applied_(applied) {}
+
+  void cause(RootCause c, const Finding& f) {
+    switch (c) {
+      case RootCause::kLearningRate: learning_rate(lr_direction(f)); break;
+      case RootCause::kData: data(true); break;
+      case RootCause::kActivation: activation(f, true); break;
+      case RootCause::kLoss: loss(); break;
+      case RootCause::kInitialization: initialization(f); break;
+      case RootCause::kOptimizer: optimizer(); break;
+      case RootCause::kLabels: labels(); break;
+      case RootCause::kArchitecture: architecture(); break;
+      case RootCause::kTrainingLength: epochs(); break;
+      case RootCause::kUnknown: break;
+    }
+  }
+
+  // Remedies for the kind of symptom, whatever the rule guessed.
+  void general(const Finding& f) {
+    const int dir = lr_direction(f);
+    if (dir < 0) {
+      learning_rate(-1);
+      activation(f, false);
+      if (facts_.features_unscaled) data(false);
+      optimizer();
+    } else {
+      if (facts_.features_unscaled || facts_.targets_unscaled) data(false);
+      activation(f, false);
+      optimizer();
+      learning_rate(dir == 0 ? -1 : +1);
+      epochs();
+    }
+  }
+
+  std::vector<FixCandidate> take() { return std::move(out_); }
+
+ private:
+  void add(std::vector<FixAction> actions, RootCause c, std::string why) {
+    for (const FixAction& a : actions) {
+      if (std::find(applied_.begin(), applied_.end(), a) != applied_.end()) return;
+      for (const FixAction& b : applied_)  // never change again what a first fix changed
+        if (b.kind == a.kind && b.layer == a.layer && a.kind != Kind::kEpochs) return;
+    }
+    for (const FixCandidate& c2 : out_)
+      if (c2.actions == actions) return;
+    FixCandidate cand;
+    cand.actions = std::move(actions);
+    cand.root_cause = c;
+    cand.why = std::move(why);
+    out_.push_back(std::move(cand));
+  }
+
+  void learning_rate(int dir) {
+    const RootCause c = RootCause::kLearningRate;
+    if (dir <= 0) {
+      add({act(Kind::kLearningRate, -1, "", 0.1)}, c, "unstable training: smaller steps");
+      add({act(Kind::kLearningRate, -1, "", 0.01)}, c, "unstable training: much smaller steps");
+    }
+    if (dir >= 0) add({act(Kind::kLearningRate, -1, "", 10)}, c, "too little progress: larger steps");
+  }
+  void data(bool primary) {
+    const RootCause c = RootCause::kData;
+    if (facts_.features_unscaled || primary) {
+      add({act(Kind::kFeatures, -1, "standardize")}, c, "input features on a large or uneven scale");
+      add({act(Kind::kFeatures, -1, "minmax")}, c, "input features on a large or uneven scale");
+    }
+    if (facts_.targets_unscaled) {
+      add({act(Kind::kTargets)}, c, "regression targets far from the output's scale");
+      if (facts_.features_unscaled)
+        add({act(Kind::kFeatures, -1, "standardize"), act(Kind::kTargets)}, c, "features and targets unscaled");
+    }
+  }
+  void output_fix(RootCause c) {
+    const std::string want = wanted_output(facts_), have = current_output(facts_);
+    const std::string want_loss = wanted_loss(facts_);
+    if (want != have) {
+      if (want_loss != facts_.loss && !facts_.regression)
+        add({act(Kind::kActivation, facts_.last, want), act(Kind::kLoss, -1, want_loss)}, c,
+            "output activation and loss do not fit the targets");
+      add({act(Kind::kActivation, facts_.last, want)}, c, "output activation does not fit the targets");
+    } else if (want_loss != facts_.loss) {
+      add({act(Kind::kLoss, -1, want_loss)}, c, "loss does not fit the output and targets");
+    }
+  }
+  void activation(const Finding& f, bool primary) {
+    const RootCause c = RootCause::kActivation;
+    const int last = facts_.last;
+    if (f.layer == last || f.layer < 0 || primary) output_fix(c);
+    // Hidden layers: saturating units -> ReLU; dead ReLUs -> LeakyReLU / ELU.
+    std::vector<FixAction> to_relu, to_leaky, to_elu;
+    for (int l = 0; l < last; ++l) {
+      if (facts_.saturating[l]) to_relu.push_back(act(Kind::kActivation, l, "Relu"));
+      if (facts_.dead_zone[l] && (f.layer == l || f.layer < 0 || contains(f.symptom, "dead"))) {
+        to_leaky.push_back(act(Kind::kActivation, l, "LeakyRelu"));
+        to_elu.push_back(act(Kind::kActivation, l, "Elu"));
+      }
+    }
+    if (!to_relu.empty()) add(to_relu, c, "saturating hidden activations");
+    if (!to_leaky.empty()) add(to_leaky, c, "ReLU units stuck in their dead zone");
+    if (!to_elu.empty()) add(to_elu, c, "ReLU units stuck in their dead zone");
+    if (f.layer >= 0 && f.layer < last && facts_.linear_hidden[f.layer])
+      add({act(Kind::kActivation, f.layer, "Relu")}, c, "a hidden layer without activation");
+  }
+  void loss() {
+    const RootCause c = RootCause::kLoss;
+    const std::string want_loss = wanted_loss(facts_);
+    const std::string want = wanted_output(facts_), have = current_output(facts_);
+    if (want_loss != facts_.loss) {
+      if (want != have && !facts_.regression)
+        add({act(Kind::kLoss, -1, want_loss), act(Kind::kActivation, facts_.last, want)}, c,
+            "loss and output activation do not fit the targets");
+      add({act(Kind::kLoss, -1, want_loss)}, c, "loss does not fit the output and targets");
+    } else if (facts_.regression && facts_.loss == "mae") {
+      add({act(Kind::kLoss, -1, "mse")}, c, "mean absolute error gives constant-size gradients");
+    }
+    if (want != have) add({act(Kind::kActivation, facts_.last, want)}, RootCause::kActivation,
+                          "output activation does not fit the targets");
+  }
+  void initialization(const Finding& f) {
+    const RootCause c = RootCause::kInitialization;
+    std::vector<int> layers = facts_.constant_layers;
+    if (f.layer >= 0 && std::find(layers.begin(), layers.end(), f.layer) == layers.end()) layers.push_back(f.layer);
+    std::sort(layers.begin(), layers.end());
+    if (layers.empty())
+      for (int l = 0; l <= facts_.last; ++l) layers.push_back(l);
+    std::vector<FixAction> acts;
+    for (int l : layers) acts.push_back(act(Kind::kReinitialize, l, facts_.dead_zone[l] ? "he_uniform" : "glorot_uniform"));
+    add(acts, c, "weights that start zero, constant or badly scaled");
+  }
+  void optimizer() {
+    if (facts_.optimizer != "adam") add({act(Kind::kOptimizer, -1, "adam")}, RootCause::kOptimizer, "an adaptive optimizer");
+  }
+  void labels() {
+    if (facts_.label_issues) add({act(Kind::kLabels)}, RootCause::kLabels, "class ids outside 0..C-1");
+  }
+  void architecture() {
+    std::vector<FixAction> acts;
+    for (int l = 0; l < facts_.last; ++l)
+      if (facts_.linear_hidden[l]) acts.push_back(act(Kind::kActivation, l, "Relu"));
+    if (!acts.empty()) add(acts, RootCause::kArchitecture, "stacked linear layers collapse into one");
+  }
+  void epochs() {
+    const int64_t target = std::max<int64_t>(facts_.epochs * 3, 10);
+    add({act(Kind::kEpochs, -1, "", double(target) / double(std::max<int64_t>(facts_.epochs, 1)), target)},
+        RootCause::kTrainingLength, "the loss was still falling");
+  }
+
+  Facts facts_;
+  std::vector<FixAction> applied_;
+  std::vector<FixCandidate> out_;
+};
+
+// -1 when a is clearly better than b (by the metric, else by a comparable loss), +1 when
+// clearly worse, 0 when neither is (then the evidence's order decides).
+int compare_after(const FixOutcome& a, const FixOutcome& b, bool higher_is_better) {
+  const double ma = a.after.metric, mb = b.after.metric;
+  if (std::isfinite(ma) != std::isfinite(mb)) return std::isfinite(ma) ? -1 : 1;
+  if (std::isfinite(ma)) {
+    // Accuracy-like metrics: an absolute margin; error metrics (mae): a relative one.
+    const double d = higher_is_better ? ma - mb : mb - ma;
+    const double margin = higher_is_better ? 0.01 : 0.05 * std::max(std::fabs(ma), std::fabs(mb));
+    if (d > margin) return -1;
+    if (d < -margin) return 1;
+  }
+  const double la = a.after.loss, lb = b.after.loss;
+  if (a.loss_comparable && b.loss_comparable && std::isfinite(la) && std::isfinite(lb)) {
+    if (la < 0.9 * lb) return -1;
+    if (lb < 0.9 * la) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+const char* fix_kind_name(FixAction::Kind k) {
+  switch (k) {
+    case Kind::kLearningRate: return "learning_rate";
+    case Kind::kOptimizer: return "optimizer";
+    case Kind::kEpochs: return "epochs";
+    case Kind::kLoss: return "loss";
+    case Kind::kActivation: return "activation";
+    case Kind::kReinitialize: return "reinitialize";
+    case Kind::kFeatures: return "features";
+    case Kind::kTargets: return "targets";
+    case Kind::kLabels: return "labels";
+  }
+  return "?";
+}
+
+std::vector<FixCandidate> propose_fixes(const Diagnosis& d, const Trace& trace, const std::vector<FixAction>& applied) {
+  if (!d.fault || d.findings.empty()) return {};
+  Proposer p(trace, applied);
+  const Finding& primary = d.findings.front();
+  p.cause(primary.root_cause, primary);
+  for (const Finding& f : d.findings)
+    if (&f != &primary && f.consequence_of < 0) p.cause(f.root_cause, f);
+  p.general(primary);
+  return p.take();
+}
+
+TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, const Diagnosis& trial,
+                           const FixMetrics& after, bool higher_is_better, bool completed, bool loss_comparable,
+                           const VerifyMargins& m) {
+  if (!completed) return {false, "cut short by the trial budget"};
+  const std::string symptom = faulty.findings.empty() ? "" : faulty.findings.front().symptom;
+  std::set<std::string> known;
+  for (const Finding& f : faulty.findings) known.insert(f.symptom);
+  for (const Finding& f : trial.findings) {
+    if (f.symptom == symptom) return {false, "symptom remains: " + symptom};
+  }
+  for (const Finding& f : trial.findings)
+    if (trial.fault && f.conclusive && f.consequence_of < 0 && !known.count(f.symptom))
+      return {false, "new fault: " + f.symptom};
+  if (!std::isfinite(after.loss) && !std::isnan(after.loss)) return {false, "loss is infinite"};
+  if (!std::isfinite(before.loss) && std::isfinite(after.loss)) return {true, "verified"};
+  const bool loss_known = loss_comparable && std::isfinite(before.loss) && std::isfinite(after.loss);
+  const bool metric_known = std::isfinite(before.metric) && std::isfinite(after.metric);
+  const double dmetric = metric_known ? (higher_is_better ? after.metric - before.metric : before.metric - after.metric) : 0;
+  const double rel_loss = loss_known && before.loss > 0 ? (before.loss - after.loss) / before.loss : 0;
+  const bool loss_better = loss_known && rel_loss >= m.loss;
+  const bool metric_better = metric_known && dmetric >= m.metric;
+  const bool metric_worse = metric_known && dmetric <= -m.metric;
+  const bool loss_worse = loss_known && rel_loss <= -m.loss;
+  if (higher_is_better) {
+    if ((loss_better && !metric_worse) || (metric_better && !loss_worse)) return {true, "verified"};
+  } else if (metric_better || (loss_better && !metric_worse)) {  // a regression metric (mae) is a loss too
+    return {true, "verified"};
+  }
+  return {false, "no clear improvement"};
+}
+
+void rank_fixes(std::vector<FixOutcome>& v, bool higher_is_better) {
+  // Verified first; among them the clearly better result; otherwise the evidence's order.
+  // (A pairwise "clearly better" is not transitive, so sort by the order first and let a
+  // stable insertion pass move only clear winners ahead.)
+  std::stable_sort(v.begin(), v.end(), [](const FixOutcome& a, const FixOutcome& b) {
+    if (a.verified != b.verified) return a.verified;
+    return a.order < b.order;
+  });
+  for (size_t i = 1; i < v.size(); ++i) {
+    size_t j = i;
+    while (j > 0 && v[j].verified == v[j - 1].verified && compare_after(v[j], v[j - 1], higher_is_better) < 0) {
+      std::swap(v[j], v[j - 1]);
+      --j;
+    }
+  }
+}
+
+nlohmann::json to_json(const FixOutcome& f) {
+  using nlohmann::json;
+  auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+  auto metrics = [&](const FixMetrics& m) {
+    json j = {{"loss", num(m.loss)}, {"accuracy", f.metric_name == "accuracy" ? num(m.metric) : json(nullptr)}};
+    if (f.metric_name != "accuracy" && !f.metric_name.empty()) j[f.metric_name] = num(m.metric);
+    return j;
+  };
+  json actions = json::array();
+  for (const FixAction& a : f.actions) {
+    json x = {{"kind", fix_kind_name(a.kind)}};
+    if (a.layer >= 0) x["layer"] = a.layer;
+    if (!a.value.empty()) x["value"] = a.value;
+    if (a.kind == Kind::kLearningRate || a.kind == Kind::kEpochs) x["factor"] = a.factor;
+    actions.push_back(x);
+  }
+  json curve = json::array();
+  for (double v : f.epoch_loss) curve.push_back(num(v));
+  json j = {{"change", f.change},
+            {"root_cause", root_cause_name(f.root_cause)},
+            {"verified", f.verified},
+            {"reason", f.reason},
+            {"before", metrics(f.before)},
+            {"after", metrics(f.after)},
+            {"seconds", f.seconds},
+            {"iterations", f.iterations},
+            {"actions", actions},
+            {"after_loss_curve", curve},
+            {"remaining", f.remaining}};
+  if (!f.python_code.empty()) j["python_code"] = f.python_code;
+  return j;
+}
+
+}  // namespace dl::an

@@ -1,0 +1,64 @@
+// Verified fixes (issue 9), the analysis side: which repairs to try for a diagnosis, in
+// which order, and whether a trial run shows that a repair works. Trials themselves run in
+// cli/ (fix_trials); this part is pure and testable with synthetic traces.
+//
+// Candidates come from the primary finding's root cause first (its evidence orders them:
+// e.g. NaN or exploding updates lower the learning rate, a flat loss raises it), then from
+// the other findings' root causes, then from general remedies for the kind of symptom.
+// docs/fixes.md lists every candidate and the verification rule.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "analysis/analyzer.h"
+#include "analysis/finding.h"
+#include "analysis/trace.h"
+
+namespace dl::an {
+
+// A repair to try: one or more actions that belong together (e.g. a sigmoid output with
+// binary cross-entropy), and the root cause it would confirm.
+struct FixCandidate {
+  std::vector<FixAction> actions;
+  RootCause root_cause = RootCause::kUnknown;
+  std::string why;  // which evidence proposed it, for --verbose and the docs
+};
+
+// Ordered, de-duplicated candidates for a faulty diagnosis (none for a healthy one).
+// `applied` are actions already in effect (a second round stacks on a first fix): the
+// candidates never repeat or undo them.
+std::vector<FixCandidate> propose_fixes(const Diagnosis& diagnosis, const Trace& trace,
+                                        const std::vector<FixAction>& applied = {});
+
+// Thresholds of verification (`--set fixes.loss_margin=...`, `fixes.metric_margin=...`).
+struct VerifyMargins {
+  double loss = 0.10;    // relative: the loss must fall by at least 10% ...
+  double metric = 0.02;  // ... or the metric improve by at least this much (absolute)
+};
+
+struct TrialJudgement {
+  bool verified = false;
+  std::string reason;  // "verified", or why not ("symptom remains: dead_relu", ...)
+};
+
+// A trial verifies a fix when (1) the primary symptom of the faulty run is gone, (2) no
+// conclusive fault appears that the faulty run did not have, and (3) the run improves on
+// the faulty one: a finite loss where it was NaN/Inf, or the loss falls by the relative
+// margin without the metric falling by more than its margin, or the metric improves by
+// its margin without the loss rising by more than the relative margin (a loss that is
+// not comparable, e.g. after a change of loss function, counts as unchanged).
+// `completed` is false when the trial was cut short by the time budget; `loss_comparable`
+// is false when the trial trains with another loss function.
+TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, const Diagnosis& trial,
+                           const FixMetrics& after, bool higher_is_better, bool completed, bool loss_comparable,
+                           const VerifyMargins& margins = {});
+
+// Ranks outcomes: verified first, then by improvement (metric gain, then loss ratio),
+// then shorter trials; stable for ties.
+void rank_fixes(std::vector<FixOutcome>& outcomes, bool higher_is_better);
+
+
+}  // namespace dl::an

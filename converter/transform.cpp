@@ -1,0 +1,328 @@
+// Repairs as edits of the imported model: a layer's activation, re-initialised weights.
+#include "converter/transform.h"
+
+#include <onnx/defs/schema.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "converter/errors.h"
+
+namespace dl::conv {
+namespace {
+
+// Settable activations without "Identity", which stands for "no activation".
+const std::set<std::string>& activation_ops() {
+  static const std::set<std::string> ops = {"Relu",     "LeakyRelu", "Elu",      "Selu",    "Sigmoid",   "HardSigmoid",
+                                            "Tanh",     "Softplus",  "Softsign", "Softmax", "LogSoftmax"};
+  return ops;
+}
+
+bool is_activation(const ir::Node& n) {
+  return (n.domain.empty() || n.domain == "ai.onnx") && activation_ops().count(n.op_type) > 0;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::string number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+std::string source(const ir::Model& model) { return model.path.empty() ? "model" : model.path; }
+
+// The schema version a new default-domain node resolves to, as the importer would set it:
+// the runtime picks its implementation (and refuses unknown versions) by it.
+int since_version(const ir::Model& model, const std::string& op, const std::string& label) {
+  const auto* schema = onnx::OpSchemaRegistry::Schema(op, static_cast<int>(model.opset), "");
+  if (!schema) {
+    throw ModelError(label + ": ONNX has no " + op + " operator at the model's opset " +
+                     std::to_string(model.opset));
+  }
+  return schema->SinceVersion();
+}
+
+ir::Attribute float_attr(float v) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kFloat;
+  a.f = v;
+  return a;
+}
+
+std::map<std::string, ir::Attribute> activation_attrs(const std::string& op, float alpha) {
+  std::map<std::string, ir::Attribute> attrs;
+  if (op == "Softmax" || op == "LogSoftmax") {
+    // -1 is the last axis under both the opset-13 (per axis) and the older (flatten from
+    // axis) semantics, so the node means the same at any opset.
+    ir::Attribute a;
+    a.kind = ir::Attribute::Kind::kInt;
+    a.i = -1;
+    attrs["axis"] = a;
+  } else if (op == "LeakyRelu") {
+    attrs["alpha"] = float_attr(std::isnan(alpha) ? 0.01f : alpha);
+  } else if (op == "Elu") {
+    attrs["alpha"] = float_attr(std::isnan(alpha) ? 1.0f : alpha);
+  }
+  return attrs;
+}
+
+bool same_attrs(const std::map<std::string, ir::Attribute>& a, const std::map<std::string, ir::Attribute>& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [name, x] : a) {
+    auto it = b.find(name);
+    if (it == b.end() || it->second.kind != x.kind || it->second.f != x.f || it->second.i != x.i) return false;
+  }
+  return true;
+}
+
+bool is_graph_output(const ir::Graph& g, const std::string& value) {
+  return std::any_of(g.outputs.begin(), g.outputs.end(), [&](const ir::ValueInfo& v) { return v.name == value; });
+}
+
+// Every node and value name of the graph, so that new names clash with none of them.
+std::set<std::string> taken_names(const ir::Graph& g) {
+  std::set<std::string> taken;
+  for (const auto& n : g.nodes) {
+    taken.insert(n.name);
+    taken.insert(n.inputs.begin(), n.inputs.end());
+    taken.insert(n.outputs.begin(), n.outputs.end());
+  }
+  for (const auto& v : g.inputs) taken.insert(v.name);
+  for (const auto& v : g.outputs) taken.insert(v.name);
+  for (const auto& [name, v] : g.value_info) taken.insert(name);
+  for (const auto& [name, t] : g.initializers) taken.insert(name);
+  return taken;
+}
+
+std::string unique_name(const std::string& base, std::set<std::string>& taken) {
+  std::string name = base;
+  for (int k = 1; taken.count(name); ++k) name = base + "_" + std::to_string(k);
+  taken.insert(name);
+  return name;
+}
+
+void rename_inputs(ir::Graph& g, const std::string& from, const std::string& to, size_t skip) {
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (k != skip)
+      for (auto& in : g.nodes[k].inputs)
+        if (in == from) in = to;
+}
+
+// Copies the declared type and shape of `from` (a value or graph output) to `to`: an
+// activation keeps its input's shape and dtype.
+void copy_value_info(ir::Graph& g, const std::string& from, const std::string& to) {
+  const ir::ValueInfo* info = nullptr;
+  auto it = g.value_info.find(from);
+  if (it != g.value_info.end()) info = &it->second;
+  for (const auto& v : g.outputs)
+    if (v.name == from) info = &v;
+  if (!info) return;
+  ir::ValueInfo copy = *info;
+  copy.name = to;
+  g.value_info[to] = copy;
+}
+
+
+// Inserts a node of `op` after node `last`, returns its name.
+std::string insert_activation(ir::Model& model, size_t last, const std::string& op, float alpha,
+                              const std::string& label) {
+  ir::Graph& g = model.graph;
+  const ir::Node& producer = g.nodes[last];
+  if (producer.outputs.empty() || producer.outputs[0].empty()) {
+    throw ModelError(label + ": node '" + producer.name + "' has no output to apply " + op + " to");
+  }
+  std::set<std::string> taken = taken_names(g);
+  ir::Node act;
+  act.name = unique_name(producer.name + "_" + op, taken);
+  act.op_type = op;
+  act.since_version = since_version(model, op, label);
+  act.attrs = activation_attrs(op, alpha);
+  const std::string value = producer.outputs[0];
+  const bool output = is_graph_output(g, value);
+  const std::string fresh = unique_name((output ? producer.name : act.name) + "_output_0", taken);
+  if (output) {
+    // The new node takes over the graph output's name; the other readers of the value
+    // then see the activated value too, as they would after a Keras activation.
+    g.nodes[last].outputs[0] = fresh;
+    act.inputs = {fresh};
+    act.outputs = {value};
+  } else {
+    rename_inputs(g, value, fresh, last);
+    act.inputs = {value};
+    act.outputs = {fresh};
+  }
+  copy_value_info(g, value, fresh);
+  const std::string name = act.name;
+  g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(last) + 1, std::move(act));
+  return name;
+}
+
+void remove_activation(ir::Model& model, size_t index, const std::string& label) {
+  ir::Graph& g = model.graph;
+  ir::Node& n = g.nodes[index];
+  if (n.inputs.empty() || n.inputs[0].empty() || n.outputs.empty() || n.outputs[0].empty()) {
+    throw ModelError(label + ": activation node '" + n.name + "' has no input or output");
+  }
+  if (is_graph_output(g, n.outputs[0])) {  // the output name must stay: pass the value through
+    n.op_type = "Identity";
+    n.attrs.clear();
+    n.since_version = since_version(model, "Identity", label);
+    return;
+  }
+  const std::string input = n.inputs[0], output = n.outputs[0];
+  g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(index));
+  rename_inputs(g, output, input, g.nodes.size());
+  g.value_info.erase(output);
+}
+
+}  // namespace
+
+bool is_settable_activation(const std::string& op_type) {
+  return op_type == "Identity" || activation_ops().count(op_type) > 0;
+}
+
+std::string set_layer_activation(ir::Model& model, const std::vector<std::string>& layer_nodes,
+                                 const std::string& op_type, float alpha) {
+  const std::string label = source(model) + ": layer nodes " + join(layer_nodes);
+  if (!is_settable_activation(op_type)) {
+    throw ConfigError(label + ": '" + op_type + "' is not an activation that can be set (settable: Identity, " +
+                      join(std::vector<std::string>(activation_ops().begin(), activation_ops().end())) + ")");
+  }
+  if (layer_nodes.empty()) throw ModelError(source(model) + ": set activation: the layer names no nodes");
+  ir::Graph& g = model.graph;
+  size_t last = 0;
+  int act = -1;  // the layer's last activation node
+  for (const auto& name : layer_nodes) {
+    auto it = std::find_if(g.nodes.begin(), g.nodes.end(), [&](const ir::Node& n) { return n.name == name; });
+    if (it == g.nodes.end()) throw ModelError(label + ": the model has no node named '" + name + "'");
+    const size_t k = static_cast<size_t>(it - g.nodes.begin());
+    last = std::max(last, k);
+    if (is_activation(*it) && static_cast<int>(k) > act) act = static_cast<int>(k);
+  }
+  const std::string prefix = "layer nodes " + join(layer_nodes) + ": ";
+  if (op_type == "Identity") {
+    if (act < 0) return "";
+    const std::string old = g.nodes[static_cast<size_t>(act)].op_type;
+    const std::string node = g.nodes[static_cast<size_t>(act)].name;
+    remove_activation(model, static_cast<size_t>(act), label);
+    return prefix + old + " -> Identity (" + node + ")";
+  }
+  if (act < 0) {
+    const std::string after = g.nodes[last].name;
+    const std::string node = insert_activation(model, last, op_type, alpha, label);
+    return prefix + op_type + " inserted after " + after + " (" + node + ")";
+  }
+  ir::Node& n = g.nodes[static_cast<size_t>(act)];
+  auto attrs = activation_attrs(op_type, alpha);
+  if (n.op_type == op_type && same_attrs(n.attrs, attrs)) return "";
+  const std::string old = n.op_type;
+  n.since_version = since_version(model, op_type, label);
+  n.op_type = op_type;
+  n.attrs = std::move(attrs);
+  std::string change = prefix + old + " -> " + op_type;
+  if (n.attrs.count("alpha")) change += " (alpha " + number(n.attrs["alpha"].f) + ")";
+  return change;
+}
+
+namespace {
+
+// How an initializer is re-initialised, from the node that reads it.
+struct Role {
+  enum Kind { kWeight, kZeros, kOnes } kind = kZeros;
+  int64_t fan_in = 0, fan_out = 0;
+};
+
+int64_t int_attr(const ir::Node& n, const std::string& name, int64_t fallback) {
+  auto it = n.attrs.find(name);
+  return it == n.attrs.end() ? fallback : it->second.i;
+}
+
+// Fans of a weight for the node reading it as input `k`; kZeros for biases. Throws for
+// an initializer no Gemm, MatMul, Conv(Transpose) or BatchNormalization reads, unless it
+// is rank 1 (a bias, e.g. of MatMul + Add).
+Role role_of(const ir::Graph& g, const ir::TensorData& t, const std::string& label) {
+  const auto& d = t.dims;
+  const size_t r = d.size();
+  for (const auto& n : g.nodes) {
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (n.inputs[k] != t.name || !(n.domain.empty() || n.domain == "ai.onnx")) continue;
+      const std::string& op = n.op_type;
+      if (op == "BatchNormalization" && k >= 1) return {k == 1 || k == 4 ? Role::kOnes : Role::kZeros};
+      if (((op == "Gemm" || op == "Conv" || op == "ConvTranspose") && k == 2)) return {Role::kZeros};
+      if (op == "Gemm" && r == 2 && k < 2) {
+        const bool trans = int_attr(n, k == 0 ? "transA" : "transB", 0) != 0;
+        // A [M, K] or B [K, N] unless transposed: K is the fan-in.
+        const bool k_first = (k == 1) != trans;
+        return k_first ? Role{Role::kWeight, d[0], d[1]} : Role{Role::kWeight, d[1], d[0]};
+      }
+      if (op == "MatMul" && r >= 2 && k < 2) {
+        return k == 1 ? Role{Role::kWeight, d[r - 2], d[r - 1]} : Role{Role::kWeight, d[r - 1], d[r - 2]};
+      }
+      if ((op == "Conv" || op == "ConvTranspose") && r >= 3 && k == 1) {
+        int64_t field = 1;
+        for (size_t i = 2; i < r; ++i) field *= d[i];
+        return {Role::kWeight, d[1] * field, d[0] * field};
+      }
+    }
+  }
+  if (r == 1) return {Role::kZeros};
+  throw ModelError(label + " is not the weight of a Gemm, MatMul, Conv or ConvTranspose node nor a bias, so it "
+                           "has no fans to re-initialise it by");
+}
+
+// FNV-1a: a portable hash, so each parameter's values depend on the seed and its name only.
+uint64_t name_hash(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+std::string reinitialize_params(ir::Model& model, const std::vector<std::string>& param_names,
+                                const std::string& scheme, uint64_t seed) {
+  const bool glorot = scheme == "glorot_uniform";
+  if (!glorot && scheme != "he_uniform") {
+    throw ConfigError("unknown initialisation scheme '" + scheme + "' (expected glorot_uniform or he_uniform)");
+  }
+  if (param_names.empty()) throw ConfigError(source(model) + ": no parameters given to re-initialise");
+  std::vector<std::string> changes;
+  for (const auto& name : param_names) {
+    const std::string label = source(model) + ": initializer '" + name + "'";
+    auto it = model.graph.initializers.find(name);
+    if (it == model.graph.initializers.end()) throw ModelError(source(model) + ": no initializer named '" + name + "'");
+    ir::TensorData& t = it->second;
+    if (t.dtype != ir::DType::kFloat32 && t.dtype != ir::DType::kFloat64) {
+      throw ModelError(label + " is " + ir::dtype_name(t.dtype) + "; only float initializers can be re-initialised");
+    }
+    if (t.dims.empty()) throw ModelError(label + " is a scalar, neither a weight nor a bias");
+    const Role role = role_of(model.graph, t, label);
+    t.floats.assign(static_cast<size_t>(t.numel()), role.kind == Role::kOnes ? 1.0f : 0.0f);
+    if (role.kind == Role::kZeros) changes.push_back(name + " zeros");
+    if (role.kind == Role::kOnes) changes.push_back(name + " ones");
+    if (role.kind != Role::kWeight) continue;
+    const double denom = glorot ? static_cast<double>(role.fan_in + role.fan_out) : static_cast<double>(role.fan_in);
+    const double limit = denom > 0 ? std::sqrt(6.0 / denom) : 0.0;
+    std::mt19937_64 rng(seed ^ name_hash(name));
+    // 53 random bits -> [0, 1): std::uniform_real_distribution differs between libraries.
+    for (float& v : t.floats) v = static_cast<float>(limit * (2.0 * static_cast<double>(rng() >> 11) * 0x1.0p-53 - 1.0));
+    changes.push_back(name + " " + dims_text(t.dims) + " U(+-" + number(limit) + ")");
+  }
+  return scheme + ": " + join(changes);
+}
+
+}  // namespace dl::conv

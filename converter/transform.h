@@ -1,0 +1,65 @@
+// Repairs as edits of an imported model (verified fixes, issue 9): the candidate fixes
+// are tried on a copy of the ir::Model, and the repaired model is written back as ONNX.
+//
+// Layers are named as the analysis names them (an::LayerInfo::nodes): the ONNX node names
+// of a parameterised node and the element-wise and activation nodes that follow it. Every
+// edit keeps the graph valid for the runtime (topological order, unique value names,
+// graph output names unchanged) and throws ModelError naming the layer or initializer when
+// the model does not hold what the edit expects.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "converter/ir.h"
+
+namespace dl::conv {
+
+// True for the op types a layer's activation may be set to: Relu, LeakyRelu, Elu, Selu,
+// Sigmoid, HardSigmoid, Tanh, Softplus, Softsign, Softmax, LogSoftmax, and "Identity"
+// (no activation).
+bool is_settable_activation(const std::string& op_type);
+
+// Sets the activation of the layer made of `layer_nodes`:
+//  - the layer has activation nodes (the ops above): its last one becomes `op_type`, with
+//    the new op's attributes (Softmax/LogSoftmax: axis -1; LeakyRelu: alpha; Elu: alpha);
+//  - it has none: a node of `op_type` is inserted after the layer's last node;
+//  - op_type "Identity" removes the activation node (its consumers read its input).
+// A graph output keeps its name in all three cases (an inserted node takes it over; a
+// removed activation that produced it becomes an Identity node). A replaced node keeps its
+// name, so the layer's node names stay valid; an inserted one is named "<last node>_<op>".
+// `alpha` applies to LeakyRelu (default 0.01, PyTorch's and ONNX's) and Elu (default 1.0);
+// NaN means the default. New nodes get the since_version of `model.opset`.
+// Returns what changed, e.g. "layer nodes /6/Gemm, /7/Softmax: Softmax -> Sigmoid", or ""
+// when nothing would change (the layer already has that activation, or none to remove).
+// Throws ConfigError for an op_type that is not settable, ModelError for a node name the
+// model does not have.
+std::string set_layer_activation(ir::Model& model, const std::vector<std::string>& layer_nodes,
+                                 const std::string& op_type,
+                                 float alpha = std::numeric_limits<float>::quiet_NaN());
+
+// Re-initialises float initializers: weights (rank >= 2) drawn from `scheme`
+// ("glorot_uniform": U(+-sqrt(6 / (fan_in + fan_out))), "he_uniform": U(+-sqrt(6 / fan_in)),
+// Keras' definitions), biases (rank 1, or Gemm C / Conv B) set to 0. Fans follow the first
+// node that reads the weight: Gemm B [K, N] (transB = 0) or [N, K] (transB = 1), MatMul
+// [..., K, N], Conv and ConvTranspose [M, C/group, k...] (fan_in = C/group * prod(k),
+// fan_out = M * prod(k)). BatchNormalization inputs are reset to a fresh layer's (scale and
+// variance 1, bias and mean 0). Seeded std::mt19937_64 per parameter (seed and name), so
+// the same seed gives the same values on every platform and in any order of the names.
+// Returns what changed. Throws ConfigError for an unknown scheme or no names, ModelError
+// for an unknown or non-float initializer, a scalar, or a rank >= 2 tensor that is no
+// such weight (its fans are unknown).
+std::string reinitialize_params(ir::Model& model, const std::vector<std::string>& param_names,
+                                const std::string& scheme, uint64_t seed);
+
+// Writes `model` as an ONNX file (to a temporary name, then renamed): nodes with their
+// attributes, initializers (float64 ones as float64), graph inputs and outputs with their
+// types and shapes, value_info, the default-domain opset `model.opset`, producer and
+// metadata_props. The file passes onnx.checker and imports back into the same ir::Model.
+// Throws ConfigError when `out_path` cannot be written, ModelError for what ONNX cannot
+// hold (an attribute of kind kOther, a tensor of dtype kOther).
+void save_model(const ir::Model& model, const std::string& out_path);
+
+}  // namespace dl::conv

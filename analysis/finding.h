@@ -63,6 +63,8 @@ struct FixOutcome {
   std::string reason;
   std::string metric_name;
   FixMetrics before, after;
+  bool targets_scaled = false;   // the fix scales the targets: `after` is converted back,
+  FixMetrics after_train_units;  // and this is the run's own (scaled) loss and metric
   std::vector<double> epoch_loss, epoch_metric;  // the trial's history (after the fix)
   int64_t iterations = 0;
   double seconds = 0;

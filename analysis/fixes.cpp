@@ -387,6 +387,7 @@ nlohmann::json to_json(const FixOutcome& f) {
             {"actions", actions},
             {"after_loss_curve", curve},
             {"remaining", f.remaining}};
+  if (f.targets_scaled) j["after_train_units"] = metrics(f.after_train_units);
   if (!f.python_code.empty()) j["python_code"] = f.python_code;
   return j;
 }

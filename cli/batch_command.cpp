@@ -101,6 +101,10 @@ CLI::App* add_batch_command(CLI::App& app, BatchOptions& o) {
   c->add_option("--reports", o.reports_dir, "Write each case's JSON report to DIR/NAME.json");
   c->add_option("--set", o.settings, "Override a rule threshold for every case: rule.key=value (repeatable)");
   c->add_flag("--no-stop", o.no_stop, "Keep training after the first conclusive fault");
+  c->add_flag("--verify-fixes", o.verify_fixes, "Try the candidate repairs of every fault and score the verified ones");
+  c->add_option("--max-trials", o.max_trials, "Repairs tried per case at most (default 10)")->check(CLI::Range(int64_t{1}, int64_t{100}));
+  c->add_option("--trial-budget", o.trial_budget_s, "Wall seconds for the trials of one case (default: see train)")
+      ->check(CLI::PositiveNumber);
   c->add_flag("-q,--quiet", o.quiet, "Print only the summary, not one line per case");
   return c;
 }
@@ -129,6 +133,9 @@ int run_batch(const BatchOptions& o) {
     c.options.detector = o.detector;
     c.options.quiet = true;
     c.options.no_stop = c.options.no_stop || o.no_stop;
+    c.options.verify_fixes = c.options.verify_fixes || o.verify_fixes;
+    c.options.max_trials = o.max_trials;
+    if (o.trial_budget_s > 0) c.options.trial_budget_s = o.trial_budget_s;
     c.options.settings.insert(c.options.settings.end(), o.settings.begin(), o.settings.end());
   }
   if (!o.reports_dir.empty()) std::filesystem::create_directories(o.reports_dir);

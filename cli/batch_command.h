@@ -28,6 +28,9 @@ struct BatchOptions {
   std::string json_file, junit_file, md_file, reports_dir;
   std::vector<std::string> settings;  // --set, for every case
   bool no_stop = false, quiet = false;
+  bool verify_fixes = false;  // try the candidate repairs of every fault
+  int64_t max_trials = 10;
+  double trial_budget_s = 0;
 };
 
 struct MergeOptions {

@@ -170,6 +170,14 @@ std::string summary_text(const json& s) {
   }
   out += "\n";
   if (integer(t, "with_expectation") > 0) out += "  scores: " + scores_line(t) + "\n";
+  if (const json f = field(t, "fixes"); f.is_object()) {
+    out += "  verified fixes: " + std::to_string(integer(f, "verified")) + " of " +
+           std::to_string(integer(f, "faults_with_trials")) + " detected faults (" +
+           std::to_string(integer(f, "root_cause_matches")) + " confirm an accepted root cause; " +
+           std::to_string(integer(f, "within_10pct_of_fixed")) + " of " + std::to_string(integer(f, "compared_with_fixed")) +
+           " within 10% of the fixed version), median trial time " +
+           fixed(field(f, "median_trial_s").is_number() ? f["median_trial_s"].get<double>() : 0.0, 2) + " s\n";
+  }
   out += "  median time to verdict " + median_text(t) + ", wall " +
          fixed(field(s, "wall_s").is_number() ? field(s, "wall_s").get<double>() : 0.0, 1) + " s\n";
   out += "  " + std::to_string(integer(t, "as_expected")) + " of " + std::to_string(cases) + " as expected" +

@@ -85,6 +85,8 @@ json case_record(const CaseSpec& spec, const CaseOutcome& out) {
                        {"epochs", t.value("epochs", 0)},
                        {"stopped_early", t.value("stopped_early", false)}};
     }
+    r["final"] = final_record(rep);
+    if (const json fix = fix_record(rep, spec.expected); !fix.is_null()) r["fix"] = fix;
     if (rep.contains("timing")) {
       r["timing"] = rep["timing"];
       r["time_to_verdict_s"] = rep["timing"].value("train_s", 0.0) + rep["timing"].value("analysis_s", 0.0);
@@ -156,6 +158,7 @@ json summary_totals(const json& cases) {
   t["as_expected"] = as_expected;
   t["unexpected"] = static_cast<int>(cases.size()) - as_expected;
   t["median_time_to_verdict_s"] = ttv.empty() ? json(nullptr) : json(median(ttv));
+  if (const json fixes = fix_totals(cases); !fixes.is_null()) t["fixes"] = fixes;
   return t;
 }
 

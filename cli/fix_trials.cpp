@@ -143,6 +143,10 @@ an::FixOutcome outcome_of(const Trial& t, const CaseResult& faulty, const an::Fi
     return o;
   }
   o.after = final_metrics(t.result, t.repaired.preprocessing, t.repaired.config);
+  if (t.repaired.preprocessing.targets) {
+    o.targets_scaled = true;
+    o.after_train_units = final_metrics(t.result, rt::Preprocessing{}, t.repaired.config);
+  }
   if (t.result.info.metric_name != faulty.info.metric_name) o.after.metric = std::numeric_limits<double>::quiet_NaN();
   o.iterations = t.result.info.iterations;
   for (size_t e = 0; e < t.result.info.epoch_loss.size(); ++e) {

@@ -102,7 +102,7 @@ CLI::App* add_batch_command(CLI::App& app, BatchOptions& o) {
   c->add_option("--set", o.settings, "Override a rule threshold for every case: rule.key=value (repeatable)");
   c->add_flag("--no-stop", o.no_stop, "Keep training after the first conclusive fault");
   c->add_flag("--verify-fixes", o.verify_fixes, "Try the candidate repairs of every fault and score the verified ones");
-  c->add_option("--max-trials", o.max_trials, "Repairs tried per case at most (default 10)")->check(CLI::Range(int64_t{1}, int64_t{100}));
+  c->add_option("--max-trials", o.max_trials, "Repairs tried per case at most (default 12)")->check(CLI::Range(int64_t{1}, int64_t{100}));
   c->add_option("--trial-budget", o.trial_budget_s, "Wall seconds for the trials of one case (default: see train)")
       ->check(CLI::PositiveNumber);
   c->add_flag("-q,--quiet", o.quiet, "Print only the summary, not one line per case");

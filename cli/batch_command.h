@@ -29,7 +29,7 @@ struct BatchOptions {
   std::vector<std::string> settings;  // --set, for every case
   bool no_stop = false, quiet = false;
   bool verify_fixes = false;  // try the candidate repairs of every fault
-  int64_t max_trials = 10;
+  int64_t max_trials = 12;
   double trial_budget_s = 0;
 };
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
+#include <set>
 #include <iostream>
 #include <limits>
 #include <mutex>
@@ -19,6 +21,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+constexpr int kMaxDepth = 3;              // repairs stacked into one, at most
+constexpr size_t kStackedPerBase = 4;     // repairs stacked on one base per round
+
 struct Trial {
   an::FixCandidate candidate;
   RepairedCase repaired;
@@ -26,7 +31,8 @@ struct Trial {
   CaseResult result;
   bool ran = false;
   double seconds = 0;
-  int order = 0;  // proposal order over both rounds
+  int order = 0;  // index in the list of all trials (proposal order)
+  int depth = 1;  // candidates stacked in this repair
 };
 
 // The last epoch's means (Keras' history) in the original target units.
@@ -48,10 +54,10 @@ class TrialRunner {
   }
 
   // Runs the trials that have a repaired case, `jobs` at a time.
-  void run(std::vector<Trial>& trials) {
+  void run(const std::vector<Trial*>& trials) {
     std::vector<Trial*> todo;
-    for (Trial& t : trials)
-      if (t.error.empty()) todo.push_back(&t);
+    for (Trial* t : trials)
+      if (t->error.empty()) todo.push_back(t);
     if (todo.empty()) return;
     std::atomic<size_t> next{0};
     std::atomic<size_t> done{0};
@@ -108,24 +114,32 @@ class TrialRunner {
   std::mutex print_;
 };
 
-std::vector<Trial> prepare(const std::vector<an::FixCandidate>& candidates, size_t limit, const RepairedCase& base,
-                           const an::Trace& trace, const LoadedCase& c, an::RootCause inherited, int first_order) {
-  std::vector<Trial> trials;
+// Applies each candidate on top of `base` (its run's trace indexes the layers) and appends
+// the trials to `all`; candidates that do not apply to this model are not trials.
+std::vector<Trial*> prepare(const std::vector<an::FixCandidate>& candidates, size_t limit, const RepairedCase& base,
+                            const an::Trace& trace, const LoadedCase& c, an::RootCause inherited, int depth,
+                            std::deque<Trial>& all) {
+  std::vector<Trial*> added;
   for (const an::FixCandidate& cand : candidates) {
-    if (trials.size() >= limit) break;
+    if (added.size() >= limit) break;
     Trial t;
     t.candidate = cand;
-    t.order = first_order + static_cast<int>(trials.size());
     if (inherited != an::RootCause::kUnknown) t.candidate.root_cause = inherited;
+    t.order = static_cast<int>(all.size());
+    t.depth = depth;
     try {
       t.repaired = apply_fix(base, cand.actions, trace, c);
       t.repaired.root_cause = t.candidate.root_cause;
-    } catch (const std::exception& e) {
-      continue;  // not applicable to this model (e.g. no class ids to remap): not a trial
+    } catch (const std::exception&) {
+      continue;  // not applicable to this model (e.g. no class ids to remap)
     }
-    trials.push_back(std::move(t));
+    bool seen = false;  // the same repair reached from another base
+    for (const Trial& other : all) seen = seen || other.repaired.actions == t.repaired.actions;
+    if (seen) continue;
+    all.push_back(std::move(t));
+    added.push_back(&all.back());
   }
-  return trials;
+  return added;
 }
 
 an::FixOutcome outcome_of(const Trial& t, const CaseResult& faulty, const an::FixMetrics& before, bool higher) {
@@ -162,16 +176,26 @@ an::FixOutcome outcome_of(const Trial& t, const CaseResult& faulty, const an::Fi
   return o;
 }
 
-const Trial* best_verified(const std::vector<Trial>& trials, const std::vector<an::FixOutcome>& outcomes) {
-  for (const an::FixOutcome& o : outcomes) {
-    if (!o.verified) return nullptr;
-    for (const Trial& t : trials)
-      if (t.ran && t.repaired.actions == o.actions) return &t;
+// The trial to build on next: one whose repair removed the primary symptom (verified, or
+// revealing another fault), not yet built on, with room for more changes; verified ones
+// first, then the better result.
+const Trial* next_base(const std::deque<Trial>& all, const std::vector<an::FixOutcome>& outcomes,
+                       const std::set<int>& expanded) {
+  const an::FixOutcome* pick = nullptr;
+  const Trial* base = nullptr;
+  for (const an::FixOutcome& o : outcomes) {  // ranked: verified first, then better results
+    if (expanded.count(o.order) || o.reason.rfind("symptom remains", 0) == 0 || o.reason.rfind("could not", 0) == 0 ||
+        o.reason.rfind("cut short", 0) == 0)
+      continue;
+    const Trial& t = all[static_cast<size_t>(o.order)];
+    if (!t.ran || t.depth >= kMaxDepth) continue;
+    if (!pick || (o.verified && !pick->verified)) pick = &o, base = &t;
+    if (pick->verified) break;
   }
-  return nullptr;
+  return base;
 }
 
-void export_fixed(const LoadedCase& c, const TrainOptions& o, const std::vector<Trial>& trials,
+void export_fixed(const LoadedCase& c, const TrainOptions& o, const std::deque<Trial>& trials,
                   const an::FixOutcome* best, bool quiet) {
   if (!best || !best->verified) {
     std::cerr << "deeplocalize: no verified fix, so no repaired model was written to " << o.export_fixed << "\n";
@@ -207,34 +231,36 @@ void verify_fixes(const LoadedCase& c, const TrainOptions& o, const CaseRunOptio
   if (!faulty.info.epoch_metric.empty()) before.metric = faulty.info.epoch_metric.back();
 
   const size_t max_trials = static_cast<size_t>(std::max<int64_t>(o.max_trials, 1));
-  const size_t first_round = max_trials - std::min<size_t>(3, max_trials / 3);
-  const RepairedCase base = unrepaired(c);
-  std::vector<Trial> trials = prepare(an::propose_fixes(faulty.diagnosis, faulty.trace), first_round, base,
-                                      faulty.trace, c, an::RootCause::kUnknown, 0);
-  if (trials.empty()) return;
+  // Round 1 leaves a third of the trials for stacking repairs on the promising ones.
+  const size_t first_round = max_trials - std::min<size_t>(4, max_trials / 3);
+  std::deque<Trial> all;
+  std::vector<Trial*> round = prepare(an::propose_fixes(faulty.diagnosis, faulty.trace), first_round, unrepaired(c),
+                                      faulty.trace, c, an::RootCause::kUnknown, 1, all);
+  if (round.empty()) return;
   if (verbose)
-    std::cerr << "deeplocalize: trying " << trials.size() << " repairs (" << std::min<size_t>(jobs, trials.size())
-              << " at a time, budget " << std::lround(budget) << " s)\n";
+    std::cerr << "deeplocalize: trying repairs (" << std::min<size_t>(jobs, round.size()) << " at a time, at most "
+              << max_trials << ", budget " << std::lround(budget) << " s)\n";
   if (jobs > 1) rt::set_compute_threads(1);
   TrialRunner runner(c, o, verbose, t0 + std::chrono::milliseconds(static_cast<int64_t>(budget * 1000)), jobs);
-  runner.run(trials);
-
   std::vector<an::FixOutcome> outcomes;
-  for (const Trial& t : trials)
-    if (t.ran || !t.error.empty()) outcomes.push_back(outcome_of(t, faulty, before, higher));
-  an::rank_fixes(outcomes, higher);
-
-  // Round 2: the best verified fix left findings; stack their repairs on top of it.
-  const Trial* best = best_verified(trials, outcomes);
-  if (best && best->result.diagnosis.fault && !runner.budget_exhausted() && trials.size() < max_trials) {
-    std::vector<Trial> more = prepare(an::propose_fixes(best->result.diagnosis, best->result.trace, best->repaired.actions),
-                                      max_trials - trials.size(), best->repaired, best->result.trace, c,
-                                      best->candidate.root_cause, 1000);
-    runner.run(more);
-    for (const Trial& t : more)
-      if (t.ran || !t.error.empty()) outcomes.push_back(outcome_of(t, faulty, before, higher));
+  std::set<int> expanded;
+  while (!round.empty()) {
+    runner.run(round);
+    for (const Trial* t : round)
+      if (t->ran || !t->error.empty()) outcomes.push_back(outcome_of(*t, faulty, before, higher));
     an::rank_fixes(outcomes, higher);
-    for (Trial& t : more) trials.push_back(std::move(t));
+    round.clear();
+    // Stack: a repair that removed the primary symptom but left (or revealed) other
+    // faults gets the candidates for those; a clean one, the rest of the first diagnosis'.
+    while (round.empty() && all.size() < max_trials && !runner.budget_exhausted()) {
+      const Trial* base = next_base(all, outcomes, expanded);
+      if (!base) break;
+      expanded.insert(base->order);
+      const an::Diagnosis& d = base->result.diagnosis.fault ? base->result.diagnosis : faulty.diagnosis;
+      round = prepare(an::propose_fixes(d, base->result.trace, base->repaired.actions),
+                      std::min<size_t>(kStackedPerBase, max_trials - all.size()), base->repaired, base->result.trace,
+                      c, base->candidate.root_cause, base->depth + 1, all);
+    }
   }
   if (jobs > 1) rt::set_compute_threads(saved_threads);
 
@@ -251,7 +277,7 @@ void verify_fixes(const LoadedCase& c, const TrainOptions& o, const CaseRunOptio
                              primary.recommendation + ")";
   }
   primary.fixes = std::move(outcomes);
-  if (!o.export_fixed.empty()) export_fixed(c, o, trials, primary.fixes.empty() ? nullptr : &primary.fixes.front(), o.quiet);
+  if (!o.export_fixed.empty()) export_fixed(c, o, all, primary.fixes.empty() ? nullptr : &primary.fixes.front(), o.quiet);
 }
 
 }  // namespace dl::cli

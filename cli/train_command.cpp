@@ -178,7 +178,7 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
                                           "keras-early-stopping-loss, keras-early-stopping-accuracy, keras-union")
       ->check(CLI::IsMember(an::detector_names()));
   c->add_flag("--verify-fixes", o.verify_fixes, "After a fault, retrain with each candidate repair and report the ones that work");
-  c->add_option("--max-trials", o.max_trials, "Candidate repairs to try at most (default 10)")->check(CLI::Range(int64_t{1}, int64_t{100}));
+  c->add_option("--max-trials", o.max_trials, "Candidate repairs to try at most (default 12)")->check(CLI::Range(int64_t{1}, int64_t{100}));
   c->add_option("--trial-budget", o.trial_budget_s, "Wall seconds for all trials (default: 20x the faulty run's training, at least 60)")
       ->check(CLI::PositiveNumber);
   c->add_option("--trial-jobs", o.trial_jobs, "Trials run at once (default: one per core)")->check(CLI::Range(int64_t{1}, int64_t{256}));

@@ -37,7 +37,7 @@ struct TrainOptions {
   std::string detector = "deeplocalize";  // or a Keras baseline (analysis/baselines.h)
   // Verified fixes (cli/fix_trials.h).
   bool verify_fixes = false;
-  int64_t max_trials = 10;
+  int64_t max_trials = 12;
   double trial_budget_s = 0;  // 0: automatic (see fix_trials.h)
   int64_t trial_jobs = 0;     // 0: one per core
   std::string export_fixed;   // implies verify_fixes

@@ -122,6 +122,7 @@ RepairedCase apply_fix(const RepairedCase& base, const std::vector<an::FixAction
       case Kind::kActivation: {
         const an::LayerInfo& l = layer_of(trace, a.layer);
         std::string what = conv::set_layer_activation(r.model, l.nodes, a.value);
+        if (what.empty()) throw ModelError(layer_name(l) + " already has activation " + a.value);  // not a repair
         if (const size_t colon = what.rfind(": "); colon != std::string::npos) what = what.substr(colon + 2);
         change = layer_name(l) + ": " + what;
         break;

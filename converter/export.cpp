@@ -192,7 +192,8 @@ void save_model(const ir::Model& model, const std::string& out_path) {
   const std::string label = out_path;
   if (model.opset < 1) throw ModelError(label + ": the model has no default-domain opset to write");
   onnx::ModelProto out;
-  // ir_version 7 at least: from there on initializers need not be graph inputs.
+  // Initializers are not written as graph inputs, which needs ir_version 4; 7 is what
+  // the opset-13 exporters write. Newer opsets need newer versions.
   out.set_ir_version(std::min<int64_t>(std::max<int64_t>({model.ir_version, 7, min_ir_version(model.opset)}),
                                        onnx::Version::IR_VERSION));
   out.set_producer_name(model.producer_name.empty() ? "deeplocalize" : model.producer_name);

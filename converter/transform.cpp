@@ -130,7 +130,6 @@ void copy_value_info(ir::Graph& g, const std::string& from, const std::string& t
   g.value_info[to] = copy;
 }
 
-
 // Inserts a node of `op` after node `last`, returns its name.
 std::string insert_activation(ir::Model& model, size_t last, const std::string& op, float alpha,
                               const std::string& label) {

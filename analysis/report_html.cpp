@@ -285,6 +285,7 @@ std::string report_html(const Diagnosis& d, const Trace& t, const RunInfo& run) 
   out += "<header class=\"top\"><h1>deeplocalize report</h1><div class=\"run\">model <code>" + svg::escape(run.model) +
          "</code>" + (run.data.empty() ? "" : "<br/>data <code>" + svg::escape(run.data) + "</code>") + "</div></header>\n";
   out += html::verdict_section(d, t, run) + "\n";
+  out += html::fixes_section(d, run) + "\n";
   out += html::curves_section(t, run, dom) + "\n";
   out += html::layers_section(d, t, dom) + "\n";
   out += html::layer_table(d, t) + "\n";

@@ -23,5 +23,7 @@ std::string status_badge(const std::string& status);
 
 std::string curves_section(const Trace& t, const RunInfo& run, const Domain& dom);
 std::string layers_section(const Diagnosis& d, const Trace& t, const Domain& dom);
+// With --verify-fixes: the repairs tried, and the curves before/after the best one.
+std::string fixes_section(const Diagnosis& d, const RunInfo& run);
 
 }  // namespace dl::an::html

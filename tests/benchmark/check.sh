@@ -7,7 +7,10 @@ bin=$1
 here=$(cd "$(dirname "$0")" && pwd)
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"
-"$bin" batch "$here/../../models/benchmark/manifest.json" --jobs 2 --json "$work/summary.json" -q
+# --verify-fixes: every fault also gets its candidate repairs tried (issue 9); a generous
+# budget so that a slow (sanitizer) build tries the same repairs as a fast one.
+"$bin" batch "$here/../../models/benchmark/manifest.json" --jobs 2 --json "$work/summary.json" -q \
+  --verify-fixes --trial-budget 900
 status=$?
 if [[ $status -ge 2 ]]; then echo "benchmark: batch failed with exit $status"; exit 1; fi
 /usr/bin/python3 - "$work/summary.json" "$here/floor.json" <<'PY'
@@ -17,10 +20,15 @@ f = json.load(open(sys.argv[2]))
 checks = [("detected", t["detected"], ">=", f["detected_min"]),
           ("localized", t["localized"], ">=", f["localized_min"]),
           ("root cause", t["root_cause"], ">=", f["root_cause_min"]),
-          ("false alarms", t["false_alarms"], "<=", f["false_alarms_max"])]
+          ("false alarms", t["false_alarms"], "<=", f["false_alarms_max"]),
+          ("verified fixes", t["fixes"]["verified"], ">=", f["fixes_verified_min"]),
+          ("fixes within 10% of the fixed version", t["fixes"]["within_10pct_of_fixed"], ">=",
+           f["fixes_within_10pct_min"])]
 bad = [c for c in checks if not (c[1] >= c[3] if c[2] == ">=" else c[1] <= c[3])]
 print(f"benchmark: detected {t['detected']}/{t['faulty']}, localized {t['localized']}/{t['localizable']}, "
-      f"root cause {t['root_cause']}/{t['root_cause_cases']}, false alarms {t['false_alarms']}/{t['non_faulty']}")
+      f"root cause {t['root_cause']}/{t['root_cause_cases']}, false alarms {t['false_alarms']}/{t['non_faulty']}, "
+      f"verified fixes {t['fixes']['verified']}/{t['fixes']['faults_with_trials']}, within 10% of the fixed "
+      f"version {t['fixes']['within_10pct_of_fixed']}/{t['fixes']['faults_with_trials']}")
 for name, got, op, want in bad:
     print(f"benchmark: {name} {got} is not {op} the floor {want}")
 print(f"benchmark: {len(checks) - len(bad)} passed, {len(bad)} failed")

@@ -3,6 +3,7 @@
 // a verified fix and how close the repaired model comes to the case's fixed version.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "cli/batch_scoring.h"
 
@@ -52,6 +53,36 @@ json fix_record(const json& report, const json& expected) {
   return r;
 }
 
+namespace {
+
+// The final metric of the case's fixed version (same pair), null when there is none.
+json goal_of(const json& cases, const json& c) {
+  const json pair = field(c, "pair");
+  if (!pair.is_string() || pair.get<std::string>().empty()) return nullptr;
+  for (const json& other : cases)
+    if (field(other, "pair") == pair && field(other, "kind") == json("fixed") && field(other, "status") == json("ok") &&
+        std::isfinite(number(field(field(other, "final"), "metric"))))
+      return other["final"];
+  return nullptr;
+}
+
+// Within 10% of the goal's metric, or better.
+json close_to_goal(const json& goal, const json& fix) {
+  if (!goal.is_object() || field(fix, "verified") != json(true)) return nullptr;
+  const double want = number(field(goal, "metric")), got = number(field(field(fix, "after"), "metric"));
+  const bool higher = field(goal, "metric_name") == json("accuracy");
+  return std::isfinite(got) && (higher ? got >= want - 0.1 * std::fabs(want) : got <= want + 0.1 * std::fabs(want));
+}
+
+std::string cell(const json& v, int digits = 3) {
+  if (!v.is_number()) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v.get<double>());
+  return buf;
+}
+
+}  // namespace
+
 json fix_totals(const json& cases) {
   int tried = 0, verified = 0, matches = 0, compared = 0, close = 0;
   std::vector<double> seconds;
@@ -63,22 +94,10 @@ json fix_totals(const json& cases) {
     if (field(fix, "verified") != json(true)) continue;
     ++verified;
     matches += field(fix, "root_cause_matches") == json(true);
-    // The fixed version of the same post: its final metric is the goal.
-    const std::string pair = field(c, "pair").is_string() ? c["pair"].get<std::string>() : "";
-    if (pair.empty()) continue;
-    for (const json& other : cases) {
-      if (field(other, "pair") != json(pair) || field(other, "kind") != json("fixed") ||
-          field(other, "status") != json("ok"))
-        continue;
-      const json goal = field(other, "final");
-      const double want = number(field(goal, "metric")), got = number(field(field(fix, "after"), "metric"));
-      if (!std::isfinite(want)) break;
-      ++compared;
-      const bool higher = field(goal, "metric_name") == json("accuracy");
-      const bool ok = higher ? got >= want - 0.1 * std::fabs(want) : got <= want + 0.1 * std::fabs(want);
-      close += std::isfinite(got) && ok;
-      break;
-    }
+    const json near = close_to_goal(goal_of(cases, c), fix);
+    if (near.is_null()) continue;
+    ++compared;
+    close += near == json(true);
   }
   if (tried == 0) return nullptr;
   return {{"faults_with_trials", tried},
@@ -87,6 +106,32 @@ json fix_totals(const json& cases) {
           {"compared_with_fixed", compared},
           {"within_10pct_of_fixed", close},
           {"median_trial_s", seconds.empty() ? json(nullptr) : json(median(seconds))}};
+}
+
+std::string fixes_markdown(const json& cases) {
+  std::string out = "| case | verified fix | root cause | repaired | fixed version | within 10% | trials | trial s |\n";
+  out += "|---|---|---|--:|--:|:-:|--:|--:|\n";
+  bool any = false;
+  for (const json& c : cases) {
+    const json fix = field(c, "fix");
+    if (!fix.is_object() || field(field(c, "scores"), "detected") != json(true)) continue;
+    any = true;
+    const json goal = goal_of(cases, c), near = close_to_goal(goal, fix);
+    const bool ok = field(fix, "verified") == json(true);
+    const std::string metric = goal.is_object() ? field(goal, "metric_name").get<std::string>() + " " : "";
+    std::string change = ok ? field(fix, "change").get<std::string>() : "none";
+    for (char& ch : change)
+      if (ch == '|') ch = '/';
+    out += "| " + field(c, "name").get<std::string>() + " | " + change + " | " +
+           (ok ? field(fix, "root_cause").get<std::string>() +
+                     (field(fix, "root_cause_matches") == json(true) ? " \u2705" : field(fix, "root_cause_matches") == json(false) ? " \u274C" : "")
+               : "") +
+           " | " + (ok ? metric + cell(field(field(fix, "after"), "metric")) : "") + " | " +
+           (goal.is_object() ? metric + cell(field(goal, "metric")) : "") + " | " +
+           (near.is_null() ? "" : near == json(true) ? "\u2705" : "\u274C") + " | " + cell(field(fix, "tried")) + " | " +
+           cell(field(fix, "seconds"), 2) + " |\n";
+  }
+  return any ? out : "";
 }
 
 }  // namespace dl::cli

@@ -1,5 +1,7 @@
 #include "cli/batch_outputs.h"
 
+#include "cli/batch_scoring.h"
+
 #include <cstdio>
 
 namespace dl::cli {
@@ -260,6 +262,7 @@ std::string summary_markdown(const json& s) {
            " | " + md_cell(e) + " | " +
            fixed(field(r, "seconds").is_number() ? field(r, "seconds").get<double>() : 0.0, 2) + " |\n";
   }
+  if (const std::string fixes = fixes_markdown(cases); !fixes.empty()) out += "\n#### Verified fixes\n\n" + fixes;
   return out;
 }
 

@@ -70,5 +70,7 @@ double median(std::vector<double> values);
 nlohmann::json final_record(const nlohmann::json& report);
 nlohmann::json fix_record(const nlohmann::json& report, const nlohmann::json& expected);
 nlohmann::json fix_totals(const nlohmann::json& cases);
+// A Markdown table of the detected faults' best repairs (empty without trials).
+std::string fixes_markdown(const nlohmann::json& cases);
 
 }  // namespace dl::cli

@@ -124,6 +124,12 @@ RepairedCase apply_fix(const RepairedCase& base, const std::vector<an::FixAction
         std::string what = conv::set_layer_activation(r.model, l.nodes, a.value);
         if (what.empty()) throw ModelError(layer_name(l) + " already has activation " + a.value);  // not a repair
         if (const size_t colon = what.rfind(": "); colon != std::string::npos) what = what.substr(colon + 2);
+        // "Softmax inserted after /1/Gemm (...)" reads "add Softmax"; "Relu -> Identity (...)", "remove Relu".
+        if (what.find(" inserted after ") != std::string::npos) {
+          what = "add " + a.value;
+        } else if (const size_t id = what.find(" -> Identity"); id != std::string::npos) {
+          what = "remove " + what.substr(0, id);
+        }
         change = layer_name(l) + ": " + what;
         break;
       }

@@ -67,9 +67,12 @@ TrainConfig config_from_metadata(const std::map<std::string, std::string>& metad
 }
 
 std::map<std::string, std::string> config_to_metadata(const TrainConfig& c) {
-  auto num = [](double v) {
+  auto num = [](double v) {  // the shortest text that reads back as the same double
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
+    for (int digits = 6; digits <= 17; ++digits) {
+      std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+      if (std::strtod(buf, nullptr) == v) break;
+    }
     return std::string(buf);
   };
   std::map<std::string, std::string> m;

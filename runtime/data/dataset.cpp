@@ -31,29 +31,57 @@ std::string label_problem(float v, int64_t classes) {
   return "";
 }
 
-// Re-derives the label and value issues of a dataset from its values.
-void scan_issues(Dataset& d) {
+// Source line (or array row) of row r, for issues; r itself when the dataset has none.
+int64_t line_of(const Dataset& d, int64_t r) {
+  return r < static_cast<int64_t>(d.line_of_row.size()) ? d.line_of_row[r] : r;
+}
+
+void scan_label_issues(Dataset& d) {
   d.label_issues.clear();
+  d.label_issue_count = 0;
+  if (d.num_classes <= 0) return;
+  for (int64_t r = 0; r < d.n; ++r) {
+    const float v = d.raw_labels[r];
+    std::string problem = label_problem(v, d.num_classes);
+    if (problem.empty()) continue;
+    if (d.label_issues.size() < Dataset::kMaxIssues) d.label_issues.push_back({r, line_of(d, r), v, std::move(problem)});
+    ++d.label_issue_count;
+  }
+}
+
+// Re-derives the label and value issues of a dataset from its values. Class ids are
+// checked as labels, so only targets taken as they are can hold NaN/Inf value issues.
+void scan_issues(Dataset& d) {
   d.value_issues.clear();
-  d.label_issue_count = d.value_issue_count = 0;
+  d.value_issue_count = 0;
   auto value = [&](int64_t r, int64_t col, bool target, float v) {
     if (std::isfinite(v)) return;
-    if (d.value_issues.size() < Dataset::kMaxIssues) d.value_issues.push_back({r, d.line_of_row[r], col, target, v});
+    if (d.value_issues.size() < Dataset::kMaxIssues) d.value_issues.push_back({r, line_of(d, r), col, target, v});
     ++d.value_issue_count;
   };
   for (int64_t r = 0; r < d.n; ++r) {
     const float* x = d.x.data() + r * d.x_size;
     for (int64_t k = 0; k < d.x_size; ++k)
       if (!std::isfinite(x[k])) value(r, k, false, x[k]);
-    if (d.num_classes > 0) {
-      const float v = d.raw_labels[r];
-      std::string problem = label_problem(v, d.num_classes);
-      if (problem.empty()) continue;
-      if (d.label_issues.size() < Dataset::kMaxIssues)
-        d.label_issues.push_back({r, d.line_of_row[r], v, std::move(problem)});
-      ++d.label_issue_count;
-    } else {
-      for (int64_t k = 0; k < d.y_size; ++k) value(r, d.x_size + k, true, d.y[r * d.y_size + k]);
+    if (d.num_classes > 0) continue;
+    for (int64_t k = 0; k < d.y_size; ++k) value(r, d.x_size + k, true, d.y[r * d.y_size + k]);
+  }
+  scan_label_issues(d);
+}
+
+// y from raw_labels: a one-hot row (all zero for an invalid id) or the id (-1 if invalid).
+void fill_class_targets(Dataset& d) {
+  const int64_t c = d.num_classes;
+  const bool one_hot = d.encoding == DatasetSpec::Encoding::kOneHot;
+  d.y_size = one_hot ? c : 1;
+  d.y.assign(static_cast<size_t>(d.n * d.y_size), 0.0f);
+  for (int64_t r = 0; r < d.n; ++r) {
+    const float v = d.raw_labels[r];
+    const bool valid = label_problem(v, c).empty();
+    if (!one_hot) {
+      d.y[r] = valid ? v : -1.0f;
+    } else if (valid) {
+      d.y[r * c + static_cast<int64_t>(v)] = 1.0f;
     }
   }
 }
@@ -75,19 +103,10 @@ void encode_targets(Dataset& d, std::vector<float> targets, int64_t t, const Dat
                                                          std::to_string(c) + " one-hot columns, as " + out
                                                    : "a sparse categorical loss needs one column of class ids"));
   }
+  d.encoding = spec.encoding;
   d.num_classes = c;
   d.raw_labels = std::move(targets);
-  d.y_size = spec.encoding == Enc::kOneHot ? c : 1;
-  d.y.assign(static_cast<size_t>(d.n * d.y_size), 0.0f);
-  for (int64_t r = 0; r < d.n; ++r) {
-    const float v = d.raw_labels[r];
-    const bool valid = label_problem(v, c).empty();
-    if (spec.encoding == Enc::kSparse) {
-      d.y[r] = valid ? v : -1.0f;
-    } else if (valid) {
-      d.y[r * c + static_cast<int64_t>(v)] = 1.0f;
-    }
-  }
+  fill_class_targets(d);
 }
 
 Dataset start(const Table& t, const std::string& source, const DatasetSpec& spec) {
@@ -165,6 +184,15 @@ Dataset load_dataset(const std::string& path, const DatasetSpec& spec, const Rea
   return make_dataset(read_csv(path, options), spec);
 }
 
+void encode_class_targets(Dataset& d) {
+  if (d.encoding == DatasetSpec::Encoding::kAsIs || d.num_classes <= 0 ||
+      static_cast<int64_t>(d.raw_labels.size()) != d.n)
+    throw InternalError(d.source + ": the targets are not class ids (" + std::to_string(d.num_classes) +
+                        " classes, " + std::to_string(d.raw_labels.size()) + " ids for " + plural(d.n, "row") + ")");
+  fill_class_targets(d);
+  scan_label_issues(d);
+}
+
 std::pair<Dataset, Dataset> split_validation(const Dataset& data, double fraction) {
   if (!(fraction >= 0 && fraction < 1))
     throw ConfigError("the validation split must be at least 0 and below 1, got " + fraction_text(fraction));
@@ -184,6 +212,7 @@ std::pair<Dataset, Dataset> split_validation(const Dataset& data, double fractio
     p.line_of_row.assign(data.line_of_row.begin() + begin, data.line_of_row.begin() + end);
     p.csv_lines = data.csv_lines;
     p.header = data.header;
+    p.encoding = data.encoding;
     p.num_classes = data.num_classes;
     if (!data.raw_labels.empty()) p.raw_labels.assign(data.raw_labels.begin() + begin, data.raw_labels.begin() + end);
     scan_issues(p);

@@ -59,6 +59,10 @@ struct Dataset {
   bool csv_lines = false;           // line_of_row holds CSV lines (else array rows)
   std::vector<std::string> header;  // CSV column names, when the file had a header
 
+  // How y was made from the targets: kAsIs when y holds the target columns as given
+  // (regression, or targets that already were one-hot; num_classes is 0), else kOneHot or
+  // kSparse from the class ids in raw_labels (see encode_class_targets).
+  DatasetSpec::Encoding encoding = DatasetSpec::Encoding::kAsIs;
   // Class encodings: the original target column, and the number of classes (0 = kAsIs).
   // One-hot rows of invalid ids are all zero; sparse targets of invalid ids are -1, so a
   // loss only needs to skip ids outside 0..C-1.
@@ -80,6 +84,14 @@ Dataset make_dataset(Table x, Table y, const DatasetSpec& spec);
 // Reads a data file (format from its first bytes: .npy, .npz, else CSV) and makes the
 // dataset: CSV and .npy split trailing target columns, .npz uses its x and y entries.
 Dataset load_dataset(const std::string& path, const DatasetSpec& spec, const ReadOptions& options = {});
+
+// Rebuilds d.y from d.raw_labels as d.encoding says (one-hot: num_classes values a row,
+// sparse: one), exactly as make_dataset encodes them, and recomputes label_issues and
+// label_issue_count; value issues are kept. For class ids changed after make_dataset (a
+// remap): the result is the dataset make_dataset would have built from the changed ids.
+// Throws InternalError unless d has class ids (encoding kOneHot or kSparse, num_classes >
+// 0 and n raw labels).
+void encode_class_targets(Dataset& d);
 
 // Like Keras' validation_split: validation = the last fraction of rows (before any
 // shuffling), train = the first floor(n * (1 - fraction)) rows. Issues are re-derived

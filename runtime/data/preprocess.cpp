@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 #include "converter/errors.h"
@@ -68,66 +67,9 @@ ColumnStats column_stats(const float* v, int64_t rows, int64_t width, bool need_
   return s;
 }
 
-// --- class ids, as dataset.cpp encodes them --------------------------------------------
-// dataset.cpp keeps its label check and encoding in an anonymous namespace; these mirror
-// label_problem, encode_targets (the class branch) and the label part of scan_issues
-// exactly, so a remapped dataset is the one make_dataset would have built from the
-// remapped ids. (To be replaced by shared helpers from dataset.h; see the fix report.)
-
-std::string id_text(float v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", double(v));
-  return buf;
-}
-
-std::string label_problem(float v, int64_t classes) {
-  if (std::isnan(v)) return "class id nan is not a number";
-  if (std::isinf(v) || v != std::floor(v)) return "class id " + id_text(v) + " is not an integer";
-  if (v < 0 || v >= float(classes)) return "class id " + id_text(v) + " is outside 0.." + std::to_string(classes - 1);
-  return "";
-}
-
-// One-hot (C values per row) or sparse (one id per row) class targets; see label_map.
-bool one_hot_targets(const Dataset& d) {
-  if (d.y_size == d.num_classes && d.y_size != 1) return true;
-  if (d.y_size != 1)
-    throw InternalError(d.source + ": class targets with " + std::to_string(d.y_size) + " values per row for " +
-                        std::to_string(d.num_classes) + " classes are neither one-hot nor sparse");
-  if (d.num_classes != 1 || d.n == 0) return false;
-  const bool valid = label_problem(d.raw_labels[0], 1).empty();
-  return valid ? d.y[0] == 1.0f : d.y[0] == 0.0f;
-}
-
-void encode_labels(Dataset& d, bool one_hot) {
-  const int64_t c = d.num_classes;
-  for (int64_t r = 0; r < d.n; ++r) {
-    const float v = d.raw_labels[r];
-    const bool valid = label_problem(v, c).empty();
-    if (!one_hot) {
-      d.y[r] = valid ? v : -1.0f;
-      continue;
-    }
-    float* row = d.y.data() + r * c;
-    std::fill(row, row + c, 0.0f);
-    if (valid) row[static_cast<int64_t>(v)] = 1.0f;
-  }
-}
-
-void rescan_label_issues(Dataset& d) {
-  d.label_issues.clear();
-  d.label_issue_count = 0;
-  for (int64_t r = 0; r < d.n; ++r) {
-    const float v = d.raw_labels[r];
-    std::string problem = label_problem(v, d.num_classes);
-    if (problem.empty()) continue;
-    const int64_t line = r < int64_t(d.line_of_row.size()) ? d.line_of_row[r] : r;
-    if (d.label_issues.size() < Dataset::kMaxIssues) d.label_issues.push_back({r, line, v, std::move(problem)});
-    ++d.label_issue_count;
-  }
-}
-
 bool has_class_ids(const Dataset& d) {
-  return d.num_classes > 0 && static_cast<int64_t>(d.raw_labels.size()) == d.n;
+  return d.encoding != DatasetSpec::Encoding::kAsIs && d.num_classes > 0 &&
+         static_cast<int64_t>(d.raw_labels.size()) == d.n;
 }
 
 }  // namespace
@@ -203,14 +145,12 @@ void Preprocessing::apply(Dataset& data) const {
                       ": the preprocessing remaps class ids but the loss takes the targets as they are (no class ids)");
     std::vector<std::pair<float, int64_t>> sorted = label_map;
     std::sort(sorted.begin(), sorted.end());
-    const bool one_hot = one_hot_targets(data);
     for (float& v : data.raw_labels) {
       auto it = std::lower_bound(sorted.begin(), sorted.end(), v,
                                  [](const std::pair<float, int64_t>& e, float id) { return e.first < id; });
       if (it != sorted.end() && it->first == v) v = static_cast<float>(it->second);
     }
-    encode_labels(data, one_hot);
-    rescan_label_issues(data);
+    encode_class_targets(data);  // as make_dataset would have encoded the remapped ids
   }
 }
 

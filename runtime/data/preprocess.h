@@ -27,15 +27,13 @@ struct Preprocessing {
 
   // Regression targets: y' = (y - target_offset) * target_scale, one offset and scale for
   // all target values (mean and 1 / population std of all of them), so losses convert back
-  // to the original units exactly (see unscale_loss).
+  // to the original units exactly (see unscale).
   bool targets = false;
   float target_offset = 0, target_scale = 1;
 
   // Class ids: original id -> new id in 0..C-1 (ids absent from the map are left as they
-  // are). Applied to Dataset::raw_labels, then the targets are re-encoded (one-hot or
-  // sparse) and the label issues recomputed. The encoding is not stored in a Dataset; it
-  // is inferred: y_size == num_classes -> one-hot, y_size == 1 -> sparse (for C == 1,
-  // where both hold, from the first row: one-hot marks id 0 with 1, sparse with 0).
+  // are). Applied to Dataset::raw_labels, then the targets are re-encoded with
+  // encode_class_targets (as Dataset::encoding says) and the label issues recomputed.
   std::vector<std::pair<float, int64_t>> label_map;
 
   // Training rows the statistics were computed from, for describe() (0 = not known).

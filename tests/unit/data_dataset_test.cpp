@@ -122,6 +122,37 @@ TEST_CASE("dataset: invalid class ids are recorded, not thrown") {
   CHECK(many.label_issues.size() == Dataset::kMaxIssues);
 }
 
+TEST_CASE("dataset: the encoding is recorded and encode_class_targets re-encodes changed ids") {
+  CHECK(classes(4).encoding == Enc::kOneHot);
+  CHECK(make_dataset(table(4, {9, 0, 1, 0}), spec({1}, 3, Enc::kOneHot, 3)).encoding == Enc::kAsIs);  // already one-hot
+  CHECK(make_dataset(table(2, {1, 2}), spec({1})).encoding == Enc::kAsIs);
+  for (Enc enc : {Enc::kOneHot, Enc::kSparse}) {
+    CAPTURE(int(enc));
+    Dataset d = make_dataset(table(2, {0, 1, 0, 3, 0, 2, 0, 3}), spec({1}, 3, enc));
+    auto [train, val] = split_validation(d, 0.5);
+    CHECK(val.encoding == enc);
+    for (float& v : d.raw_labels) v = v == 3 ? 0 : v;
+    d.label_issue_count = -1;  // recomputed, not kept
+    encode_class_targets(d);
+    const Dataset fresh = make_dataset(table(2, {0, 1, 0, 0, 0, 2, 0, 0}), spec({1}, 3, enc));
+    CHECK(d.y == fresh.y);
+    CHECK(d.y_size == fresh.y_size);
+    CHECK(d.label_issue_count == 0);
+    CHECK(d.label_issues.empty());
+  }
+  // One class: one-hot and sparse targets both have one value a row; the encoding decides.
+  for (Enc enc : {Enc::kOneHot, Enc::kSparse}) {
+    Dataset d = make_dataset(table(2, {0, 5, 0, 0}), spec({1}, 1, enc));
+    REQUIRE(d.label_issue_count == 1);
+    d.raw_labels = {0, 0};
+    encode_class_targets(d);
+    CHECK(d.y == std::vector<float>{enc == Enc::kOneHot ? 1.0f : 0.0f, enc == Enc::kOneHot ? 1.0f : 0.0f});
+    CHECK(d.label_issue_count == 0);
+  }
+  Dataset regression = make_dataset(table(2, {1, 2}), spec({1}));
+  CHECK_THROWS_AS(encode_class_targets(regression), dl::InternalError);
+}
+
 TEST_CASE("dataset: NaN and Inf values are accepted and recorded") {
   const Dataset d = make_dataset(table(3, {1, NAN, 0, 2, 3, INFINITY}), spec({2}));
   CHECK(d.n == 2);

@@ -94,6 +94,7 @@ struct Finding {
   double confidence = 1.0;
   // With --verify-fixes (primary finding): the repairs tried, ranked, best first.
   std::vector<FixOutcome> fixes;
+  bool fixes_attempted = false;  // --verify-fixes looked for repairs (fixes may be empty)
 };
 
 nlohmann::json to_json(const FixOutcome& f);  // analysis/fixes.cpp

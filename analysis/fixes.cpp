@@ -63,7 +63,8 @@ Facts facts_of(const Trace& t) {
   for (const ColumnSummary& c : d.target_columns) row_sum += c.mean;
   if (!f.regression) {
     if (f.out_units == 1) f.binary = true;
-    else if (d.target_columns.size() > 1 && std::fabs(row_sum - 1.0) > 0.05) f.multilabel = true;
+    else if (d.target_columns.size() > 1 && d.label_issue_count == 0 && std::fabs(row_sum - 1.0) > 0.05)
+      f.multilabel = true;
     else f.multiclass = true;
   }
   const ru::InputScale s = ru::input_scale(h);
@@ -103,7 +104,7 @@ int lr_direction(const Finding& primary) {
   const std::string& s = primary.symptom;
   for (const char* down : {"nan", "inf", "explod", "oscillat", "diverg", "too_high", "large", "overflow"})
     if (contains(s, down)) return -1;
-  for (const char* up : {"plateau", "not_decreasing", "unchanged", "too_low", "small", "slow", "not_increasing"})
+  for (const char* up : {"plateau", "not_decreasing", "unchanged", "too_low", "small", "slow", "not_increasing", "short"})
     if (contains(s, up)) return +1;
   return 0;
 }
@@ -150,6 +151,11 @@ class Proposer {
   void add(std::vector<FixAction> actions, RootCause c, std::string why) {
     for (const FixAction& a : actions) {
       if (std::find(applied_.begin(), applied_.end(), a) != applied_.end()) return;
+      // Switching the optimizer resets the learning rate to its default: it would undo an
+      // applied learning-rate repair.
+      if (a.kind == Kind::kOptimizer)
+        for (const FixAction& b : applied_)
+          if (b.kind == Kind::kLearningRate) return;
       for (const FixAction& b : applied_)  // never change again what a first fix changed
         if (b.kind == a.kind && b.layer == a.layer && a.kind != Kind::kEpochs) return;
     }
@@ -275,9 +281,11 @@ int compare_after(const FixOutcome& a, const FixOutcome& b, bool higher_is_bette
     if (d < -margin) return 1;
   }
   const double la = a.after.loss, lb = b.after.loss;
+  // A comparable loss decides when it differs by 10% and by more than 1e-3 (two losses
+  // near 0, e.g. 1e-8 and 2e-7 at 100% accuracy, are a tie).
   if (a.loss_comparable && b.loss_comparable && std::isfinite(la) && std::isfinite(lb)) {
-    if (la < 0.9 * lb) return -1;
-    if (lb < 0.9 * la) return 1;
+    if (la < 0.9 * lb && lb - la > 1e-3) return -1;
+    if (lb < 0.9 * la && la - lb > 1e-3) return 1;
   }
   return 0;
 }

@@ -24,6 +24,7 @@ struct RunInfo {
   std::vector<double> epoch_loss, epoch_metric, epoch_val_loss, epoch_val_metric;
   std::string metric_name = "accuracy";  // or "mae" for regression
   double import_s = 0, train_s = 0, analysis_s = 0;
+  double fixes_s = -1;  // wall time of the fix trials (--verify-fixes); < 0: none ran
   // The detector when it is not the analysis (a Keras baseline, see baselines.h); the
   // reports then name it ("detector" in JSON). Empty for deeplocalize's own analysis.
   std::string detector;

@@ -47,7 +47,7 @@ json finding_json(const Finding& f, const Trace& t) {
           {"rule", f.rule},
           {"consequence_of", f.consequence_of >= 0 ? json(f.consequence_of) : json(nullptr)},
           {"conclusive", f.conclusive}};
-  if (!f.fixes.empty()) {
+  if (f.fixes_attempted || !f.fixes.empty()) {
     j["fixes"] = json::array();
     for (const FixOutcome& x : f.fixes) j["fixes"].push_back(to_json(x));
   }
@@ -87,6 +87,7 @@ json report_json(const Diagnosis& d, const Trace& t, const RunInfo& run) {
                  {"training", training},
                  {"timing", {{"import_s", run.import_s}, {"train_s", run.train_s}, {"analysis_s", run.analysis_s}}}};
   if (!run.detector.empty()) report["detector"] = run.detector;
+  if (run.fixes_s >= 0) report["timing"]["fixes_s"] = run.fixes_s;
   return report;
 }
 

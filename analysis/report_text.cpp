@@ -79,7 +79,7 @@ std::string metrics_text(const FixOutcome& x) {
 }
 
 // The repairs tried with --verify-fixes: the best verified one first, with its curve.
-void fixes(std::string& out, const Finding& f, const Style& st) {
+void fixes(std::string& out, const Finding& f, const RunInfo& run, const Style& st) {
   if (f.fixes.empty()) return;
   size_t verified = 0;
   double seconds = 0;
@@ -91,12 +91,17 @@ void fixes(std::string& out, const Finding& f, const Style& st) {
     out += "  " + std::to_string(k + 1) + ". " + (x.verified ? st.green("\u2714 ") : st.dim("\u2718 ")) + x.change +
            " [" + root_cause_name(x.root_cause) + "]\n";
     out += "     " + metrics_text(x) + " (" + num(x.seconds) + " s)" + (x.verified ? "" : ": " + x.reason) + "\n";
-    if (k == 0 && x.verified && x.epoch_loss.size() > 1) {
-      double lo = 0, hi = 0;
-      bool log_scale = false;
-      const std::vector<float> v(x.epoch_loss.begin(), x.epoch_loss.end());
-      const std::string line = sparkline(v, kCurveWidth, lo, hi, log_scale);
-      out += "     loss per epoch after the fix " + line + "  min " + num(lo) + "  max " + num(hi) + "\n";
+    if (k == 0 && x.verified && !x.epoch_loss.empty()) {
+      // Loss per epoch of the faulty run and of the repaired one.
+      for (const auto& [label, values] : {std::pair{"before", &run.epoch_loss}, std::pair{"after ", &x.epoch_loss}}) {
+        double lo = 0, hi = 0;
+        bool log_scale = false;
+        const std::vector<float> v(values->begin(), values->end());
+        const std::string line = sparkline(v, kCurveWidth, lo, hi, log_scale);
+        if (line.empty()) continue;
+        out += std::string("     loss per epoch ") + label + " " + line + "  min " + num(lo) + "  max " + num(hi) +
+               (log_scale ? "  (log scale)" : "") + "\n";
+      }
     }
     if (k == 0 && x.verified && !x.python_code.empty()) {
       out += "     add to your data pipeline:\n";
@@ -221,7 +226,7 @@ std::string report_text(const Diagnosis& d, const Trace& t, const RunInfo& run, 
   out += "\n";
   if (d.fault && !d.findings.empty()) {
     primary(out, d.findings.front(), t, st);
-    fixes(out, d.findings.front(), st);
+    fixes(out, d.findings.front(), run, st);
     secondary(out, d.findings, t, st);
   } else {
     out += st.green("OK") + ": no fault found in " + std::to_string(run.iterations) + " iterations (loss " +
@@ -237,7 +242,7 @@ std::string report_text(const Diagnosis& d, const Trace& t, const RunInfo& run, 
            change(run.epoch_metric, {}) +
            (run.epoch_val_loss.empty() ? "" : ", val_loss " + change(run.epoch_val_loss, {})) + "\n";
   out += "Timing: import " + num(run.import_s) + " s, train " + num(run.train_s) + " s, analysis " +
-         num(run.analysis_s) + " s\n";
+         num(run.analysis_s) + " s" + (run.fixes_s >= 0 ? ", fix trials " + num(run.fixes_s) + " s" : "") + "\n";
   return out;
 }
 

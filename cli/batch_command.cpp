@@ -124,6 +124,8 @@ int run_batch(const BatchOptions& o) {
   an::detector_from(o.detector);
   an::Settings checked;  // a bad --set is an error of the batch, not of every case
   for (const std::string& setting : o.settings) checked.set(setting);
+  if (o.verify_fixes && o.detector != "deeplocalize")
+    throw ConfigError("--verify-fixes needs deeplocalize's own analysis, not the baseline --detector " + o.detector);
   const Shard shard = resolve_shard(o.shard, o.shard_count, [](const char* name) { return std::getenv(name); });
   const std::vector<CaseSpec> all = load_cases(o.input);
   std::vector<CaseSpec> cases;

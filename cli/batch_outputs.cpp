@@ -177,8 +177,8 @@ std::string summary_text(const json& s) {
            std::to_string(integer(f, "faults_with_trials")) + " detected faults (" +
            std::to_string(integer(f, "root_cause_matches")) + " confirm an accepted root cause; " +
            std::to_string(integer(f, "within_10pct_of_fixed")) + " of " + std::to_string(integer(f, "compared_with_fixed")) +
-           " within 10% of the fixed version), median trial time " +
-           fixed(field(f, "median_trial_s").is_number() ? f["median_trial_s"].get<double>() : 0.0, 2) + " s\n";
+           " within 10% of the fixed version), median extra time " +
+           fixed(field(f, "median_extra_s").is_number() ? f["median_extra_s"].get<double>() : 0.0, 2) + " s\n";
   }
   out += "  median time to verdict " + median_text(t) + ", wall " +
          fixed(field(s, "wall_s").is_number() ? field(s, "wall_s").get<double>() : 0.0, 1) + " s\n";

@@ -63,10 +63,10 @@ double median(std::vector<double> values);
 // Verified fixes (cli/batch_fixes.cpp). The last epoch's {loss, metric, metric_name} of a
 // report; the best repair of its primary finding {tried, verified, change, root_cause,
 // root_cause_matches (an accepted root cause of `expected`), after {loss, metric},
-// seconds (all trials)}, null without --verify-fixes; and the totals over detected faults
+// seconds (wall time of the trials)}, null without --verify-fixes; and the totals over detected faults
 // {faults_with_trials, verified, root_cause_matches, compared_with_fixed,
 // within_10pct_of_fixed (the repaired model's final metric within 10% of the case's fixed
-// version's, or better), median_trial_s}, null when no case tried fixes.
+// version's, or better), median_extra_s (wall time of the trials)}, null when no case tried fixes.
 nlohmann::json final_record(const nlohmann::json& report);
 nlohmann::json fix_record(const nlohmann::json& report, const nlohmann::json& expected);
 nlohmann::json fix_totals(const nlohmann::json& cases);

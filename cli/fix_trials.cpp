@@ -219,8 +219,18 @@ void export_fixed(const LoadedCase& c, const TrainOptions& o, const std::deque<T
 }  // namespace
 
 void verify_fixes(const LoadedCase& c, const TrainOptions& o, const CaseRunOptions& run, CaseResult& faulty) {
-  if (!faulty.diagnosis.fault || faulty.diagnosis.findings.empty()) return;
+  if (!faulty.diagnosis.fault || faulty.diagnosis.findings.empty()) {
+    if (!o.export_fixed.empty())
+      std::cerr << "deeplocalize: no fault found, so no repaired model was written to " << o.export_fixed << "\n";
+    return;
+  }
   const auto t0 = Clock::now();
+  faulty.diagnosis.findings.front().fixes_attempted = true;
+  struct Elapsed {  // the wall time of the trials, whatever way this returns
+    CaseResult& r;
+    Clock::time_point t0;
+    ~Elapsed() { r.info.fixes_s = since(t0); }
+  } elapsed{faulty, t0};
   const bool verbose = run.progress && !o.quiet;
   const double budget = o.trial_budget_s > 0 ? o.trial_budget_s : std::max(60.0, 20.0 * faulty.info.train_s);
   const int saved_threads = rt::compute_threads();
@@ -236,7 +246,11 @@ void verify_fixes(const LoadedCase& c, const TrainOptions& o, const CaseRunOptio
   std::deque<Trial> all;
   std::vector<Trial*> round = prepare(an::propose_fixes(faulty.diagnosis, faulty.trace), first_round, unrepaired(c),
                                       faulty.trace, c, an::RootCause::kUnknown, 1, all);
-  if (round.empty()) return;
+  if (round.empty()) {
+    if (!o.export_fixed.empty())
+      std::cerr << "deeplocalize: no repair applies to this model, so nothing was written to " << o.export_fixed << "\n";
+    return;
+  }
   if (verbose)
     std::cerr << "deeplocalize: trying repairs (" << std::min<size_t>(jobs, round.size()) << " at a time, at most "
               << max_trials << ", budget " << std::lround(budget) << " s)\n";

@@ -3,9 +3,12 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <tuple>
+
+#include <unistd.h>
 
 #include "analysis/analyzer.h"
 #include "analysis/baselines.h"
@@ -285,9 +288,30 @@ CaseResult train_case(const ir::Model& model, const rt::TrainConfig& config, rt:
   return out;
 }
 
+// --verify-fixes / --export-fixed: refused up front when they cannot work, so a long run
+// does not end in an error.
+static void check_fix_options(const TrainOptions& o) {
+  const bool wanted = o.verify_fixes || !o.export_fixed.empty();
+  if (!wanted) return;
+  const char* option = o.export_fixed.empty() ? "--verify-fixes" : "--export-fixed";
+  if (o.no_probes) throw ConfigError(std::string(option) + " needs the probes: it cannot be combined with --no-probes");
+  if (o.detector != "deeplocalize")
+    throw ConfigError(std::string(option) + " needs deeplocalize's own analysis, not the baseline --detector " + o.detector);
+  if (!o.export_fixed.empty()) {
+    const std::filesystem::path out(o.export_fixed);
+    const std::filesystem::path dir = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
+      throw ConfigError("--export-fixed " + o.export_fixed + ": the directory " + dir.string() +
+                        " does not exist or is not writable");
+    if (std::filesystem::is_directory(out, ec)) throw ConfigError("--export-fixed " + o.export_fixed + " is a directory");
+  }
+}
+
 CaseResult diagnose_case(const TrainOptions& o, const CaseRunOptions& run) {
+  check_fix_options(o);
   LoadedCase c = load_case(o);
-  const bool verify = (o.verify_fixes || !o.export_fixed.empty()) && !o.no_probes && o.detector == "deeplocalize";
+  const bool verify = o.verify_fixes || !o.export_fixed.empty();
   CaseResult out = verify ? train_case(c.model, c.config, c.train, c.validation, c.settings, o, run)
                           : train_case(c.model, c.config, std::move(c.train), std::move(c.validation), c.settings, o, run);
   out.info.import_s = c.import_s;

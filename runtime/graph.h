@@ -5,6 +5,9 @@
 // Planning also folds what can be computed from shapes and constants alone (Shape ->
 // Gather -> Unsqueeze -> Concat chains, Constant nodes): those nodes run once here and
 // are not steps of the program.
+//
+// Defined in graph.cpp (running), graph_plan.cpp (planning) and graph_params.cpp
+// (parameters, layers).
 #pragma once
 
 #include <cstdint>

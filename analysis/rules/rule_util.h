@@ -1,6 +1,9 @@
 // Helpers shared by several rules: configuration lookup, the model's output layer and
 // its traits, learning-rate and update-size summaries, loss curves, number formatting.
 // Rules stay small by asking these; nothing here knows op type names.
+// Defined in rule_util.cpp (configuration, output, layers, findings, text),
+// rule_util_dynamics.cpp (parameter dynamics, learning rate, vanishing cause) and
+// rule_util_trend.cpp (curves, windows, line fits, metric judgement).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,337 @@
+// Static checks of the model (analysis/rules): loss_activation_mismatch, output_range,
+// linear_stack, bad_initialization. Each: a true positive, edge cases, a --set override.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "analysis/analyzer.h"
+#include "rules_stat_util.h"
+
+using namespace dl;
+using namespace dl::test::rules_stat;
+
+// --- loss_activation_mismatch ------------------------------------------------------------------
+
+TEST_CASE("rule loss_activation_mismatch: softmax over one unit is conclusive") {
+  TraceBuilder b;
+  Trace t = b.dense("relu", 16).dense("softmax", 1).config("loss", "binary_crossentropy").build(30);
+  auto f = run("loss_activation_mismatch", t, false);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].symptom == "softmax_single_unit");
+  CHECK(f[0].conclusive);
+  CHECK(f[0].stage == an::Stage::kStatic);
+  CHECK(f[0].layer == 1);
+  CHECK(f[0].root_cause == RootCause::kActivation);
+  CHECK(f[0].recommendation.find("sigmoid") != std::string::npos);
+  CHECK(f[0].message.find("always 1.0") != std::string::npos);
+  an::Diagnosis d = an::analyze(t, an::Settings(), false);
+  REQUIRE(d.fault);
+  CHECK(d.findings[0].rule == "loss_activation_mismatch");
+
+  TraceBuilder b2;
+  Trace reg = b2.dense("relu", 16).dense("softmax", 1).config("loss", "mse").build(30);
+  f = run("loss_activation_mismatch", reg);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].recommendation.find("linear") != std::string::npos);
+}
+
+TEST_CASE("rule loss_activation_mismatch: the other pairings") {
+  SUBCASE("softmax with binary_crossentropy on several units: loss") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("softmax", 3).config("loss", "binary_crossentropy").build(30);
+    auto f = run("loss_activation_mismatch", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "softmax_binary_crossentropy");
+    CHECK(f[0].root_cause == RootCause::kLoss);
+    CHECK_FALSE(f[0].conclusive);
+  }
+  SUBCASE("sigmoid outputs with categorical_crossentropy: activation") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("sigmoid", 5).build(30);
+    auto f = run("loss_activation_mismatch", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "sigmoid_categorical_crossentropy");
+    CHECK(f[0].root_cause == RootCause::kActivation);
+    CHECK(f[0].recommendation.find("softmax") != std::string::npos);
+    // --set: only flag from 6 classes on.
+    CHECK(run("loss_activation_mismatch", t, true, with("loss_activation_mismatch.many_classes=6")).empty());
+  }
+  SUBCASE("probabilities into a from_logits loss: loss, high confidence") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("softmax", 3).config("from_logits", "true").build(30);
+    auto f = run("loss_activation_mismatch", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "probabilities_to_logits_loss");
+    CHECK(f[0].root_cause == RootCause::kLoss);
+    CHECK_FALSE(f[0].conclusive);
+    CHECK(f[0].confidence >= 0.9);
+    CHECK(f[0].recommendation.find("from_logits") != std::string::npos);
+  }
+  SUBCASE("a linear output into a probability cross-entropy") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("linear", 3).build(30);
+    auto f = run("loss_activation_mismatch", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "logits_to_probability_loss");
+    CHECK(f[0].root_cause == RootCause::kLoss);
+    // The same output with from_logits=true is right.
+    TraceBuilder b2;
+    Trace ok = b2.dense("relu", 16).dense("linear", 3).config("from_logits", "true").build(30);
+    CHECK(run("loss_activation_mismatch", ok).empty());
+  }
+  SUBCASE("tanh output into a probability cross-entropy: activation") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("tanh", 1).config("loss", "binary_crossentropy").build(30);
+    auto f = run("loss_activation_mismatch", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].root_cause == RootCause::kActivation);
+  }
+  SUBCASE("a ReLU output with a cross-entropy: activation") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("relu", 3).build(30);
+    auto f = run("loss_activation_mismatch", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "relu_output_crossentropy");
+    CHECK(f[0].root_cause == RootCause::kActivation);
+    CHECK(f[0].conclusive);  // categorical: a row of zeros normalises to 0/0
+    TraceBuilder b2;
+    Trace bce = b2.dense("relu", 16).dense("relu", 1).config("loss", "binary_crossentropy").build(30);
+    f = run("loss_activation_mismatch", bce);
+    REQUIRE(f.size() == 1);
+    CHECK_FALSE(f[0].conclusive);
+  }
+}
+
+TEST_CASE("rule loss_activation_mismatch: multi-label targets with a categorical loss or a softmax") {
+  TraceBuilder b;
+  Trace t = b.dense("relu", 16).dense("softmax", 3).build(5);
+  t.header.data_summary.target_columns = {{0.0, 1.0, 0.5, 0.5, 0, 0}, {0.0, 1.0, 0.6, 0.5, 0, 0},
+                                          {0.0, 1.0, 0.5, 0.5, 0, 0}};
+  auto f = run("loss_activation_mismatch", t);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].symptom == "multilabel_categorical");
+  CHECK(f[0].conclusive);
+  CHECK(f[0].root_cause == RootCause::kLoss);
+  CHECK(f[0].recommendation.find("sigmoid") != std::string::npos);
+  // Softmax with binary_crossentropy on the same data: the activation.
+  t.header.config["loss"] = "binary_crossentropy";
+  f = run("loss_activation_mismatch", t);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].symptom == "multilabel_softmax");
+  CHECK(f[0].root_cause == RootCause::kActivation);
+  // Edge: a little multi-label (rows sum to 1.2 on average) is a warning; one-hot is fine.
+  t.header.config["loss"] = "categorical_crossentropy";
+  t.header.data_summary.target_columns = {{0.0, 1.0, 0.4, 0.5, 0, 0}, {0.0, 1.0, 0.4, 0.5, 0, 0},
+                                          {0.0, 1.0, 0.4, 0.5, 0, 0}};
+  f = run("loss_activation_mismatch", t);
+  REQUIRE(f.size() == 1);
+  CHECK_FALSE(f[0].conclusive);
+  CHECK(run("loss_activation_mismatch", t, true, with("loss_activation_mismatch.row_sum_tolerance=0.5")).empty());
+}
+
+TEST_CASE("rule loss_activation_mismatch: edge cases") {
+  SUBCASE("categorical_crossentropy over one sigmoid unit: the loss is always 0") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("sigmoid", 1).build(30);
+    auto f = run("loss_activation_mismatch", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "categorical_single_unit");
+    CHECK(f[0].conclusive);
+    CHECK(f[0].root_cause == RootCause::kLoss);
+  }
+  SUBCASE("a reshape after the softmax keeps the softmax as the output") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("softmax", 1).config("loss", "binary_crossentropy").build(5);
+    an::Probe reshape = t.header.probes[b.forward(1)];
+    reshape.node = "/4/Reshape";
+    reshape.op = an::OpDescription();
+    reshape.op.role = "shape";
+    reshape.op.linear = true;
+    t.header.probes.push_back(reshape);
+    t.stats.clear();
+    t.records.clear();
+    auto f = run("loss_activation_mismatch", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "softmax_single_unit");
+  }
+  SUBCASE("zero records: static checks still run") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("softmax", 1).config("loss", "binary_crossentropy").build(0);
+    CHECK(run("loss_activation_mismatch", t, false).size() == 1);
+  }
+}
+
+// --- output_range --------------------------------------------------------------------------------
+
+TEST_CASE("rule output_range: a sigmoid output cannot reach regression targets") {
+  TraceBuilder b;
+  Trace t = b.dense("relu", 16).dense("sigmoid", 1).config("loss", "mse").build(30);
+  t.header.data_summary.target_columns = {{0.0, 10.0, 5.0, 2.5, 0, 0}};
+  auto f = run("output_range", t, false);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].conclusive);
+  CHECK(f[0].layer == 1);
+  CHECK(f[0].root_cause == RootCause::kActivation);
+  CHECK(f[0].evidence["unreachable_share"].get<double>() > 0.9);
+  CHECK(f[0].recommendation.find("linear") != std::string::npos);
+
+  SUBCASE("ReLU output with standardised targets: half cannot be reached") {
+    TraceBuilder b2;
+    Trace r = b2.dense("relu", 16).dense("relu", 1).config("loss", "mae").build(5);
+    r.header.data_summary.target_columns = {{-3.0, 3.0, 0.0, 1.0, 0, 0}};
+    auto g = run("output_range", r);
+    REQUIRE(g.size() == 1);
+    CHECK(g[0].conclusive);
+    CHECK(g[0].evidence["unreachable_share"].get<double>() == doctest::Approx(0.5).epsilon(0.01));
+    // --set: require 60% unreachable before it is conclusive.
+    g = run("output_range", r, true, with("output_range.conclusive_share=0.6"));
+    REQUIRE(g.size() == 1);
+    CHECK_FALSE(g[0].conclusive);
+  }
+  SUBCASE("unscaled targets: root cause data") {
+    t.header.data_summary.target_columns = {{1.2e4, 5e5, 1.8e5, 9e4, 0, 0}};
+    auto g = run("output_range", t);
+    REQUIRE(g.size() == 1);
+    CHECK(g[0].root_cause == RootCause::kData);
+    CHECK(g[0].recommendation.find("scale") != std::string::npos);
+  }
+}
+
+TEST_CASE("rule output_range: edge cases") {
+  TraceBuilder b;
+  Trace t = b.dense("relu", 16).dense("sigmoid", 1).config("loss", "mse").build(5);
+  // Targets exactly at the bounds, and a rounding overshoot, are fine.
+  t.header.data_summary.target_columns = {{0.0, 1.0, 0.5, 0.3, 0, 0}};
+  CHECK(run("output_range", t).empty());
+  t.header.data_summary.target_columns = {{0.0, 1.01, 0.5, 0.3, 0, 0}};
+  CHECK(run("output_range", t).empty());
+  // A small overshoot: a warning, not conclusive.
+  t.header.data_summary.target_columns = {{0.0, 1.1, 0.5, 0.2, 0, 0}};
+  auto f = run("output_range", t);
+  REQUIRE(f.size() == 1);
+  CHECK_FALSE(f[0].conclusive);
+  CHECK(run("output_range", t, true, with("output_range.min_excess=0.2")).empty());
+  // Cross-entropy targets are not values to reach: not this rule.
+  TraceBuilder b2;
+  Trace ce = b2.dense("relu", 16).dense("linear", 3).config("from_logits", "true").build(5);
+  CHECK(run("output_range", ce).empty());
+  // Softmax regression whose target rows do not sum to 1.
+  TraceBuilder b3;
+  Trace sm = b3.dense("relu", 16).dense("softmax", 2).config("loss", "mse").build(5);
+  sm.header.data_summary.target_columns = {{0.0, 1.0, 0.6, 0.3, 0, 0}, {0.0, 1.0, 0.7, 0.3, 0, 0}};
+  f = run("output_range", sm);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].symptom == "softmax_regression");
+  CHECK_FALSE(f[0].conclusive);  // rows sum to 1.3: 0.3 from 1
+  CHECK(f[0].recommendation.find("multi-label") != std::string::npos);
+  CHECK(run("output_range", sm, true, with("output_range.conclusive_row_sum=0.25"))[0].conclusive);
+}
+
+// --- linear_stack -----------------------------------------------------------------------------------------
+
+TEST_CASE("rule linear_stack: dense layers without activation in between") {
+  TraceBuilder b;
+  Trace t = b.dense("linear", 16).dense("relu", 8).dense("softmax", 3).build(5);
+  auto f = run("linear_stack", t);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].layer == 0);
+  CHECK(f[0].root_cause == RootCause::kActivation);
+  CHECK(f[0].evidence["model_is_linear"] == false);
+  // No activation anywhere: more confident.
+  TraceBuilder b2;
+  Trace lin = b2.dense("linear", 16).dense("linear", 3).config("from_logits", "true").build(5);
+  auto g = run("linear_stack", lin);
+  REQUIRE(g.size() == 1);
+  CHECK(g[0].evidence["model_is_linear"] == true);
+  CHECK(g[0].confidence > f[0].confidence);
+  CHECK_FALSE(f[0].conclusive);
+  CHECK(f[0].recommendation.find("ReLU") != std::string::npos);
+  CHECK(f[0].nodes == std::vector<std::string>{"/0/Gemm"});
+}
+
+TEST_CASE("rule linear_stack: edge cases") {
+  SUBCASE("a linear output layer is not a stack") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("linear", 1).config("loss", "mse").build(5);
+    CHECK(run("linear_stack", t).empty());
+  }
+  SUBCASE("a linear layer followed by a normalisation layer (not linear) is not a stack") {
+    TraceBuilder b;
+    Trace t = b.dense("linear", 16).dense("relu", 16).dense("softmax", 3).build(5);
+    t.header.probes[b.forward(1, false)].op.linear = false;  // layer 1 anchored by e.g. BatchNormalization
+    CHECK(run("linear_stack", t).empty());
+  }
+  SUBCASE("the confidence is a setting") {
+    TraceBuilder b;
+    Trace t = b.dense("linear", 16).dense("linear", 8).dense("softmax", 3).build(5);
+    auto f = run("linear_stack", t, true, with("linear_stack.confidence=0.3"));
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].confidence == doctest::Approx(0.3));
+    CHECK(f[0].evidence["stacked_pairs"].size() == 2);
+  }
+}
+
+// --- bad_initialization ---------------------------------------------------------------------------------------
+
+TEST_CASE("rule bad_initialization: stacked zero layers are conclusive") {
+  TraceBuilder b;
+  Trace t = healthy(b);
+  for (int l : {0, 1}) {
+    an::InitializerSummary& w = t.header.initializers[size_t(l)];
+    w.min = w.max = w.mean = w.std = 0;
+  }
+  auto f = run("bad_initialization", t, false);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].symptom == "zero_initialization");
+  CHECK(f[0].conclusive);
+  CHECK(f[0].layer == 0);
+  CHECK(f[0].root_cause == RootCause::kInitialization);
+  CHECK(f[0].evidence["constant_layers_in_a_row"] == 2);
+  // --set: three constant layers in a row before it is conclusive.
+  f = run("bad_initialization", t, false, with("bad_initialization.conclusive_stacked=3"));
+  REQUIRE(f.size() == 1);
+  CHECK_FALSE(f[0].conclusive);
+}
+
+TEST_CASE("rule bad_initialization: single constant layer, wide init, biases") {
+  SUBCASE("one constant layer: a warning") {
+    TraceBuilder b;
+    Trace t = healthy(b);
+    an::InitializerSummary& w = t.header.initializers[1];
+    w.min = w.max = w.mean = 0.5, w.std = 0;
+    auto f = run("bad_initialization", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "constant_initialization");
+    CHECK_FALSE(f[0].conclusive);
+    CHECK(f[0].layer == 1);
+  }
+  SUBCASE("N(0, 1) on a fan-in of 200") {
+    TraceBuilder b;
+    Trace t = healthy(b);
+    an::InitializerSummary& w = t.header.initializers[0];
+    w.count = 16 * 200, w.std = 1.5, w.min = -6, w.max = 6;
+    auto f = run("bad_initialization", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "wide_initialization");
+    CHECK(f[0].evidence["fan_in"] == 200);
+    CHECK(run("bad_initialization", t, true, with("bad_initialization.min_fan_in=300")).empty());
+  }
+  SUBCASE("a constant bias-sized parameter is not a weight") {
+    TraceBuilder b;
+    Trace t = healthy(b);
+    an::InitializerSummary& w = t.header.initializers[0];
+    w.count = 16, w.min = w.max = w.mean = w.std = 0;
+    CHECK(run("bad_initialization", t).empty());
+  }
+  SUBCASE("NaN in an initializer is conclusive") {
+    TraceBuilder b;
+    Trace t = healthy(b);
+    t.header.initializers[2].nan = 3;
+    auto f = run("bad_initialization", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].conclusive);
+    CHECK(f[0].layer == 2);
+  }
+}

@@ -1,0 +1,120 @@
+// Verified fixes: judging a trial against the faulty run, ranking the outcomes and their
+// JSON (analysis/fixes.h).
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "analysis/fixes.h"
+
+namespace dl::an {
+namespace {
+
+using Kind = FixAction::Kind;
+
+// -1 when a is clearly better than b (by the metric, else by a comparable loss), +1 when
+// clearly worse, 0 when neither is (then the evidence's order decides).
+int compare_after(const FixOutcome& a, const FixOutcome& b, bool higher_is_better) {
+  const double ma = a.after.metric, mb = b.after.metric;
+  if (std::isfinite(ma) != std::isfinite(mb)) return std::isfinite(ma) ? -1 : 1;
+  if (std::isfinite(ma)) {
+    // Accuracy-like metrics: an absolute margin; error metrics (mae): a relative one.
+    const double d = higher_is_better ? ma - mb : mb - ma;
+    const double margin = higher_is_better ? 0.01 : 0.05 * std::max(std::fabs(ma), std::fabs(mb));
+    if (d > margin) return -1;
+    if (d < -margin) return 1;
+  }
+  const double la = a.after.loss, lb = b.after.loss;
+  // A comparable loss decides when it differs by 10% and by more than 1e-3 (two losses
+  // near 0, e.g. 1e-8 and 2e-7 at 100% accuracy, are a tie).
+  if (a.loss_comparable && b.loss_comparable && std::isfinite(la) && std::isfinite(lb)) {
+    if (la < 0.9 * lb && lb - la > 1e-3) return -1;
+    if (lb < 0.9 * la && la - lb > 1e-3) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, const Diagnosis& trial,
+                           const FixMetrics& after, bool higher_is_better, bool completed, bool loss_comparable,
+                           const VerifyMargins& m) {
+  if (!completed) return {false, "cut short by the trial budget"};
+  const std::string symptom = faulty.findings.empty() ? "" : faulty.findings.front().symptom;
+  std::set<std::string> known;
+  for (const Finding& f : faulty.findings) known.insert(f.symptom);
+  for (const Finding& f : trial.findings) {
+    if (f.symptom == symptom) return {false, "symptom remains: " + symptom};
+  }
+  for (const Finding& f : trial.findings)
+    if (trial.fault && f.conclusive && f.consequence_of < 0 && !known.count(f.symptom))
+      return {false, "new fault: " + f.symptom};
+  if (!std::isfinite(after.loss) && !std::isnan(after.loss)) return {false, "loss is infinite"};
+  if (!std::isfinite(before.loss) && std::isfinite(after.loss)) return {true, "verified"};
+  const bool loss_known = loss_comparable && std::isfinite(before.loss) && std::isfinite(after.loss);
+  const bool metric_known = std::isfinite(before.metric) && std::isfinite(after.metric);
+  const double dmetric = metric_known ? (higher_is_better ? after.metric - before.metric : before.metric - after.metric) : 0;
+  const double rel_loss = loss_known && before.loss > 0 ? (before.loss - after.loss) / before.loss : 0;
+  const bool loss_better = loss_known && rel_loss >= m.loss;
+  const bool metric_better = metric_known && dmetric >= m.metric;
+  const bool metric_worse = metric_known && dmetric <= -m.metric;
+  const bool loss_worse = loss_known && rel_loss <= -m.loss;
+  if (higher_is_better) {
+    if ((loss_better && !metric_worse) || (metric_better && !loss_worse)) return {true, "verified"};
+  } else if (metric_better || (loss_better && !metric_worse)) {  // a regression metric (mae) is a loss too
+    return {true, "verified"};
+  }
+  return {false, "no clear improvement"};
+}
+
+void rank_fixes(std::vector<FixOutcome>& v, bool higher_is_better) {
+  // Verified first; among them the clearly better result; otherwise the evidence's order.
+  // (A pairwise "clearly better" is not transitive, so sort by the order first and let a
+  // stable insertion pass move only clear winners ahead.)
+  std::stable_sort(v.begin(), v.end(), [](const FixOutcome& a, const FixOutcome& b) {
+    if (a.verified != b.verified) return a.verified;
+    return a.order < b.order;
+  });
+  for (size_t i = 1; i < v.size(); ++i) {
+    size_t j = i;
+    while (j > 0 && v[j].verified == v[j - 1].verified && compare_after(v[j], v[j - 1], higher_is_better) < 0) {
+      std::swap(v[j], v[j - 1]);
+      --j;
+    }
+  }
+}
+
+nlohmann::json to_json(const FixOutcome& f) {
+  using nlohmann::json;
+  auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+  auto metrics = [&](const FixMetrics& m) {
+    json j = {{"loss", num(m.loss)}, {"accuracy", f.metric_name == "accuracy" ? num(m.metric) : json(nullptr)}};
+    if (f.metric_name != "accuracy" && !f.metric_name.empty()) j[f.metric_name] = num(m.metric);
+    return j;
+  };
+  json actions = json::array();
+  for (const FixAction& a : f.actions) {
+    json x = {{"kind", fix_kind_name(a.kind)}};
+    if (a.layer >= 0) x["layer"] = a.layer;
+    if (!a.value.empty()) x["value"] = a.value;
+    if (a.kind == Kind::kLearningRate || a.kind == Kind::kEpochs) x["factor"] = a.factor;
+    actions.push_back(x);
+  }
+  json curve = json::array();
+  for (double v : f.epoch_loss) curve.push_back(num(v));
+  json j = {{"change", f.change},
+            {"root_cause", root_cause_name(f.root_cause)},
+            {"verified", f.verified},
+            {"reason", f.reason},
+            {"before", metrics(f.before)},
+            {"after", metrics(f.after)},
+            {"seconds", f.seconds},
+            {"iterations", f.iterations},
+            {"actions", actions},
+            {"after_loss_curve", curve},
+            {"remaining", f.remaining}};
+  if (f.targets_scaled) j["after_train_units"] = metrics(f.after_train_units);
+  if (!f.python_code.empty()) j["python_code"] = f.python_code;
+  return j;
+}
+
+}  // namespace dl::an

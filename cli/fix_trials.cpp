@@ -114,6 +114,14 @@ class TrialRunner {
   std::mutex print_;
 };
 
+// The same repair reached in another order (scaling then an activation, or the reverse).
+bool same_actions(const std::vector<an::FixAction>& a, const std::vector<an::FixAction>& b) {
+  if (a.size() != b.size()) return false;
+  for (const an::FixAction& x : a)
+    if (std::find(b.begin(), b.end(), x) == b.end()) return false;
+  return true;
+}
+
 // Applies each candidate on top of `base` (its run's trace indexes the layers) and appends
 // the trials to `all`; candidates that do not apply to this model are not trials.
 std::vector<Trial*> prepare(const std::vector<an::FixCandidate>& candidates, size_t limit, const RepairedCase& base,
@@ -134,7 +142,7 @@ std::vector<Trial*> prepare(const std::vector<an::FixCandidate>& candidates, siz
       continue;  // not applicable to this model (e.g. no class ids to remap)
     }
     bool seen = false;  // the same repair reached from another base
-    for (const Trial& other : all) seen = seen || other.repaired.actions == t.repaired.actions;
+    for (const Trial& other : all) seen = seen || same_actions(other.repaired.actions, t.repaired.actions);
     if (seen) continue;
     all.push_back(std::move(t));
     added.push_back(&all.back());
@@ -202,7 +210,7 @@ void export_fixed(const LoadedCase& c, const TrainOptions& o, const std::deque<T
     return;
   }
   for (const Trial& t : trials) {
-    if (!t.ran || t.repaired.actions != best->actions) continue;
+    if (!t.ran || !same_actions(t.repaired.actions, best->actions)) continue;
     RepairedCase r = t.repaired;
     record_in_metadata(r, c.preprocessing);
     conv::save_model(r.model, o.export_fixed);

@@ -157,7 +157,7 @@ class Proposer {
         for (const FixAction& b : applied_)
           if (b.kind == Kind::kLearningRate) return;
       for (const FixAction& b : applied_)  // never change again what a first fix changed
-        if (b.kind == a.kind && b.layer == a.layer && a.kind != Kind::kEpochs) return;
+        if (b.kind == a.kind && b.layer == a.layer) return;
     }
     for (const FixCandidate& c2 : out_)
       if (c2.actions == actions) return;

@@ -24,7 +24,14 @@ struct TensorStats {
   float dead_units = 0;  // fraction of units (features/channels) dead for the whole batch
   uint32_t nan = 0, inf = 0;
   uint32_t count = 0;
+  // kCarried: the entry repeats this probe's last full reduction (an earlier record)
+  // instead of reducing the tensor at this record. Only parameter probes (weight,
+  // param_grad, update) are carried: they can be reduced on a sparser schedule than the
+  // other probes (runtime/probes.h). Saved in trace files (docs/trace-format.md).
+  static constexpr uint32_t kCarried = 1;
+  uint32_t flags = 0;
   bool finite() const { return nan == 0 && inf == 0; }
+  bool carried() const { return (flags & kCarried) != 0; }
 };
 
 enum class ProbeKind : uint8_t {

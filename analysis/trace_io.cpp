@@ -17,7 +17,7 @@ namespace {
 constexpr char kMagic[] = "DLTRACE ";  // followed by the decimal version and '\n'
 constexpr size_t kMagicSize = sizeof(kMagic) - 1;
 constexpr uint64_t kRecordBytes = 8 + 8 + 4 + 4 + 4;
-constexpr uint64_t kStatsBytes = 14 * 4;  // 10 f32, 3 u32, 1 reserved u32
+constexpr uint64_t kStatsBytes = 14 * 4;  // 10 f32, 3 u32, u32 flags (reserved before: written 0)
 constexpr uint64_t kFlushBytes = uint64_t(1) << 20;
 
 uint32_t float_bits(float f) {
@@ -87,7 +87,7 @@ void emit(const Trace& t, Writer& w) {
     w.u32(s.nan);
     w.u32(s.inf);
     w.u32(s.count);
-    w.u32(0);  // reserved
+    w.u32(s.flags);
     w.maybe_flush();
   }
   for (const std::vector<float>* v : {&t.loss, &t.metric}) {
@@ -265,7 +265,7 @@ Trace read_trace_bytes(const std::string& bytes, const std::string& label) {
     s.nan = r.u32();
     s.inf = r.u32();
     s.count = r.u32();
-    r.u32();  // reserved
+    s.flags = r.u32();
   }
   r.need(iterations, 8, "the loss and metric sections (" + std::to_string(iterations) + " iterations)");
   for (std::vector<float>* v : {&t.loss, &t.metric}) {

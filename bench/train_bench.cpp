@@ -286,9 +286,12 @@ int main(int argc, char** argv) {
     rt::validate(config);
 
     bench::StepFlops flops;
+    int64_t full_every = 1;
     {
       rt::Trainer t(model, config, data, rt::Dataset{});
       flops = bench::count_step_flops(t.graph());
+      an::Trace trace;
+      full_every = rt::ProbeRecorder(t.graph(), trace).full_every();
     }
     std::printf("model %s  data %s (%lld rows)  batch %lld  optimizer %s  loss %s\n", a.model.c_str(), a.data.c_str(),
                 (long long)data.n, (long long)config.batch_size, config.optimizer.name.c_str(), config.loss.c_str());
@@ -296,6 +299,8 @@ int main(int argc, char** argv) {
                 flops.backward / 1e6);
     std::printf("threads: %d (Eigen %d)  steps %lld after %lld warm-up, %lld rounds\n", a.threads,
                 bench::eigen_threads(), (long long)a.steps, (long long)a.warmup, (long long)a.rounds);
+    std::printf("probes: parameter statistics every %lld iteration(s), carried in between (runtime/probes.h)\n",
+                (long long)full_every);
     std::fflush(stdout);
 
     if (a.profile) {
@@ -307,7 +312,11 @@ int main(int argc, char** argv) {
     std::vector<double> peaks, kernel_peaks;
     for (int64_t round = 0; round < a.rounds; ++round) {
       std::map<std::string, Timing> this_round;
-      for (const std::string& mode : a.modes) {
+      // Mode order reversed every other round: whatever runs first in a round (a cold
+      // cache, a helper thread still asleep) does not always fall on the same mode.
+      std::vector<std::string> order = a.modes;
+      if (round % 2) std::reverse(order.begin(), order.end());
+      for (const std::string& mode : order) {
         const Timing t = run_mode(mode, model, config, data, a);
         this_round[mode] = t;
         secs[mode].push_back(t.wall);

@@ -1,6 +1,7 @@
 // Probes: an executor observer and training listener that reduce every tensor the
 // program writes (step outputs, their gradients, parameters, their gradients and
 // updates) to a fixed-size statistics record in the trace, right after it is written.
+// The reductions themselves are in runtime/probe_stats.h.
 #pragma once
 
 #include <memory>
@@ -8,24 +9,51 @@
 
 #include "analysis/trace.h"
 #include "runtime/graph.h"
+#include "runtime/probe_stats.h"
 #include "runtime/trainer.h"
 
 namespace dl::rt {
 
-// Reduces a float tensor in one pass. `desc` supplies the dead zone / saturation
-// bands; `unit_flags` is scratch of at least shape[1] entries (per-unit dead count).
-an::TensorStats reduce_stats(const Tensor& t, const an::OpDescription* desc, std::vector<uint8_t>* unit_flags);
-
-an::OpDescription describe(const OpTraits& traits, const Shape& output_shape);
-
 // Each tensor is reduced right after the step that writes it (on the training thread:
 // running the reductions on a helper thread was measured slower, see bench/README.md).
 //
-// Parameters are reduced while the optimizer updates them (Optimizer::UpdateObserver):
-// the change (update probe) from each chunk's old and new values, weight and gradient
-// statistics from the same memory right after, so no copy of the weights is kept.
+// Step outputs and their gradients are reduced at every recorded iteration. Parameters
+// (weight, param_grad and update probes) can hold most of the values a step would
+// reduce (MLP 784-256-128-10, batch 64: 3 x 235k against ~100k step outputs and
+// gradients; LeNet-5: 3 x 62k against 1.9M). Where they would add more than a quarter
+// to the cost of the step statistics (and total over kAlwaysFull values), they are
+// reduced only at "full" iterations, every full_every()-th recorded one (a power of two
+// up to kFullEvery, from that cost ratio), and the records in between carry each
+// parameter probe's last statistics, flagged an::TensorStats::kCarried. Also full:
+//   - the first kFirstFull recorded iterations;
+//   - the last iteration of each epoch;
+//   - any iteration with a non-finite loss or probe value;
+//   - any iteration where a step output's or gradient's L2 norm moved by more than
+//     kDrift x (either way), or to or from exactly 0, since the last full iteration:
+//     a run that changes fast (diverging, dying) is recorded in full while it does.
+// Full iterations are chosen by iteration number (multiples of full_every() recording
+// periods), so the trace's decimation keeps them every full_every()-th record.
+// When a step output turns NaN/Inf in the forward pass and the previous iteration's
+// record carried its parameter statistics, that iteration's new weights and gradients
+// (still in memory until this iteration's backward pass and update) are checked, and if
+// they hold NaN/Inf they are reduced into that record after all: the record of the
+// update that broke the weights shows it (its change counted NaN/Inf where the new
+// weights are; the updates of weights still finite stay carried).
+//
+// At full iterations parameters are reduced while the optimizer updates them
+// (Optimizer::UpdateObserver), from each chunk while its gradient, old and new values
+// are in L1, so no copy of the weights is kept. Other iterations attach no observer:
+// the optimizer runs its plain loop.
 class ProbeRecorder : public Observer, public TrainListener, public Optimizer::UpdateObserver {
  public:
+  static constexpr int64_t kFullEvery = 16;         // the sparsest schedule
+  static constexpr int64_t kFirstFull = 8;
+  static constexpr int64_t kAlwaysFull = 1 << 16;  // up to this many parameter values (3 per parameter): every iteration
+  static constexpr double kDrift = 2.0;
+  // The schedule for step_values output/gradient values and param_values parameter
+  // values (weights, gradients and updates) per iteration.
+  static int64_t full_every_for(int64_t step_values, int64_t param_values);
+
   // Declares one probe per step output, per step output gradient (where gradients
   // flow) and three per parameter (value, gradient, update), in program order.
   ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace);
@@ -34,30 +62,39 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   void on_batch_begin(const IterationInfo& info) override;
   void on_forward(size_t step_index, const Step& step) override;
   void on_backward(size_t step_index, const Step& step) override;
+  void before_update(const ExecutionGraph& graph, const IterationInfo& info) override;
   Optimizer::UpdateObserver* update_observer(const IterationInfo& info) override;
   void on_chunk(size_t param, int64_t offset, const float* grad, const float* before, const float* after,
                 int64_t n) override;
   void after_update(const ExecutionGraph& graph, const IterationInfo& info) override;
   void on_epoch_end(const EpochSummary& summary) override;
 
+  int64_t full_every() const { return full_every_; }
+
  private:
-  struct TensorJob;
-  struct ParamJob;
-  struct ParamSums;
-  static void run_tensor_job(void* self, int64_t probe);
-  static void run_param_job(void* self, int64_t job);
+  struct ParamState;
+  bool full_iteration(const IterationInfo& info) const;
   void reduce_tensor(int probe, const Tensor* t, bool with_bands);
+  void reduce_previous_params();
 
   an::Trace& trace_;
   std::vector<int> forward_probe_;   // per step, -1 if none
   std::vector<int> gradient_probe_;  // per step, -1 if none
   std::vector<int> weight_probe_;    // per parameter: weight, then param_grad, update at +1, +2
+  std::vector<int> step_probes_;     // every forward and gradient probe
+  std::vector<float> step_l2_;       // per step probe: its L2 norm at the last full iteration
   std::vector<int64_t> param_numel_;
-  std::vector<int64_t> first_job_;   // per parameter: index of its first ParamJob
-  std::unique_ptr<TensorJob[]> tensor_jobs_;  // per probe
-  std::unique_ptr<ParamJob[]> param_jobs_;    // per parameter piece
-  std::unique_ptr<ParamSums[]> param_sums_;   // per parameter, this iteration
-  an::TensorStats* current_ = nullptr;  // this iteration's record, or null when not recorded
+  int64_t full_every_ = 1;
+  std::unique_ptr<ParamState[]> params_;  // per parameter
+  std::vector<uint8_t> unit_flags_;       // dead-unit scratch, reserved for the widest unit axis
+  an::TensorStats* current_ = nullptr;    // this iteration's record, or null when not recorded
+  ExecutionGraph* last_graph_ = nullptr;  // the graph of the last recorded update
+  int64_t iteration_ = -1;
+  int64_t last_recorded_ = -1;            // iteration of the last recorded update
+  bool last_carried_ = false;             // whether that record carried its parameter statistics
+  bool full_ = false;                     // this iteration reduces parameters
+  bool have_full_ = false;                // a full iteration has been recorded
+  bool nonfinite_ = false;                // a probe of this iteration held NaN/Inf
 };
 
 }  // namespace dl::rt

@@ -20,6 +20,9 @@ struct Hit {
   std::string node;
   double baseline = 0, value = 0;
   std::vector<double> series;  // over records [0, end)
+  // Parameter series: which records hold this iteration's values (the others carry the
+  // last full reduction, runtime/probes.h), so the window counts only those. Null: all.
+  const std::vector<char>* fresh = nullptr;
 };
 
 class ExplodingTensor : public Rule {
@@ -57,7 +60,9 @@ class ExplodingTensor : public Rule {
     if (!ctx.final() && !last_record_high(ctx, fwd, layers, end)) return;
     // Every series in one record-major pass over the statistics (they are stored that way).
     std::vector<std::vector<double>> values(fwd.size()), grads(layers.size()), weights(layers.size());
+    std::vector<char> param_fresh(end, 1);
     for (size_t r = 0; r < end; ++r) {
+      if (!layers.empty() && !layers[0].weight.empty()) param_fresh[r] = !t.at(r, layers[0].weight[0]).carried();
       for (size_t i = 0; i < fwd.size(); ++i) values[i].push_back(max_abs(t.at(r, fwd[i])));
       for (size_t j = 0; j < layers.size(); ++j) {
         grads[j].push_back(ru::combined_l2(t, r, layers[j].grad));
@@ -80,10 +85,10 @@ class ExplodingTensor : public Rule {
     const double w_growth = threshold(ctx, "weight_growth");
     for (size_t j = 0; j < layers.size(); ++j) {
       const int layer = layers[j].layer;
-      if (auto h = first_hit(grads[j], grads[j][0], g_growth, g_abs, layer))
+      if (auto h = first_hit(grads[j], grads[j][0], g_growth, g_abs, layer, &param_fresh))
         if (!grad || h->record < grad->record || (h->record == grad->record && h->layer > grad->layer)) grad = h;
       const double w0 = ru::initial_weight_l2(ctx, layer).value_or(weights[j][0]);
-      if (auto h = first_hit(weights[j], w0, w_growth, 0.0, layer))
+      if (auto h = first_hit(weights[j], w0, w_growth, 0.0, layer, &param_fresh))
         if (!weight || h->record < weight->record) weight = h;
     }
     if (grad) report(ctx, *grad, "exploding_gradients", Stage::kBackward, end, diverged_to_nan, out);
@@ -107,10 +112,10 @@ class ExplodingTensor : public Rule {
   }
 
   static std::optional<Hit> first_hit(const std::vector<double>& series, double baseline, double growth, double abs,
-                                      int layer) {
+                                      int layer, const std::vector<char>* fresh) {
     if (!(baseline > 0) || !std::isfinite(baseline)) return std::nullopt;
     for (size_t r = 0; r < series.size(); ++r)
-      if (series[r] > abs && series[r] > growth * baseline) return Hit{r, layer, "", baseline, series[r], series};
+      if (series[r] > abs && series[r] > growth * baseline) return Hit{r, layer, "", baseline, series[r], series, fresh};
     return std::nullopt;
   }
 
@@ -118,16 +123,19 @@ class ExplodingTensor : public Rule {
               bool diverged_to_nan, std::vector<Finding>& out) const {
     const double abs = stage == Stage::kForward ? threshold(ctx, "value_abs")
                      : stage == Stage::kBackward ? threshold(ctx, "grad_abs") : 0.0;
-    // Still growing: above the thresholds over the whole last window, rising at every
-    // record of it, and up by window_growth.
+    // Still growing: above the thresholds over the whole last window (the last k records
+    // from the hit on, holding fresh values), rising at every record of it, and up by
+    // window_growth.
     const size_t k = static_cast<size_t>(std::max(2.0, threshold(ctx, "window")));
     const double floor = stage == Stage::kWeights ? h.baseline * threshold(ctx, "weight_growth") : abs;
+    std::vector<size_t> window;
+    for (size_t r = end; r-- > h.record && window.size() < k;)
+      if (!h.fresh || (*h.fresh)[r]) window.insert(window.begin(), r);
     bool growing = false;
-    if (!diverged_to_nan && end >= k && h.record + k <= end) {
-      const size_t from = end - k;
-      growing = h.series[end - 1] >= threshold(ctx, "window_growth") * h.series[from];
-      for (size_t r = from; r < end && growing; ++r)
-        growing = h.series[r] > floor && (r == from || h.series[r] > h.series[r - 1]);
+    if (!diverged_to_nan && window.size() == k) {
+      growing = h.series[window.back()] >= threshold(ctx, "window_growth") * h.series[window.front()];
+      for (size_t i = 0; i < k && growing; ++i)
+        growing = h.series[window[i]] > floor && (i == 0 || h.series[window[i]] > h.series[window[i - 1]]);
     }
     const double last = h.series[end - 1];
     Finding f = ctx.make(*this, symptom, stage, h.layer, h.record);

@@ -1,0 +1,297 @@
+#include "runtime/probe_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace dl::rt {
+
+an::OpDescription describe(const OpTraits& t, const Shape& shape) {
+  an::OpDescription d;
+  switch (t.role) {
+    case OpTraits::Role::kParameterized: d.role = "parameterized"; break;
+    case OpTraits::Role::kActivation: d.role = "activation"; break;
+    case OpTraits::Role::kElementwise: d.role = "elementwise"; break;
+    case OpTraits::Role::kShape: d.role = "shape"; break;
+    default: d.role = "other"; break;
+  }
+  d.linear = t.linear;
+  d.out_lo = t.out_lo;
+  d.out_hi = t.out_hi;
+  d.has_dead_zone = t.has_dead_zone;
+  d.saturates = t.saturates;
+  d.normalizes = t.normalizes;
+  if (t.normalizes && !shape.empty()) {
+    int64_t axis = t.normalized_axis < 0 ? t.normalized_axis + int64_t(shape.size()) : t.normalized_axis;
+    d.units = axis >= 0 && axis < int64_t(shape.size()) ? shape[size_t(axis)] : 0;
+  } else {
+    d.units = shape.size() >= 2 ? shape[1] : (shape.empty() ? 1 : shape[0]);
+  }
+  return d;
+}
+
+namespace stats {
+namespace {
+
+// 2 x 16 float lanes per statistic (independent chains), summed in float within blocks
+// of kBlock values and in double across blocks. NaN and Inf are not tested per value:
+// a non-finite value makes the sums (or min/max) non-finite, and only then is the chunk
+// reduced again on the exact scalar path that counts them. So the common, finite case
+// costs a few vector instructions per 16 values and no branches.
+typedef float F16 __attribute__((vector_size(64)));
+typedef int32_t I16 __attribute__((vector_size(64)));
+typedef uint32_t U16 __attribute__((vector_size(64)));
+constexpr int64_t kBlock = 4096;
+
+inline F16 load16(const float* p) {
+  F16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+#if defined(__clang__)
+inline F16 vmin(F16 a, F16 b) {
+  const I16 m = a < b;
+  return (F16)(((I16)a & m) | ((I16)b & ~m));
+}
+inline F16 vmax(F16 a, F16 b) {
+  const I16 m = a > b;
+  return (F16)(((I16)a & m) | ((I16)b & ~m));
+}
+inline U16 umin(U16 a, U16 b) {
+  const U16 m = (U16)(a < b);
+  return (a & m) | (b & ~m);
+}
+#else
+inline F16 vmin(F16 a, F16 b) { return a < b ? a : b; }
+inline F16 vmax(F16 a, F16 b) { return a > b ? a : b; }
+inline U16 umin(U16 a, U16 b) { return a < b ? a : b; }
+#endif
+inline double lane_sum(F16 v) {
+  double s = 0;
+  for (int j = 0; j < 16; ++j) s += double(v[j]);
+  return s;
+}
+inline int64_t lane_sum(I16 v) {
+  int64_t s = 0;
+  for (int j = 0; j < 16; ++j) s += v[j];
+  return s;
+}
+inline int64_t lane_sum(U16 v) {
+  int64_t s = 0;
+  for (int j = 0; j < 16; ++j) s += v[j];
+  return s;
+}
+
+bool sums_finite(const Sums& s) {
+  return std::isfinite(s.sum) && std::isfinite(s.sumsq) && std::isfinite(s.sumabs) && std::isfinite(s.mn) &&
+         std::isfinite(s.mx);
+}
+
+// kNonNeg: |x| = x (no abs, the sum is the sum of |x|). The zeros are counted as the
+// values whose magnitude bits are 0 (min(bits, 1) summed gives the non-zeros: two
+// integer operations, against a compare, a mask expansion and a subtraction).
+template <bool kDead, bool kSat, bool kNonNeg>
+Sums fast_sums(const float* x, int64_t n, const Bands& b) {
+  const U16 abs_mask = U16{} + 0x7fffffffu, one = U16{} + 1u;
+  const F16 zero = F16{}, dead_v = F16{} + b.dead_at, lo_v = F16{} + b.sat_lo, hi_v = F16{} + b.sat_hi;
+  F16 mn0 = F16{} + INFINITY, mn1 = mn0, mx0 = F16{} - INFINITY, mx1 = mx0;
+  Sums out;
+  int64_t k = 0;
+  const int64_t vec_end = n - n % 32;
+  while (k < vec_end) {
+    const int64_t block_start = k, block_end = std::min(vec_end, k + kBlock);
+    F16 s0 = zero, s1 = zero, q0 = zero, q1 = zero, a0 = zero, a1 = zero;
+    U16 nz0 = U16{}, nz1 = U16{};
+    I16 d0 = I16{}, d1 = I16{}, t0 = I16{}, t1 = I16{};
+    for (; k < block_end; k += 32) {
+      const F16 u = load16(x + k), v = load16(x + k + 16);
+      s0 += u, s1 += v;
+      q0 += u * u, q1 += v * v;
+      const U16 au = (U16)u & abs_mask, av = (U16)v & abs_mask;
+      if (!kNonNeg) a0 += (F16)au, a1 += (F16)av;
+      nz0 += umin(au, one), nz1 += umin(av, one);
+      mn0 = vmin(u, mn0), mn1 = vmin(v, mn1);
+      mx0 = vmax(u, mx0), mx1 = vmax(v, mx1);
+      if (kDead) d0 -= (u <= dead_v), d1 -= (v <= dead_v);  // comparisons give -1 per true lane
+      if (kSat) t0 -= ((u <= lo_v) | (u >= hi_v)), t1 -= ((v <= lo_v) | (v >= hi_v));
+    }
+    const double block_sum = lane_sum(s0 + s1);
+    out.sum += block_sum;
+    out.sumsq += lane_sum(q0 + q1);
+    out.sumabs += kNonNeg ? block_sum : lane_sum(a0 + a1);
+    out.zeros += (block_end - block_start) - lane_sum(nz0 + nz1);
+    if (kDead) out.dead += lane_sum(d0 + d1);
+    if (kSat) out.sat += lane_sum(t0 + t1);
+  }
+  const F16 mn = vmin(mn0, mn1), mx = vmax(mx0, mx1);
+  for (int j = 0; j < 16; ++j) out.mn = std::min(out.mn, mn[j]), out.mx = std::max(out.mx, mx[j]);
+  for (; k < n; ++k) {
+    const float v = x[k];
+    out.sum += v;
+    out.sumsq += double(v) * v;
+    out.sumabs += std::fabs(v);
+    out.mn = v < out.mn ? v : out.mn;
+    out.mx = v > out.mx ? v : out.mx;
+    out.zeros += v == 0.0f;
+    if (kDead) out.dead += v <= b.dead_at;
+    if (kSat) out.sat += (v <= b.sat_lo) | (v >= b.sat_hi);
+  }
+  return out;
+}
+
+// Exact path: counts NaN/Inf and reduces the finite values in double.
+Sums exact_sums(const float* x, int64_t n, const Bands& b) {
+  Sums r;
+  for (int64_t k = 0; k < n; ++k) {
+    const float v = x[k];
+    if (std::isnan(v)) { ++r.nan; continue; }
+    if (std::isinf(v)) { ++r.inf; continue; }
+    r.mn = v < r.mn ? v : r.mn;
+    r.mx = v > r.mx ? v : r.mx;
+    r.sum += v;
+    r.sumsq += double(v) * v;
+    r.sumabs += std::fabs(v);
+    r.zeros += v == 0.0f;
+    if (b.dead) r.dead += v <= b.dead_at;
+    if (b.sat) r.sat += (v <= b.sat_lo) | (v >= b.sat_hi);
+  }
+  return r;
+}
+
+template <bool kNonNeg>
+Sums fast_sums_bands(const float* x, int64_t n, const Bands& b, bool dead) {
+  return dead ? (b.sat ? fast_sums<true, true, kNonNeg>(x, n, b) : fast_sums<true, false, kNonNeg>(x, n, b))
+              : (b.sat ? fast_sums<false, true, kNonNeg>(x, n, b) : fast_sums<false, false, kNonNeg>(x, n, b));
+}
+
+void update_exact(const float* before, const float* after, int64_t n, UpdateSums& u) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = double(after[i]) - double(before[i]);
+    if (std::isfinite(d)) u.sq += d * d;
+    else ++u.nonfinite;
+  }
+}
+
+}  // namespace
+
+Bands Bands::of(const an::OpDescription* desc) {
+  Bands b;
+  if (!desc) return b;
+  b.dead = desc->has_dead_zone;
+  b.sat = desc->saturates && std::isfinite(desc->out_lo) && std::isfinite(desc->out_hi);
+  b.nonneg = desc->out_lo >= 0.0;
+  if (b.sat) {
+    b.sat_lo = float(desc->out_lo + 1e-3 * (desc->out_hi - desc->out_lo));
+    b.sat_hi = float(desc->out_hi - 1e-3 * (desc->out_hi - desc->out_lo));
+  }
+  if (b.dead) b.dead_at = float(desc->out_lo);
+  return b;
+}
+
+void Sums::merge(const Sums& o) {
+  sum += o.sum, sumsq += o.sumsq, sumabs += o.sumabs;
+  mn = std::min(mn, o.mn), mx = std::max(mx, o.mx);
+  zeros += o.zeros, dead += o.dead, sat += o.sat;
+  nan += o.nan, inf += o.inf;
+}
+
+// The fast path, or the exact one when the chunk is not finite (or a float lane sum
+// overflowed). With non-negative outputs and a dead zone at 0 the dead values are the
+// zeros; a negative minimum (an op outside its declared range) takes the general path.
+void add_values(const float* x, int64_t n, const Bands& b, Sums& total) {
+  Sums part;
+  const bool dead_is_zero = b.nonneg && b.dead && b.dead_at == 0.0f;
+  bool general = !b.nonneg;
+  if (b.nonneg) {
+    part = fast_sums_bands<true>(x, n, b, b.dead && !dead_is_zero);
+    if (dead_is_zero) part.dead = part.zeros;
+    general = part.mn < 0.0f;
+  }
+  if (general) part = fast_sums_bands<false>(x, n, b, b.dead);
+  if (!sums_finite(part)) part = exact_sums(x, n, b);
+  total.merge(part);
+}
+
+void add_update(const float* before, const float* after, int64_t n, UpdateSums& update) {
+  F16 acc0 = F16{}, acc1 = F16{};
+  int64_t k = 0;
+  for (; k + 32 <= n; k += 32) {
+    const F16 d0 = load16(after + k) - load16(before + k), d1 = load16(after + k + 16) - load16(before + k + 16);
+    acc0 += d0 * d0, acc1 += d1 * d1;
+  }
+  double sq = lane_sum(acc0 + acc1);
+  for (; k < n; ++k) {
+    const float d = after[k] - before[k];
+    sq += double(d) * d;
+  }
+  if (std::isfinite(sq)) update.sq += sq;
+  else update_exact(before, after, n, update);
+}
+
+an::TensorStats finish(const Sums& r, int64_t n) {
+  an::TensorStats s;
+  s.count = static_cast<uint32_t>(std::min<int64_t>(n, UINT32_MAX));
+  if (n == 0) return s;
+  const int64_t finite = n - r.nan - r.inf;
+  s.nan = r.nan;
+  s.inf = r.inf;
+  if (finite > 0) {
+    s.min = r.mn;
+    s.max = r.mx;
+    const double mean = r.sum / double(finite);
+    s.mean = float(mean);
+    s.std = float(std::sqrt(std::max(0.0, r.sumsq / double(finite) - mean * mean)));
+    s.mean_abs = float(r.sumabs / double(finite));
+  }
+  s.l2 = float(std::sqrt(r.sumsq));
+  s.zero_frac = float(double(r.zeros) / double(n));
+  s.dead_frac = float(double(r.dead) / double(n));
+  s.sat_frac = float(double(r.sat) / double(n));
+  return s;
+}
+
+float dead_unit_fraction(const float* x, int64_t batch, int64_t units, int64_t inner, float dead_at,
+                         std::vector<uint8_t>& alive) {
+  alive.assign(static_cast<size_t>(units), 0);
+  uint8_t* a = alive.data();
+  if (inner == 1) {  // dense: branch-free over the units of each sample
+    for (int64_t b = 0; b < batch; ++b) {
+      const float* row = x + b * units;
+      for (int64_t u = 0; u < units; ++u) a[u] |= row[u] > dead_at;
+    }
+  } else {
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t u = 0; u < units; ++u) {
+        if (a[u]) continue;
+        const float* p = x + (b * units + u) * inner;
+        uint8_t any = 0;
+        for (int64_t i = 0; i < inner; ++i) any |= p[i] > dead_at;
+        a[u] = any;
+      }
+  }
+  int64_t dead = 0;
+  for (int64_t u = 0; u < units; ++u) dead += !a[u];
+  return float(double(dead) / double(units));
+}
+
+}  // namespace stats
+
+an::TensorStats reduce_stats(const Tensor& t, const an::OpDescription* desc, std::vector<uint8_t>* unit_flags) {
+  const int64_t n = t.numel();
+  if (n == 0 || t.dtype() != DType::kFloat32) {
+    an::TensorStats s;
+    s.count = static_cast<uint32_t>(std::min<int64_t>(n, UINT32_MAX));
+    return s;
+  }
+  const stats::Bands b = stats::Bands::of(desc);
+  stats::Sums r;
+  stats::add_values(t.f(), n, b, r);
+  an::TensorStats s = stats::finish(r, n);
+  if (b.dead && unit_flags && t.rank() >= 2 && r.dead > 0) {
+    const int64_t batch = t.dim(0), units = t.dim(1), inner = n / std::max<int64_t>(batch * units, 1);
+    s.dead_units = stats::dead_unit_fraction(t.f(), batch, units, inner, b.dead_at, *unit_flags);
+  }
+  return s;
+}
+
+}  // namespace dl::rt

@@ -1,0 +1,65 @@
+// The statistics kernels behind the probes (runtime/probes.h): one pass over a float
+// tensor, or over one optimizer chunk of a parameter, to the sums a fixed-size
+// an::TensorStats record is finished from. Vectorised with GCC/Clang vector types; a
+// chunk holding NaN/Inf is reduced again on an exact scalar path that counts them.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "analysis/trace.h"
+#include "runtime/op.h"
+#include "runtime/tensor.h"
+
+namespace dl::rt {
+
+// Reduces a float tensor in one pass. `desc` supplies the dead zone / saturation
+// bands; `unit_flags` is scratch of at least shape[1] entries (per-unit dead count).
+an::TensorStats reduce_stats(const Tensor& t, const an::OpDescription* desc, std::vector<uint8_t>* unit_flags);
+
+an::OpDescription describe(const OpTraits& traits, const Shape& output_shape);
+
+namespace stats {
+
+// What to count besides the moments: the op's dead zone (values <= dead_at) and
+// saturation bands. `nonneg` (the op's outputs are >= 0) lets the vector path take
+// |x| = x and, for a dead zone at 0, the dead values = the zeros; a chunk whose minimum
+// contradicts it is reduced again without the shortcut.
+struct Bands {
+  bool dead = false, sat = false, nonneg = false;
+  float dead_at = 0, sat_lo = 0, sat_hi = 0;
+  static Bands of(const an::OpDescription* desc);  // none for null
+};
+
+// Running sums over chunks of one tensor (merged in a fixed order: deterministic).
+struct Sums {
+  double sum = 0, sumsq = 0, sumabs = 0;
+  float mn = std::numeric_limits<float>::infinity(), mx = -std::numeric_limits<float>::infinity();
+  int64_t zeros = 0, dead = 0, sat = 0;
+  uint32_t nan = 0, inf = 0;
+  void merge(const Sums& o);
+};
+
+// The change of one parameter, gathered chunk by chunk: sum of squares of the finite
+// differences and the count of the others.
+struct UpdateSums {
+  double sq = 0;
+  uint32_t nonfinite = 0;
+};
+
+// Adds n values to `total`: every statistic.
+void add_values(const float* x, int64_t n, const Bands& b, Sums& total);
+
+// The update after - before of one chunk (sum of squares).
+void add_update(const float* before, const float* after, int64_t n, UpdateSums& update);
+
+an::TensorStats finish(const Sums& r, int64_t n);
+
+// Fraction of units (axis 1) in the dead zone for every sample and position. `alive` is
+// scratch of `units` bytes.
+float dead_unit_fraction(const float* x, int64_t batch, int64_t units, int64_t inner, float dead_at,
+                         std::vector<uint8_t>& alive);
+
+}  // namespace stats
+}  // namespace dl::rt

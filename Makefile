@@ -11,11 +11,14 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?= onnx csv npy trace manifest
 # Sanitizer runs: known third-party leaks (tests/lsan.supp); SANITIZE_CTEST_ARGS narrows
-# the test set (CI passes -E conformance when time is short).
+# the test set (CI passes -E conformance when time is short). A sanitizer report (ASan,
+# LSan, UBSan) exits 86: the default, 1, is also deeplocalize's "faults found", which the
+# test scripts accept, so a report in a CLI run would otherwise pass unnoticed.
 SANITIZE_BUILD ?= build-sanitize
 SANITIZE_CTEST_ARGS ?=
+export ASAN_OPTIONS ?= exitcode=86
 export LSAN_OPTIONS ?= suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
-export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
+export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1:exitcode=86
 
 .PHONY: all deps fuzz-deps build run test test-sanitize fuzz fuzz-ci bench clean
 

@@ -241,6 +241,8 @@ ir::Model import_parsed(onnx::ModelProto& model, const std::string& label, const
   validate_tensors(model.graph(), label);
   validate_window_attributes(model.graph(), label);
   if (options.run_checker) run_checker(model, label);
+  // ONNX's Gemm-6 shape inference and its converter's Gemm 6->7 adapter trust Gemm's ranks.
+  if (out.opset <= 6 && (options.upgrade_opset || options.infer_shapes)) detail::check_old_gemm_ranks(model, label);
   if (options.upgrade_opset && out.opset < kCanonicalOpset && try_upgrade(model, kCanonicalOpset, label)) {
     out.opset = kCanonicalOpset;
   }

@@ -40,6 +40,12 @@ ir::TensorData tensor_from_proto(onnx::TensorProto& t, const std::string& what);
 // (stable: an already sorted graph keeps its order). Throws ModelError "LABEL: ...".
 void validate_and_sort_graph(onnx::GraphProto& graph, const std::string& label);
 
+// For models at default opset 6 or below, which ONNX's Gemm-6 shape inference and its
+// version converter's Gemm 6->7 adapter see: refuses a Gemm whose A or B is known (declared
+// or inferred) not to be 2-D, as both read their first two dims unchecked. Throws
+// ModelError "LABEL: node 'NAME' (Gemm): A 'x' has rank 0; ..." (gemm_rank_check.cpp).
+void check_old_gemm_ranks(const onnx::ModelProto& model, const std::string& label);
+
 // Folds a multi-line library message into one line.
 std::string one_line(const std::string& message);
 

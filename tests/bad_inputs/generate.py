@@ -112,6 +112,15 @@ mlp("conv_stride_zero.onnx", nodes=[
     helper.make_node("Flatten", ["c"], ["y"], name="flat")],
     init=[numpy_helper.from_array(np.ones((1, 1, 2, 2), np.float32), "W")],
     inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 4, 4])])
+# A rank-0 A for Gemm in an opset-1 model: ONNX's version converter (Gemm 6->7 adapter)
+# and Gemm-6 shape inference read its first dims unchecked (SIGSEGV, found by fuzzing),
+# so import refuses it first.
+mlp("gemm_rank0_opset1.onnx", opset=1, inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [])])
+# The same with a rank ONNX infers: the mean of all of x, fed to Gemm (opset 6).
+mlp("gemm_rank0_inferred_opset6.onnx", opset=6, nodes=[
+    helper.make_node("ReduceMean", ["x"], ["m"], name="mean", axes=[0, 1], keepdims=0),
+    helper.make_node("Gemm", ["m", "W", "B"], ["h"], name="fc", transB=1),
+    helper.make_node("Relu", ["h"], ["y"], name="act")])
 ext = numpy_helper.from_array(np.ones((3, 4), np.float32), "W")
 ext.ClearField("raw_data")
 ext.data_location = TensorProto.EXTERNAL

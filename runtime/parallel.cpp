@@ -18,6 +18,17 @@ namespace dl::rt {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+// Set while this thread runs a block of a parallel loop: a loop inside a block (a GEMM
+// inside a Conv image part) runs on that thread alone, never on the pool it is part of.
+thread_local bool in_block = false;
+struct InBlock {
+  bool was = in_block;
+  InBlock() { in_block = true; }
+  ~InBlock() { in_block = was; }
+};
+}  // namespace
+
 int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch()).count();
 }
@@ -126,6 +137,7 @@ class Pool {
   }
 
   void loop(int index) {
+    in_block = true;  // a helper only ever runs blocks
     uint64_t seen = job_.load();
     for (;;) {
       // Spin a little when idle (the next product of a training step usually follows
@@ -171,12 +183,19 @@ int compute_threads() { return std::max(1, Eigen::nbThreads()); }
 
 bool helpers_congested() { return Pool::instance().congested(); }
 
+int loop_threads(int64_t work, int64_t min_work) {
+  if (work < min_work) return 1;
+  const int budget = compute_threads();
+  return budget == 1 || helpers_congested() ? 1 : budget;
+}
+
 void parallel_blocks(int64_t blocks, int threads, void (*fn)(const void*, int64_t), const void* ctx) {
   if (blocks <= 0) return;
-  if (threads <= 1 || blocks == 1) {
+  if (threads <= 1 || blocks == 1 || in_block) {
     for (int64_t b = 0; b < blocks; ++b) fn(ctx, b);
     return;
   }
+  const InBlock mark;
   for (int64_t first = 0; first < blocks; first += 0xffff) {  // the claim word holds 16 bits
     const int64_t n = std::min<int64_t>(0xffff, blocks - first);
     struct Shifted {

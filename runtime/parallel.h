@@ -23,6 +23,10 @@ int compute_threads();
 // gain from a slow helper. With HelperPolicy kNever always true, kAlways never.
 bool helpers_congested();
 
+// Threads for a loop of `work` units that pays for helpers from `min_work` units on:
+// 1 below it, while helpers are congested, or with a budget of 1; else compute_threads().
+int loop_threads(int64_t work, int64_t min_work);
+
 // When helpers are used: kAuto (default) backs off from helpers for small loops while
 // the machine is busy (see helpers_congested()); kAlways and kNever are for benchmarks
 // and tests.
@@ -31,7 +35,8 @@ void set_helper_policy(HelperPolicy policy);
 
 // Runs fn(ctx, b) for every b in [0, blocks) on up to `threads` threads, the caller
 // included, and returns when all are done. Blocks are claimed dynamically, so which
-// thread runs a block varies: fn must give the same result on any thread.
+// thread runs a block varies: fn must give the same result on any thread. A loop started
+// inside a block (nested) runs its blocks serially on that thread.
 void parallel_blocks(int64_t blocks, int threads, void (*fn)(const void* ctx, int64_t block), const void* ctx);
 
 }  // namespace dl::rt

@@ -6,6 +6,10 @@
 // The col buffer is sized in infer() (capped, see kColBudget) and reused for both the
 // forward columns and the backward column gradient, which col2im scatters back into dX.
 // A 1x1 stride-1 convolution skips im2col.
+//
+// The per-image GEMMs of small images (LeNet: M = 6 and 16) are too small to split, so
+// the batch is: images go in fixed parts (run_parts) run on the compute threads, each
+// with its own column buffer and dW/dB sums, added in part order afterwards.
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -15,6 +19,7 @@
 #include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/shape_util.h"
 #include "runtime/ops/window.h"
+#include "runtime/parallel.h"
 
 namespace dl::rt {
 namespace {
@@ -189,74 +194,45 @@ class Conv : public Op {
     const int64_t rows = win_.out[0] * win_.out[1], per_row = (c_ / group_) * win_.k_size() * win_.out[2];
     tile_rows_ = std::max<int64_t>(1, std::min(rows, kColBudget / std::max<int64_t>(per_row, 1)));
     origins_.plan(win_);
-    col_.assign(win_.pointwise() ? 0 : static_cast<size_t>(per_row * tile_rows_), 0.0f);
+    col_size_ = win_.pointwise() ? 0 : per_row * tile_rows_;
+    kk_ = (c_ / group_) * win_.k_size();
+    parts_ = std::max<int64_t>(1, std::min({batch_, kMaxParts, kColBudget / std::max<int64_t>(col_size_, 1)}));
+    col_.assign(static_cast<size_t>(col_size_ * parts_), 0.0f);
+    part_sums_.assign(static_cast<size_t>((m_ * kk_ + m_) * parts_), 0.0f);
   }
 
   // The bias is written into Y first and the products accumulate onto it.
   void forward(FwdCtx& ctx) override {
-    const float* x = ctx.in[0]->f();
-    const float* wt = ctx.in[1]->f();
-    float* y = ctx.out[0]->f();
-    const int64_t cg = c_ / group_, mg = m_ / group_, kk = cg * win_.k_size(), P = win_.out_size();
-    const bool bias = ctx.in.size() > 2 && ctx.in[2];
-    if (bias) {
-      const float* b = ctx.in[2]->f();
-      for (int64_t n = 0; n < batch_; ++n)
-        for (int64_t m = 0; m < m_; ++m) std::fill_n(y + (n * m_ + m) * P, P, b[m]);
-    }
-    for (int64_t n = 0; n < batch_; ++n)
-      for (int64_t g = 0; g < group_; ++g) {
-        const float* xg = x + (n * c_ + g * cg) * win_.in_size();
-        float* yg = y + (n * m_ + g * mg) * P;
-        const MatRef wg{wt + g * mg * kk, kk, false};
-        if (col_.empty()) {
-          gemm(mg, P, kk, 1.0f, wg, {xg, P, false}, yg, P, bias);
-          continue;
-        }
-        for_each_tile([&](int64_t r0, int64_t r1, int64_t p0, int64_t cols) {
-          im2col(win_, origins_, cg, r0, r1, xg, col_.data());
-          gemm(mg, cols, kk, 1.0f, wg, {col_.data(), cols, false}, yg + p0, P, bias);
-        });
-      }
+    Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), ctx.in.size() > 2 && ctx.in[2] ? ctx.in[2]->f() : nullptr,
+              ctx.out[0]->f()};
+    run_parts(&pass, [](const void* c, int64_t part) {
+      const Pass& ps = *static_cast<const Pass*>(c);
+      ps.op->forward_images(ps, part);
+    });
   }
 
   void backward(BwdCtx& ctx) override {
     if (!ctx.dout[0]) return;
-    const float* x = ctx.in[0]->f();
-    const float* wt = ctx.in[1]->f();
-    const float* dy = ctx.dout[0]->f();
-    float* dx = ctx.din[0] ? ctx.din[0]->f() : nullptr;
-    float* dw = ctx.din[1] ? ctx.din[1]->f() : nullptr;
-    float* db = ctx.din.size() > 2 && ctx.din[2] ? ctx.din[2]->f() : nullptr;
-    const int64_t cg = c_ / group_, mg = m_ / group_, kk = cg * win_.k_size(), P = win_.out_size();
-    if (db)
-      for (int64_t n = 0; n < batch_; ++n)
-        for (int64_t m = 0; m < m_; ++m) db[m] += sum_of(dy + (n * m_ + m) * P, P);
-    if (!dx && !dw) return;
-    for (int64_t n = 0; n < batch_; ++n)
-      for (int64_t g = 0; g < group_; ++g) {
-        const int64_t xoff = (n * c_ + g * cg) * win_.in_size();
-        const float* dyg = dy + (n * m_ + g * mg) * P;
-        const MatRef wg{wt + g * mg * kk, kk, false};
-        float* dwg = dw ? dw + g * mg * kk : nullptr;
-        if (col_.empty()) {
-          if (dw) gemm(mg, kk, P, 1.0f, {dyg, P, false}, {x + xoff, P, true}, dwg, kk, true);
-          if (dx) gemm(kk, P, mg, 1.0f, {wg.p, kk, true}, {dyg, P, false}, dx + xoff, P, true);
-          continue;
-        }
-        // One buffer: the tile's columns for dW, then overwritten by its column gradient.
-        for_each_tile([&](int64_t r0, int64_t r1, int64_t p0, int64_t cols) {
-          const MatRef dyt{dyg + p0, P, false};
-          if (dw) {
-            im2col(win_, origins_, cg, r0, r1, x + xoff, col_.data());
-            gemm(mg, kk, cols, 1.0f, dyt, {col_.data(), cols, true}, dwg, kk, true);
-          }
-          if (dx) {
-            gemm(kk, cols, mg, 1.0f, {wg.p, kk, true}, dyt, col_.data(), cols, false);
-            col2im_add(win_, origins_, cg, r0, r1, col_.data(), dx + xoff);
-          }
-        });
-      }
+    Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), nullptr, nullptr};
+    pass.dy = ctx.dout[0]->f();
+    pass.dx = ctx.din[0] ? ctx.din[0]->f() : nullptr;
+    pass.dw = ctx.din[1] ? ctx.din[1]->f() : nullptr;
+    pass.db = ctx.din.size() > 2 && ctx.din[2] ? ctx.din[2]->f() : nullptr;
+    if (!pass.dx && !pass.dw && !pass.db) return;
+    run_parts(&pass, [](const void* c, int64_t part) {
+      const Pass& ps = *static_cast<const Pass*>(c);
+      ps.op->backward_images(ps, part);
+    });
+    // Each part's dW and dB sums, added in part order: the same result for any number
+    // of threads.
+    const int64_t kk = (c_ / group_) * win_.k_size();
+    for (int64_t part = 0; part < parts_; ++part) {
+      const float* pdw = part_dw(part);
+      if (pass.dw)
+        for (int64_t i = 0; i < m_ * kk; ++i) pass.dw[i] += pdw[i];
+      if (pass.db)
+        for (int64_t m = 0; m < m_; ++m) pass.db[m] += pdw[m_ * kk + m];
+    }
   }
 
   OpTraits traits() const override {
@@ -267,6 +243,93 @@ class Conv : public Op {
   }
 
  private:
+  // One forward or backward pass, shared by the image parts.
+  struct Pass {
+    const Conv* op;
+    const float *x, *wt, *b;
+    float* y;
+    const float* dy = nullptr;
+    float *dx = nullptr, *dw = nullptr, *db = nullptr;
+  };
+
+  // Images are processed in parts_ fixed ranges (fixed by the batch size, not by the
+  // thread count), in parallel when the whole pass is large enough to pay for waking the
+  // helpers, each part with its own column buffer and its own dW/dB sums.
+  void run_parts(const Pass* pass, void (*fn)(const void*, int64_t)) const {
+    const int64_t kk = (c_ / group_) * win_.k_size();
+    const int threads = parts_ > 1 ? gemm_threads(m_, win_.out_size() * batch_, kk) : 1;
+    parallel_blocks(parts_, threads, fn, pass);
+  }
+  void image_range(int64_t part, int64_t& n0, int64_t& n1) const {
+    n0 = batch_ * part / parts_;
+    n1 = batch_ * (part + 1) / parts_;
+  }
+  float* part_col(int64_t part) const { return col_.data() + part * col_size_; }
+  float* part_dw(int64_t part) const { return part_sums_.data() + part * (m_ * kk_ + m_); }
+
+  void forward_images(const Pass& ps, int64_t part) const {
+    const int64_t cg = c_ / group_, mg = m_ / group_, kk = kk_, P = win_.out_size();
+    float* col = part_col(part);
+    int64_t n0, n1;
+    image_range(part, n0, n1);
+    for (int64_t n = n0; n < n1; ++n) {
+      if (ps.b)
+        for (int64_t m = 0; m < m_; ++m) std::fill_n(ps.y + (n * m_ + m) * P, P, ps.b[m]);
+      for (int64_t g = 0; g < group_; ++g) {
+        const float* xg = ps.x + (n * c_ + g * cg) * win_.in_size();
+        float* yg = ps.y + (n * m_ + g * mg) * P;
+        const MatRef wg{ps.wt + g * mg * kk, kk, false};
+        if (col_size_ == 0) {
+          gemm(mg, P, kk, 1.0f, wg, {xg, P, false}, yg, P, ps.b != nullptr);
+          continue;
+        }
+        for_each_tile([&](int64_t r0, int64_t r1, int64_t p0, int64_t cols) {
+          im2col(win_, origins_, cg, r0, r1, xg, col);
+          gemm(mg, cols, kk, 1.0f, wg, {col, cols, false}, yg + p0, P, ps.b != nullptr);
+        });
+      }
+    }
+  }
+
+  // dX of the part's images, and the part's own dW and dB sums (part_dw), which
+  // backward() adds up in part order.
+  void backward_images(const Pass& ps, int64_t part) const {
+    const int64_t cg = c_ / group_, mg = m_ / group_, kk = kk_, P = win_.out_size();
+    float* col = part_col(part);
+    float* pdw = part_dw(part);
+    std::fill_n(pdw, m_ * kk + m_, 0.0f);
+    int64_t n0, n1;
+    image_range(part, n0, n1);
+    for (int64_t n = n0; n < n1; ++n) {
+      if (ps.db)
+        for (int64_t m = 0; m < m_; ++m) pdw[m_ * kk + m] += sum_of(ps.dy + (n * m_ + m) * P, P);
+      if (!ps.dx && !ps.dw) continue;
+      for (int64_t g = 0; g < group_; ++g) {
+        const int64_t xoff = (n * c_ + g * cg) * win_.in_size();
+        const float* dyg = ps.dy + (n * m_ + g * mg) * P;
+        const MatRef wg{ps.wt + g * mg * kk, kk, false};
+        float* dwg = pdw + g * mg * kk;
+        if (col_size_ == 0) {
+          if (ps.dw) gemm(mg, kk, P, 1.0f, {dyg, P, false}, {ps.x + xoff, P, true}, dwg, kk, true);
+          if (ps.dx) gemm(kk, P, mg, 1.0f, {wg.p, kk, true}, {dyg, P, false}, ps.dx + xoff, P, true);
+          continue;
+        }
+        // One buffer: the tile's columns for dW, then overwritten by its column gradient.
+        for_each_tile([&](int64_t r0, int64_t r1, int64_t p0, int64_t cols) {
+          const MatRef dyt{dyg + p0, P, false};
+          if (ps.dw) {
+            im2col(win_, origins_, cg, r0, r1, ps.x + xoff, col);
+            gemm(mg, kk, cols, 1.0f, dyt, {col, cols, true}, dwg, kk, true);
+          }
+          if (ps.dx) {
+            gemm(kk, cols, mg, 1.0f, {wg.p, kk, true}, dyt, col, cols, false);
+            col2im_add(win_, origins_, cg, r0, r1, col, ps.dx + xoff);
+          }
+        });
+      }
+    }
+  }
+
   // f(first output row, end row, first output position, positions) per tile of whole
   // output rows (flattened (od, oh)).
   template <class F>
@@ -281,14 +344,21 @@ class Conv : public Op {
   // Column buffer cap (floats): bounds each Conv's scratch (4 MiB) whatever the image
   // size, while keeping GEMMs wide; one output row is the minimum tile.
   static constexpr int64_t kColBudget = int64_t{1} << 20;
+  // Image parts: up to kMaxParts, each with its own column buffer, while all of them
+  // together stay within kColBudget (large images keep one part; their GEMMs are wide
+  // enough to be split across threads themselves).
+  static constexpr int64_t kMaxParts = 8;
 
   WindowAttrs attrs_;
   int64_t group_ = 1;
   Window win_;
-  int64_t batch_ = 0, c_ = 0, m_ = 0;
+  int64_t batch_ = 0, c_ = 0, m_ = 0, kk_ = 0;
   int64_t tile_rows_ = 1;   // output rows (flattened (od, oh)) per im2col tile
+  int64_t parts_ = 1;       // image ranges (see run_parts)
+  int64_t col_size_ = 0;    // floats per part's column buffer (0: pointwise, no im2col)
   RowOrigins origins_;
-  std::vector<float> col_;  // im2col scratch: (C/group * kernel size) x (tile_rows_ * out W)
+  mutable std::vector<float> col_;        // im2col scratch per part: (C/group * kernel size) x (tile_rows_ * out W)
+  mutable std::vector<float> part_sums_;  // per part: dW (M x C/group * kernel size), then dB (M)
 };
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<Conv>(node); }

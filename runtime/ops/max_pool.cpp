@@ -6,10 +6,14 @@
 // Forward records each output's argmax (plane-local) in a member buffer sized in
 // infer(); backward routes the gradient there.
 #include <limits>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "runtime/attrs.h"
 #include "runtime/ops/shape_util.h"
 #include "runtime/ops/window.h"
+#include "runtime/parallel.h"
 
 namespace dl::rt {
 namespace {
@@ -126,12 +130,34 @@ class MaxPool : public Op {
 
  private:
   // The same result as the general loop (maximum from -inf, strictly greater replaces,
-  // so NaN is skipped and the first maximum in row-major tap order wins).
+  // so NaN is skipped and the first maximum in row-major tap order wins). Planes go in
+  // parts on the compute threads (each output depends on its plane only). 2-D windows of
+  // 2x2 (LeNet) get a loop with the taps fixed at compile time.
   void forward_inside(const float* x, float* y) {
+    struct Ctx {
+      MaxPool* op;
+      const float* x;
+      float* y;
+    } c{this, x, y};
+    const int64_t parts = std::min<int64_t>(planes_, kParts);
+    const int threads = loop_threads(planes_ * win_.out_size() * win_.k_size(), kParallelTaps);
+    parallel_blocks(parts, threads, [](const void* p, int64_t part) {
+      const Ctx& c = *static_cast<const Ctx*>(p);
+      const int64_t n = c.op->planes_, pl0 = n * part / std::min<int64_t>(n, kParts),
+                    pl1 = n * (part + 1) / std::min<int64_t>(n, kParts);
+      const Window& w = c.op->win_;
+      if (w.k[0] == 1 && w.k[1] == 2 && w.k[2] == 2 && w.stride[1] == 2 && w.stride[2] == 2)
+        c.op->planes_2x2(c.x, c.y, pl0, pl1);
+      else
+        c.op->inside_planes(c.x, c.y, pl0, pl1);
+    }, &c);
+  }
+
+  void inside_planes(const float* x, float* y, int64_t pl0, int64_t pl1) {
     const Window& w = win_;
     const int64_t S = w.in_size(), P = w.out_size(), H = w.in[1], W = w.in[2];
     const int64_t kd_n = w.k[0], kh_n = w.k[1], kw_n = w.k[2];
-    for (int64_t pl = 0; pl < planes_; ++pl) {
+    for (int64_t pl = pl0; pl < pl1; ++pl) {
       const float* __restrict xp = x + pl * S;
       float* __restrict yp = y + pl * P;
       int32_t* __restrict ap = argmax_.data() + pl * P;
@@ -157,6 +183,79 @@ class MaxPool : public Op {
           }
     }
   }
+
+  // 2-D 2x2 windows, stride 2, inside the input: per output row, the two input rows are
+  // split into even and odd columns, and the four taps compared in row-major order
+  // (AVX-512: 16 outputs at a time, masked at the row's end).
+  void planes_2x2(const float* x, float* y, int64_t pl0, int64_t pl1) {
+    const Window& w = win_;
+    const int64_t S = w.in_size(), P = w.out_size(), W = w.in[2], oh_n = w.out[1], ow_n = w.out[2];
+    for (int64_t pl = pl0; pl < pl1; ++pl)
+      for (int64_t oh = 0; oh < oh_n; ++oh) {
+        const int32_t r0 = static_cast<int32_t>(2 * oh * W), r1 = r0 + static_cast<int32_t>(W);
+        const float* __restrict a = x + pl * S + r0;
+        float* __restrict yr = y + pl * P + oh * ow_n;
+        int32_t* __restrict ar = argmax_.data() + pl * P + oh * ow_n;
+        int64_t ow = 0;
+#if defined(__AVX512F__)
+        const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+        for (; ow < ow_n; ow += 16) {
+          const int64_t n = std::min<int64_t>(16, ow_n - ow);
+          const __mmask16 m = static_cast<__mmask16>((1u << n) - 1u);
+          const int64_t in_n = std::min<int64_t>(32, W - 2 * ow);  // inputs of these windows in each row
+          const __mmask16 lo = static_cast<__mmask16>(in_n >= 16 ? 0xffffu : (1u << in_n) - 1u);
+          const __mmask16 hi = static_cast<__mmask16>(in_n >= 32 ? 0xffffu : in_n > 16 ? (1u << (in_n - 16)) - 1u : 0u);
+          const float* p0 = a + 2 * ow;
+          const float* p1 = p0 + W;
+          const __m512 u0 = _mm512_maskz_loadu_ps(lo, p0), u1 = _mm512_maskz_loadu_ps(hi, p0 + 16);
+          const __m512 v0 = _mm512_maskz_loadu_ps(lo, p1), v1 = _mm512_maskz_loadu_ps(hi, p1 + 16);
+          const __m512i col = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int32_t>(2 * ow)), even);
+          // From -inf with the first tap's index, as the general loop (a NaN tap is skipped).
+          const __m512i arg_r0 = _mm512_add_epi32(col, _mm512_set1_epi32(r0));
+          const __m512i arg_r1 = _mm512_add_epi32(col, _mm512_set1_epi32(r1));
+          const __m512i one = _mm512_set1_epi32(1);
+          __m512 best = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+          __m512i arg = arg_r0;
+          __m512 v = _mm512_permutex2var_ps(u0, even, u1);
+          __mmask16 t = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
+          best = _mm512_mask_mov_ps(best, t, v);
+          v = _mm512_permutex2var_ps(u0, odd, u1);
+          t = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
+          best = _mm512_mask_mov_ps(best, t, v);
+          arg = _mm512_mask_add_epi32(arg, t, arg_r0, one);
+          v = _mm512_permutex2var_ps(v0, even, v1);
+          t = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
+          best = _mm512_mask_mov_ps(best, t, v);
+          arg = _mm512_mask_mov_epi32(arg, t, arg_r1);
+          v = _mm512_permutex2var_ps(v0, odd, v1);
+          t = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
+          best = _mm512_mask_mov_ps(best, t, v);
+          arg = _mm512_mask_add_epi32(arg, t, arg_r1, one);
+          _mm512_mask_storeu_ps(yr + ow, m, best);
+          _mm512_mask_storeu_epi32(ar + ow, m, arg);
+        }
+#endif
+        for (; ow < ow_n; ++ow) {
+          const int32_t c = static_cast<int32_t>(2 * ow);
+          float best = -std::numeric_limits<float>::infinity();
+          int32_t arg = r0 + c;
+          const float taps[4] = {a[c], a[c + 1], a[W + c], a[W + c + 1]};
+          const int32_t at[4] = {r0 + c, r0 + c + 1, r1 + c, r1 + c + 1};
+          for (int k = 0; k < 4; ++k) {
+            const bool take = taps[k] > best;
+            best = take ? taps[k] : best;
+            arg = take ? at[k] : arg;
+          }
+          yr[ow] = best;
+          ar[ow] = arg;
+        }
+      }
+  }
+
+  // Window taps (outputs x window size) from which the planes are split across threads.
+  static constexpr int64_t kParallelTaps = int64_t{1} << 18;
+  static constexpr int64_t kParts = 8;
 
   void write_indices(int64_t* ind) const {
     const int64_t S = win_.in_size(), P = win_.out_size(), H = win_.in[1], W = win_.in[2];

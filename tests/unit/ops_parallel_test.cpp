@@ -1,0 +1,163 @@
+// The batch-parallel paths of Conv (image parts) and MaxPool (plane parts, the 2x2
+// stride-2 kernel): the same values as a direct reference, and bit-identical results
+// for any thread count.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "runtime/attrs.h"
+#include "runtime/parallel.h"
+#include "runtime/threads.h"
+#include "tests/unit/op_harness.h"
+
+namespace {
+
+using dl::rt::Tensor;
+using dl::test::OpRun;
+
+std::vector<float> random_values(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// Runs f with the helpers forced on at 2 threads, then at 1 thread, and restores the
+// defaults.
+template <class F>
+void on_two_then_one(F f) {
+  dl::rt::set_helper_policy(dl::rt::HelperPolicy::kAlways);
+  dl::rt::set_compute_threads(2);
+  f(2);
+  dl::rt::set_compute_threads(1);
+  f(1);
+  dl::rt::set_compute_threads(0);
+  dl::rt::set_helper_policy(dl::rt::HelperPolicy::kAuto);
+}
+
+// Direct 2-D convolution (stride 1, symmetric padding), NCHW, one group.
+std::vector<double> conv_ref(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
+                             int64_t n, int64_t c, int64_t h, int64_t wd, int64_t m, int64_t k, int64_t pad) {
+  const int64_t oh = h + 2 * pad - k + 1, ow = wd + 2 * pad - k + 1;
+  std::vector<double> y(static_cast<size_t>(n * m * oh * ow));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t o = 0; o < m; ++o)
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t q = 0; q < ow; ++q) {
+          double s = b[size_t(o)];
+          for (int64_t ch = 0; ch < c; ++ch)
+            for (int64_t u = 0; u < k; ++u)
+              for (int64_t v = 0; v < k; ++v) {
+                const int64_t ih = r + u - pad, iw = q + v - pad;
+                if (ih < 0 || ih >= h || iw < 0 || iw >= wd) continue;
+                s += double(x[size_t(((i * c + ch) * h + ih) * wd + iw)]) * w[size_t(((o * c + ch) * k + u) * k + v)];
+              }
+          y[size_t(((i * m + o) * oh + r) * ow + q)] = s;
+        }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("Conv image parts: reference values, and the same bits on 1 and 2 threads") {
+  // Batch 13 (parts of 1 and 2 images), LeNet's first layer shape, padding 2.
+  const int64_t n = 13, c = 2, h = 12, wd = 11, m = 6, k = 5, pad = 2;
+  const std::vector<float> xv = random_values(n * c * h * wd, 1), wv = random_values(m * c * k * k, 2),
+                           bv = random_values(m, 3);
+  const std::vector<double> ref = conv_ref(xv, wv, bv, n, c, h, wd, m, k, pad);
+  const Tensor dy = Tensor::floats({n, m, h, wd}, random_values(n * m * h * wd, 4));
+  std::vector<std::vector<float>> results[3];  // y, dx, dw+db per thread count
+  on_two_then_one([&](int threads) {
+    auto node = dl::rt::sample_node("Conv", 3, 1, {{"pads", dl::rt::attr_ints({pad, pad, pad, pad})}}, 11);
+    OpRun run(node, {Tensor::floats({n, c, h, wd}, xv), Tensor::floats({m, c, k, k}, wv), Tensor::floats({m}, bv)},
+              true);
+    run.forward();
+    const std::vector<float> y = run.outputs[0].fvec();
+    REQUIRE(y.size() == ref.size());
+    for (size_t i = 0; i < y.size(); ++i) REQUIRE(std::fabs(y[i] - ref[i]) < 1e-4);
+    std::vector<Tensor> g = run.backward({&dy}, {true, true, true});
+    // dB = sum of dY over images and positions; dW checked against the reference's
+    // finite form: sum over images of dY (x) X.
+    std::vector<float> dwdb = g[1].fvec();
+    for (int64_t o = 0; o < m; ++o) {
+      double s = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t p = 0; p < h * wd; ++p) s += dy.fvec()[size_t((i * m + o) * h * wd + p)];
+      CHECK(g[2].fvec()[size_t(o)] == doctest::Approx(s).epsilon(1e-4));
+      dwdb.push_back(g[2].fvec()[size_t(o)]);
+    }
+    double dw0 = 0;  // dW[0, 0, 2, 2] (centre tap: no padding involved)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t p = 0; p < h * wd; ++p)
+        dw0 += double(dy.fvec()[size_t((i * m) * h * wd + p)]) * xv[size_t(i * c * h * wd + p)];
+    CHECK(g[1].fvec()[size_t(2 * k + 2)] == doctest::Approx(dw0).epsilon(1e-4));
+    const size_t slot = threads == 2 ? 0 : 1;
+    results[0].resize(2), results[1].resize(2), results[2].resize(2);
+    results[0][slot] = y;
+    results[1][slot] = g[0].fvec();
+    results[2][slot] = dwdb;
+  });
+  for (auto& r : results) CHECK(r[0] == r[1]);
+}
+
+namespace {
+
+// MaxPool 2x2 stride 2 by definition: maximum from -inf, strictly greater replaces (NaN
+// skipped, first maximum in row-major order wins), index of the first tap otherwise.
+void pool_ref(const std::vector<float>& x, int64_t planes, int64_t h, int64_t w, std::vector<float>& y,
+              std::vector<int64_t>& idx) {
+  const int64_t oh = (h - 2) / 2 + 1, ow = (w - 2) / 2 + 1;
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t r = 0; r < oh; ++r)
+      for (int64_t q = 0; q < ow; ++q) {
+        float best = -std::numeric_limits<float>::infinity();
+        int64_t arg = 2 * r * w + 2 * q;
+        for (int64_t u = 0; u < 2; ++u)
+          for (int64_t v = 0; v < 2; ++v) {
+            const int64_t i = (2 * r + u) * w + 2 * q + v;
+            if (x[size_t(p * h * w + i)] > best) best = x[size_t(p * h * w + i)], arg = i;
+          }
+        y.push_back(best);
+        idx.push_back(p * h * w + arg);
+      }
+}
+
+}  // namespace
+
+TEST_CASE("MaxPool 2x2 stride 2: the vector path equals the definition (NaN, -inf, ties, odd and wide rows)") {
+  for (int64_t w : {2, 5, 7, 28, 33, 70}) {
+    const int64_t n = 3, c = 5, h = 6;
+    std::vector<float> xv = random_values(n * c * h * w, unsigned(w));
+    const float inf = std::numeric_limits<float>::infinity();
+    for (size_t i = 0; i < xv.size(); i += 7) xv[i] = std::round(xv[i] * 2) / 2;  // ties
+    xv[0] = std::nanf("");
+    xv[1] = -inf, xv[size_t(w)] = -inf, xv[size_t(w) + 1] = -inf;  // first window: NaN and -inf only
+    xv[4 % xv.size()] = std::nanf("");
+    xv[xv.size() - 1] = std::nanf("");
+    std::vector<float> ry;
+    std::vector<int64_t> ri;
+    pool_ref(xv, n * c, h, w, ry, ri);
+    on_two_then_one([&](int) {
+      auto node = dl::rt::sample_node(
+          "MaxPool", 1, 2, {{"kernel_shape", dl::rt::attr_ints({2, 2})}, {"strides", dl::rt::attr_ints({2, 2})}}, 12);
+      OpRun run(node, {Tensor::floats({n, c, h, w}, xv)});
+      run.forward();
+      const std::vector<float> y = run.outputs[0].fvec();
+      REQUIRE(y.size() == ry.size());
+      for (size_t i = 0; i < y.size(); ++i) {
+        INFO("width " << w << " output " << i);
+        CHECK((y[i] == ry[i] || (std::isnan(y[i]) && std::isnan(ry[i]))));
+      }
+      CHECK(run.outputs[1].ivec() == ri);
+      // The gradient goes to the recorded argmax.
+      const Tensor dy = Tensor::floats(run.outputs[0].shape(), std::vector<float>(ry.size(), 1.0f));
+      std::vector<Tensor> g = run.backward({&dy, nullptr}, {true});
+      std::vector<float> want(xv.size(), 0.0f);
+      for (int64_t i : ri) want[size_t(i)] += 1.0f;
+      CHECK(g[0].fvec() == want);
+    });
+  }
+}

@@ -1,5 +1,7 @@
 #include "runtime/probe_stats.h"
 
+#include "runtime/parallel.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -228,6 +230,30 @@ void add_update(const float* before, const float* after, int64_t n, UpdateSums& 
   else update_exact(before, after, n, update);
 }
 
+void add_values_parallel(const float* x, int64_t n, const Bands& b, Sums& total) {
+  const int64_t parts = std::min<int64_t>(kMaxParts, n / kPartValues);
+  if (parts <= 1) {
+    add_values(x, n, b, total);
+    return;
+  }
+  // Part boundaries on kBlock multiples: the same blocks as one pass.
+  const int64_t per = ((n + parts - 1) / parts + kBlock - 1) / kBlock * kBlock;
+  struct Ctx {
+    const float* x;
+    int64_t n, per;
+    const Bands* b;
+    Sums* sums;
+  } c{x, n, per, &b, nullptr};
+  Sums sums[kMaxParts];
+  c.sums = sums;
+  parallel_blocks(parts, loop_threads(n, kPartValues * 2), [](const void* p, int64_t part) {
+    const Ctx& c = *static_cast<const Ctx*>(p);
+    const int64_t lo = std::min(c.n, part * c.per), hi = std::min(c.n, lo + c.per);
+    if (hi > lo) add_values(c.x + lo, hi - lo, *c.b, c.sums[part]);
+  }, &c);
+  for (int64_t p = 0; p < parts; ++p) total.merge(sums[p]);
+}
+
 an::TensorStats finish(const Sums& r, int64_t n) {
   an::TensorStats s;
   s.count = static_cast<uint32_t>(std::min<int64_t>(n, UINT32_MAX));
@@ -285,7 +311,7 @@ an::TensorStats reduce_stats(const Tensor& t, const an::OpDescription* desc, std
   }
   const stats::Bands b = stats::Bands::of(desc);
   stats::Sums r;
-  stats::add_values(t.f(), n, b, r);
+  stats::add_values_parallel(t.f(), n, b, r);
   an::TensorStats s = stats::finish(r, n);
   if (b.dead && unit_flags && t.rank() >= 2 && r.dead > 0) {
     const int64_t batch = t.dim(0), units = t.dim(1), inner = n / std::max<int64_t>(batch * units, 1);

@@ -51,6 +51,12 @@ struct UpdateSums {
 // Adds n values to `total`: every statistic.
 void add_values(const float* x, int64_t n, const Bands& b, Sums& total);
 
+// add_values over fixed parts of a large tensor (kPartValues or more values each, up
+// to kMaxParts, on kBlock boundaries) on the compute threads, merged in part order: the
+// same sums for any thread count. Small tensors: add_values.
+constexpr int64_t kPartValues = int64_t{1} << 16, kMaxParts = 8;
+void add_values_parallel(const float* x, int64_t n, const Bands& b, Sums& total);
+
 // The update after - before of one chunk (sum of squares).
 void add_update(const float* before, const float* after, int64_t n, UpdateSums& update);
 

@@ -4,11 +4,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
 #include "runtime/attrs.h"
 #include "runtime/parallel.h"
+#include "runtime/probe_stats.h"
 #include "runtime/threads.h"
 #include "tests/unit/op_harness.h"
 
@@ -160,4 +162,38 @@ TEST_CASE("MaxPool 2x2 stride 2: the vector path equals the definition (NaN, -in
       CHECK(g[0].fvec() == want);
     });
   }
+}
+
+TEST_CASE("reduce_stats of a large tensor in parts: exact counts, the same bits on 1 and 2 threads, NaN found") {
+  // 5 parts of 65536 values and a short last one; a ReLU-like output (dead zone at 0).
+  const int64_t n = 5 * 65536 + 1234;
+  std::vector<float> v = random_values(n, 11);
+  for (float& x : v) x = std::max(x, 0.0f);
+  v[size_t(n) - 1] = 7.0f;  // the maximum in the last part
+  dl::rt::OpTraits traits;
+  traits.role = dl::rt::OpTraits::Role::kActivation;
+  traits.has_dead_zone = true;
+  traits.out_lo = 0.0;
+  const Tensor t = Tensor::floats({n / 2, 2}, std::vector<float>(v.begin(), v.begin() + (n / 2) * 2));
+  const dl::an::OpDescription desc = dl::rt::describe(traits, t.shape());
+  double sum = 0;
+  int64_t zeros = 0;
+  for (float x : t.fvec()) sum += x, zeros += x == 0.0f;
+  dl::an::TensorStats s[2];
+  on_two_then_one([&](int threads) {
+    std::vector<uint8_t> flags;
+    s[threads - 1] = dl::rt::reduce_stats(t, &desc, &flags);
+  });
+  CHECK(std::memcmp(&s[0], &s[1], sizeof s[0]) == 0);
+  CHECK(s[0].count == uint32_t(t.numel()));
+  CHECK(s[0].max == 7.0f);
+  CHECK(s[0].min == 0.0f);
+  CHECK(s[0].mean == doctest::Approx(sum / double(t.numel())).epsilon(1e-6));
+  CHECK(s[0].zero_frac == doctest::Approx(double(zeros) / double(t.numel())));
+  CHECK(s[0].dead_frac == s[0].zero_frac);
+  std::vector<float> bad = t.fvec();
+  bad[3 * 65536 + 5] = std::nanf("");
+  const dl::an::TensorStats b = dl::rt::reduce_stats(Tensor::floats(t.shape(), bad), &desc, nullptr);
+  CHECK(b.nan == 1);
+  CHECK(std::isfinite(b.mean));
 }

@@ -3,10 +3,7 @@
 #include <onnx/checker.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <set>
 
 #include "converter/errors.h"
@@ -167,25 +164,6 @@ void write_opsets(const ir::Model& model, onnx::ModelProto& out) {
   }
 }
 
-void write_atomically(const onnx::ModelProto& model, const std::string& out_path) {
-  const std::string tmp = out_path + ".tmp";
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    if (!file) throw ConfigError(out_path + ": cannot write (" + std::strerror(errno) + ")");
-    const bool ok = model.SerializeToOstream(&file);
-    file.close();
-    if (!ok || !file) {
-      std::remove(tmp.c_str());
-      throw ConfigError(out_path + ": cannot write the model (disk full, or larger than 2 GB)");
-    }
-  }
-  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw ConfigError(out_path + ": cannot write (" + std::strerror(err) + ")");
-  }
-}
-
 }  // namespace
 
 void save_model(const ir::Model& model, const std::string& out_path) {
@@ -211,7 +189,7 @@ void save_model(const ir::Model& model, const std::string& out_path) {
   } catch (const std::exception& e) {
     throw ModelError(label + ": the model to write is not valid ONNX: " + detail::one_line(e.what()));
   }
-  write_atomically(out, out_path);
+  detail::write_model_atomically(out, out_path);
 }
 
 }  // namespace dl::conv

@@ -14,6 +14,11 @@ namespace dl::conv::detail {
 // Reads a whole file into memory; throws ModelError "PATH: cannot open (...)".
 std::string read_file(const std::string& path);
 
+// Serializes `model` to OUT_PATH.tmp and renames it over `out_path`, so a failed write
+// never leaves a partial model at `out_path` (the temp file is removed). Throws
+// ConfigError "OUT_PATH: cannot write (...)".
+void write_model_atomically(const onnx::ModelProto& model, const std::string& out_path);
+
 // Parses a serialized ModelProto and checks it looks like one (a graph, an
 // ir_version, an opset_import). Throws ModelError "LABEL: not an ONNX model (...)".
 onnx::ModelProto parse_model(const std::string& bytes, const std::string& label);

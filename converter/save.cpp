@@ -1,10 +1,7 @@
 // Writing a trained copy of a model: the source file with its float initializers
 // replaced and metadata_props set. Everything else in the file is kept as it was.
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <unordered_map>
 
 #include "converter/errors.h"
@@ -70,22 +67,7 @@ void save_model_with(const std::string& source_path, const std::string& out_path
     entry->set_value(value);
   }
 
-  const std::string tmp = out_path + ".tmp";
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    if (!file) throw ConfigError(out_path + ": cannot write (" + std::strerror(errno) + ")");
-    const bool ok = model.SerializeToOstream(&file);
-    file.close();
-    if (!ok || !file) {
-      std::remove(tmp.c_str());
-      throw ConfigError(out_path + ": cannot write the model (disk full, or larger than 2 GB)");
-    }
-  }
-  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw ConfigError(out_path + ": cannot write (" + std::strerror(err) + ")");
-  }
+  detail::write_model_atomically(model, out_path);
 }
 
 }  // namespace dl::conv

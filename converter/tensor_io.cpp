@@ -1,4 +1,4 @@
-// Reading model and tensor files, and converting TensorProto to the IR.
+// Reading and writing model files, reading tensor files, and converting TensorProto to the IR.
 #include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <sys/stat.h>
@@ -6,7 +6,9 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <sstream>
 #include <type_traits>
@@ -129,6 +131,25 @@ std::string read_file(const std::string& path) {
   ::close(fd);
   bytes.resize(done);
   return bytes;
+}
+
+void write_model_atomically(const onnx::ModelProto& model, const std::string& out_path) {
+  const std::string tmp = out_path + ".tmp";
+  {
+    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
+    if (!file) throw ConfigError(out_path + ": cannot write (" + std::strerror(errno) + ")");
+    const bool ok = model.SerializeToOstream(&file);
+    file.close();
+    if (!ok || !file) {
+      std::remove(tmp.c_str());
+      throw ConfigError(out_path + ": cannot write the model (disk full, or larger than 2 GB)");
+    }
+  }
+  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw ConfigError(out_path + ": cannot write (" + std::strerror(err) + ")");
+  }
 }
 
 onnx::ModelProto parse_model(const std::string& bytes, const std::string& label) {

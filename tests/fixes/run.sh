@@ -9,20 +9,12 @@
 #   an unwritable export path) exit 2 naming the option.
 # Usage: run.sh path/to/deeplocalize SOURCE_DIR [WORK_DIR]
 set -u
-bin="$(realpath "$1")"
-src="$(realpath "$2")"
-work="${3:-$(mktemp -d)}"
-rm -rf "$work"
-mkdir -p "$work"
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh" "$@"
 cd "$src/models/benchmark" || exit 2
 py=/usr/bin/python3
 [ -x "$py" ] || py="$(command -v python3)"
 [ -n "$py" ] || { echo "SKIP: no python3 to read the JSON reports"; exit 77; }
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
 
 # run NAME CASE [options...]: train CASE with JSON on $work/NAME.json; sets $rc.
 run() {

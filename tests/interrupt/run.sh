@@ -9,19 +9,11 @@
 #              the path is either kept whole or replaced whole.
 # Usage: run.sh path/to/deeplocalize SOURCE_DIR [WORK_DIR]
 set -u
-bin="$(realpath "$1")"
-src="$(realpath "$2")"
-work="${3:-$(mktemp -d)}"
-rm -rf "$work"
-mkdir -p "$work"
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh" "$@"
 cd "$work" || exit 2
 model="$src/models/demo/model.onnx"
 data="$src/models/demo/data.csv"
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
 
 # A valid JSON file whose "complete" is $2 (python3 when present, else a grep of the end).
 json_complete_is() {

@@ -8,45 +8,14 @@
 #include <fstream>
 
 #include "converter/errors.h"
+#include "data_test_util.h"
 #include "runtime/data/dataset.h"
 
 using dl::rt::Dataset;
-using dl::rt::DatasetSpec;
-using dl::rt::Table;
 using Enc = dl::rt::DatasetSpec::Encoding;
+using namespace dl::test::data;
 
 namespace {
-
-// A CSV-like table: rows of values, lines 2, 3, ... (after a header).
-Table table(int64_t cols, std::vector<float> values) {
-  Table t;
-  t.source = "d.csv";
-  t.cols = cols;
-  t.rows = static_cast<int64_t>(values.size()) / cols;
-  t.values = std::move(values);
-  t.csv_lines = true;
-  for (int64_t r = 0; r < t.rows; ++r) t.line_of_row.push_back(r + 2);
-  return t;
-}
-
-DatasetSpec spec(dl::rt::Shape sample, int64_t width = 1, Enc enc = Enc::kAsIs, int64_t targets = 1) {
-  DatasetSpec s;
-  s.sample_shape = std::move(sample);
-  s.output_width = width;
-  s.encoding = enc;
-  s.targets = targets;
-  return s;
-}
-
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const dl::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 // n rows of 2 features (r, -r) and a class id r % 3.
 Dataset classes(int64_t n) {

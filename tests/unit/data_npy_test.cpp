@@ -8,10 +8,12 @@
 #include <sstream>
 
 #include "converter/errors.h"
+#include "data_test_util.h"
 #include "runtime/data/npy_internal.h"
 #include "runtime/data/table.h"
 
 using dl::rt::Table;
+using dl::test::data::error_of;
 
 namespace {
 
@@ -28,16 +30,6 @@ std::vector<float> iota(int n, float scale = 1) {
   std::vector<float> v(static_cast<size_t>(n));
   for (int k = 0; k < n; ++k) v[k] = float(k) * scale;
   return v;
-}
-
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const dl::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/fixes.h"
+#include "fixes_test_util.h"
 #include "trace_builder.h"
 
 namespace {
@@ -25,29 +26,8 @@ using an::FixCandidate;
 using an::RootCause;
 using an::Trace;
 using test::TraceBuilder;
+using namespace test::fixes;
 using Kind = FixAction::Kind;
-
-Finding finding(const std::string& symptom, RootCause cause, int layer = -1, bool conclusive = true) {
-  Finding f;
-  f.symptom = symptom;
-  f.root_cause = cause;
-  f.layer = layer;
-  f.conclusive = conclusive;
-  return f;
-}
-
-Diagnosis faulty(std::vector<Finding> findings) {
-  Diagnosis d;
-  d.fault = true;
-  d.findings = std::move(findings);
-  return d;
-}
-
-FixAction action(Kind k, int layer = -1, std::string value = "", double factor = 1) {
-  FixAction a;
-  a.kind = k, a.layer = layer, a.value = std::move(value), a.factor = factor;
-  return a;
-}
 
 // One line per candidate, e.g. "learning_rate x0.1" or "activation 2=Sigmoid + loss=binary_crossentropy".
 std::string text(const FixCandidate& c) {

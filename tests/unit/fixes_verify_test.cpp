@@ -9,6 +9,7 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/fixes.h"
+#include "fixes_test_util.h"
 
 namespace {
 
@@ -19,32 +20,11 @@ using an::FixAction;
 using an::FixMetrics;
 using an::FixOutcome;
 using an::RootCause;
+using namespace test::fixes;
 using Kind = FixAction::Kind;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-Finding finding(const std::string& symptom, RootCause cause, int layer = -1, bool conclusive = true) {
-  Finding f;
-  f.symptom = symptom;
-  f.root_cause = cause;
-  f.layer = layer;
-  f.conclusive = conclusive;
-  return f;
-}
-
-Diagnosis faulty(std::vector<Finding> findings) {
-  Diagnosis d;
-  d.fault = true;
-  d.findings = std::move(findings);
-  return d;
-}
-
-FixAction action(Kind k, int layer = -1, std::string value = "", double factor = 1) {
-  FixAction a;
-  a.kind = k, a.layer = layer, a.value = std::move(value), a.factor = factor;
-  return a;
-}
 
 }  // namespace
 

@@ -37,22 +37,25 @@ inline onnx::ValueInfoProto make_value(const std::string& name, std::vector<int6
   return v;
 }
 
-inline onnx::TensorProto raw_floats(const std::string& name, std::vector<int64_t> dims,
-                                    const std::vector<float>& values) {
+// A FLOAT tensor with its name and dims and no values yet.
+inline onnx::TensorProto float_tensor(const std::string& name, const std::vector<int64_t>& dims) {
   onnx::TensorProto t;
   t.set_name(name);
   t.set_data_type(onnx::TensorProto::FLOAT);
   for (int64_t d : dims) t.add_dims(d);
+  return t;
+}
+
+inline onnx::TensorProto raw_floats(const std::string& name, std::vector<int64_t> dims,
+                                    const std::vector<float>& values) {
+  onnx::TensorProto t = float_tensor(name, dims);
   t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
   return t;
 }
 
 inline onnx::TensorProto typed_floats(const std::string& name, std::vector<int64_t> dims,
                                       const std::vector<float>& values) {
-  onnx::TensorProto t;
-  t.set_name(name);
-  t.set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) t.add_dims(d);
+  onnx::TensorProto t = float_tensor(name, dims);
   for (float v : values) t.add_float_data(v);
   return t;
 }

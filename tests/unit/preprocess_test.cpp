@@ -8,30 +8,19 @@
 #include <limits>
 
 #include "converter/errors.h"
+#include "data_test_util.h"
 #include "runtime/data/preprocess.h"
 
 using dl::rt::Dataset;
-using dl::rt::DatasetSpec;
 using dl::rt::Preprocessing;
-using dl::rt::Table;
 using Enc = dl::rt::DatasetSpec::Encoding;
 using Features = dl::rt::Preprocessing::Features;
 
 namespace {
 
+// Features in the first cols - 1 columns, one target column.
 Dataset dataset(int64_t cols, std::vector<float> values, int64_t width = 1, Enc enc = Enc::kAsIs) {
-  Table t;
-  t.source = "d.csv";
-  t.cols = cols;
-  t.rows = static_cast<int64_t>(values.size()) / cols;
-  t.values = std::move(values);
-  t.csv_lines = true;
-  for (int64_t r = 0; r < t.rows; ++r) t.line_of_row.push_back(r + 2);
-  DatasetSpec s;
-  s.sample_shape = {cols - 1};
-  s.output_width = width;
-  s.encoding = enc;
-  return make_dataset(std::move(t), s);
+  return make_dataset(dl::test::data::table(cols, std::move(values)), dl::test::data::spec({cols - 1}, width, enc));
 }
 
 // The 5 x 3 features (third one constant) with a regression target.

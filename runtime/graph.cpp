@@ -78,6 +78,7 @@ void ExecutionGraph::set_training(bool training) {
 void ExecutionGraph::forward() {
   for (size_t k = 0; k < steps_.size(); ++k) {
     Step& st = steps_[k];
+    st.fwd.out_stats = observer_ ? observer_->forward_sink(k) : nullptr;
     st.op->forward(st.fwd);
     if (observer_) observer_->on_forward(k, st);
   }
@@ -95,6 +96,7 @@ void ExecutionGraph::backward() {
   for (size_t k = steps_.size(); k-- > 0;) {
     Step& st = steps_[k];
     if (!st.needs_backward) continue;
+    st.bwd.dout_stats = observer_ ? observer_->backward_sink(k) : nullptr;
     st.op->backward(st.bwd);
     if (observer_) observer_->on_backward(k, st);
   }

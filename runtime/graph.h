@@ -83,6 +83,10 @@ class Observer {
   virtual ~Observer() = default;
   virtual void on_forward(size_t step_index, const Step& step) { (void)step_index; (void)step; }
   virtual void on_backward(size_t step_index, const Step& step) { (void)step_index; (void)step; }
+  // A sink the step's op may fill with the statistics of its out[0] (forward) or of
+  // dout[0] (backward) while it runs (see ValueSink); null when none is wanted.
+  virtual ValueSink* forward_sink(size_t step_index) { (void)step_index; return nullptr; }
+  virtual ValueSink* backward_sink(size_t step_index) { (void)step_index; return nullptr; }
 };
 
 class ExecutionGraph {

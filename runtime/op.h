@@ -56,11 +56,26 @@ struct InferCtx {
   int64_t max_bytes = std::numeric_limits<int64_t>::max();
 };
 
+// Statistics of a tensor that an op reduces while it writes or reads the tensor anyway,
+// instead of a separate pass over it afterwards (the probes' sink, runtime/probes.h).
+// An op reports every value of the tensor exactly once, or none (the probe then reduces
+// the tensor itself). Values go in parts fixed by the shapes (part < kParts), each
+// part's values in order; distinct parts may be reported from different threads at once.
+class ValueSink {
+ public:
+  static constexpr int64_t kParts = 8;
+  virtual void add(int64_t part, const float* x, int64_t n) = 0;
+
+ protected:
+  ~ValueSink() = default;
+};
+
 struct FwdCtx {
   std::vector<const Tensor*> in;
   std::vector<Tensor*> out;
   bool training = false;
   std::mt19937_64* rng = nullptr;  // seeded by the graph owner; used by Dropout
+  ValueSink* out_stats = nullptr;  // set by the executor when a probe wants out[0]'s statistics
 };
 
 // Backward: dout[k] is the gradient of the loss w.r.t. out[k] (nullptr when no gradient
@@ -72,6 +87,7 @@ struct BwdCtx {
   std::vector<const Tensor*> dout;
   std::vector<Tensor*> din;
   bool training = false;
+  ValueSink* dout_stats = nullptr;  // set by the executor when a probe wants dout[0]'s statistics
 };
 
 class Op {

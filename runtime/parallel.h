@@ -27,6 +27,21 @@ bool helpers_congested();
 // 1 below it, while helpers are congested, or with a budget of 1; else compute_threads().
 int loop_threads(int64_t work, int64_t min_work);
 
+// Elementwise loops: values from which a loop is split across threads, the chunk a part
+// works through at a time (L1-sized, a multiple of the probes' 4096-value blocks), and
+// the fixed parts of n values (from n alone, at most 8, kParallelValues / 2 or more
+// each, chunk-aligned): the same parts for any thread count.
+constexpr int64_t kParallelValues = int64_t{1} << 16, kChunk = 4096;
+inline int64_t elementwise_parts(int64_t n) {
+  const int64_t p = n / (kParallelValues / 2);
+  return p < 1 ? 1 : p > 8 ? 8 : p;
+}
+inline void part_range(int64_t n, int64_t parts, int64_t part, int64_t& lo, int64_t& hi) {
+  const int64_t per = ((n + parts - 1) / parts + kChunk - 1) / kChunk * kChunk;
+  lo = part * per < n ? part * per : n;
+  hi = lo + per < n ? lo + per : n;
+}
+
 // When helpers are used: kAuto (default) backs off from helpers for small loops while
 // the machine is busy (see helpers_congested()); kAlways and kNever are for benchmarks
 // and tests.

@@ -231,24 +231,24 @@ void add_update(const float* before, const float* after, int64_t n, UpdateSums& 
 }
 
 void add_values_parallel(const float* x, int64_t n, const Bands& b, Sums& total) {
-  const int64_t parts = std::min<int64_t>(kMaxParts, n / kPartValues);
-  if (parts <= 1) {
+  static_assert(kChunk % kBlock == 0, "parts start on block boundaries: the same blocks as one pass");
+  const int64_t parts = elementwise_parts(n);
+  if (parts == 1) {
     add_values(x, n, b, total);
     return;
   }
-  // Part boundaries on kBlock multiples: the same blocks as one pass.
-  const int64_t per = ((n + parts - 1) / parts + kBlock - 1) / kBlock * kBlock;
   struct Ctx {
     const float* x;
-    int64_t n, per;
+    int64_t n, parts;
     const Bands* b;
     Sums* sums;
-  } c{x, n, per, &b, nullptr};
-  Sums sums[kMaxParts];
+  } c{x, n, parts, &b, nullptr};
+  Sums sums[8];
   c.sums = sums;
-  parallel_blocks(parts, loop_threads(n, kPartValues * 2), [](const void* p, int64_t part) {
+  parallel_blocks(parts, loop_threads(n, kParallelValues), [](const void* p, int64_t part) {
     const Ctx& c = *static_cast<const Ctx*>(p);
-    const int64_t lo = std::min(c.n, part * c.per), hi = std::min(c.n, lo + c.per);
+    int64_t lo, hi;
+    part_range(c.n, c.parts, part, lo, hi);
     if (hi > lo) add_values(c.x + lo, hi - lo, *c.b, c.sums[part]);
   }, &c);
   for (int64_t p = 0; p < parts; ++p) total.merge(sums[p]);
@@ -302,6 +302,18 @@ float dead_unit_fraction(const float* x, int64_t batch, int64_t units, int64_t i
 
 }  // namespace stats
 
+an::TensorStats stats_of(const Tensor& t, const stats::Sums& r, const an::OpDescription* desc,
+                         std::vector<uint8_t>* unit_flags) {
+  const int64_t n = t.numel();
+  an::TensorStats s = stats::finish(r, n);
+  const stats::Bands b = stats::Bands::of(desc);
+  if (b.dead && unit_flags && t.rank() >= 2 && r.dead > 0) {
+    const int64_t batch = t.dim(0), units = t.dim(1), inner = n / std::max<int64_t>(batch * units, 1);
+    s.dead_units = stats::dead_unit_fraction(t.f(), batch, units, inner, b.dead_at, *unit_flags);
+  }
+  return s;
+}
+
 an::TensorStats reduce_stats(const Tensor& t, const an::OpDescription* desc, std::vector<uint8_t>* unit_flags) {
   const int64_t n = t.numel();
   if (n == 0 || t.dtype() != DType::kFloat32) {
@@ -309,15 +321,26 @@ an::TensorStats reduce_stats(const Tensor& t, const an::OpDescription* desc, std
     s.count = static_cast<uint32_t>(std::min<int64_t>(n, UINT32_MAX));
     return s;
   }
-  const stats::Bands b = stats::Bands::of(desc);
   stats::Sums r;
-  stats::add_values_parallel(t.f(), n, b, r);
-  an::TensorStats s = stats::finish(r, n);
-  if (b.dead && unit_flags && t.rank() >= 2 && r.dead > 0) {
-    const int64_t batch = t.dim(0), units = t.dim(1), inner = n / std::max<int64_t>(batch * units, 1);
-    s.dead_units = stats::dead_unit_fraction(t.f(), batch, units, inner, b.dead_at, *unit_flags);
-  }
-  return s;
+  stats::add_values_parallel(t.f(), n, stats::Bands::of(desc), r);
+  return stats_of(t, r, desc, unit_flags);
+}
+
+void SinkSums::reset(const stats::Bands& bands) {
+  bands_ = bands;
+  for (stats::Sums& s : sums_) s = stats::Sums{};
+  count_.store(0, std::memory_order_relaxed);
+}
+
+void SinkSums::add(int64_t part, const float* x, int64_t n) {
+  stats::add_values(x, n, bands_, sums_[part]);
+  count_.fetch_add(n, std::memory_order_acq_rel);
+}
+
+stats::Sums SinkSums::total() const {
+  stats::Sums r;
+  for (const stats::Sums& s : sums_) r.merge(s);
+  return r;
 }
 
 }  // namespace dl::rt

@@ -4,6 +4,7 @@
 // chunk holding NaN/Inf is reduced again on an exact scalar path that counts them.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -51,16 +52,41 @@ struct UpdateSums {
 // Adds n values to `total`: every statistic.
 void add_values(const float* x, int64_t n, const Bands& b, Sums& total);
 
-// add_values over fixed parts of a large tensor (kPartValues or more values each, up
-// to kMaxParts, on kBlock boundaries) on the compute threads, merged in part order: the
-// same sums for any thread count. Small tensors: add_values.
-constexpr int64_t kPartValues = int64_t{1} << 16, kMaxParts = 8;
+// add_values over the fixed parts of a large tensor (elementwise_parts, on 4096-value
+// block boundaries, runtime/parallel.h) on the compute threads, merged in part order:
+// the same sums for any thread count. Small tensors: add_values.
 void add_values_parallel(const float* x, int64_t n, const Bands& b, Sums& total);
 
 // The update after - before of one chunk (sum of squares).
 void add_update(const float* before, const float* after, int64_t n, UpdateSums& update);
 
 an::TensorStats finish(const Sums& r, int64_t n);
+
+}  // namespace stats
+
+// The statistics record of tensor t from its sums r: finish() plus, for a dead zone,
+// the fraction of dead units (a pass over t, skipped when no value is dead).
+an::TensorStats stats_of(const Tensor& t, const stats::Sums& r, const an::OpDescription* desc,
+                         std::vector<uint8_t>* unit_flags);
+
+// A ValueSink (runtime/op.h): the sums of a tensor as an op reports it, part by part
+// (distinct parts may come from different threads), merged in part order: the same
+// for any thread count.
+class SinkSums final : public ValueSink {
+ public:
+  void reset(const stats::Bands& bands);
+  void add(int64_t part, const float* x, int64_t n) override;
+  // Values reported since reset(); the op reported the whole tensor when it is numel().
+  int64_t reported() const { return count_.load(std::memory_order_acquire); }
+  stats::Sums total() const;
+
+ private:
+  stats::Bands bands_;
+  stats::Sums sums_[kParts];
+  std::atomic<int64_t> count_{0};
+};
+
+namespace stats {
 
 // Fraction of units (axis 1) in the dead zone for every sample and position. `alive` is
 // scratch of `units` bytes.

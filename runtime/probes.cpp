@@ -105,10 +105,28 @@ void ProbeRecorder::on_batch_begin(const IterationInfo& info) {
   current_ = trace_.begin_record(r);
 }
 
+ValueSink* ProbeRecorder::forward_sink(size_t step_index) {
+  if (!current_ || forward_probe_[step_index] < 0) return nullptr;
+  sink_probe_ = forward_probe_[step_index];
+  sink_.reset(stats::Bands::of(&trace_.header.probes[size_t(sink_probe_)].op));
+  return &sink_;
+}
+
+ValueSink* ProbeRecorder::backward_sink(size_t step_index) {
+  if (!current_ || gradient_probe_[step_index] < 0) return nullptr;
+  sink_probe_ = gradient_probe_[step_index];
+  sink_.reset(stats::Bands{});
+  return &sink_;
+}
+
 void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands) {
   const an::OpDescription* desc = with_bands ? &trace_.header.probes[size_t(probe)].op : nullptr;
   an::TensorStats& out = current_[probe];
-  out = reduce_stats(*t, desc, desc ? &unit_flags_ : nullptr);
+  // The op reduced the whole tensor as it ran (ValueSink), or nothing of it.
+  const bool reported = sink_probe_ == probe && t->numel() > 0 && sink_.reported() == t->numel();
+  sink_probe_ = -1;
+  out = reported ? stats_of(*t, sink_.total(), desc, desc ? &unit_flags_ : nullptr)
+                 : reduce_stats(*t, desc, desc ? &unit_flags_ : nullptr);
   if (!out.finite() && !nonfinite_) {
     nonfinite_ = true;
     if (with_bands) reduce_previous_params();

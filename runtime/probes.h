@@ -40,6 +40,10 @@ namespace dl::rt {
 // update that broke the weights shows it (its change counted NaN/Inf where the new
 // weights are; the updates of weights still finite stay carried).
 //
+// Ops that read or write a step tensor anyway may reduce it on the way (FwdCtx::out_stats,
+// BwdCtx::dout_stats: Conv and the elementwise activations do, in their parallel parts);
+// the probe then takes their sums instead of a pass of its own.
+//
 // At full iterations parameters are reduced while the optimizer updates them
 // (Optimizer::UpdateObserver), from each chunk while its gradient, old and new values
 // are in L1, so no copy of the weights is kept. Other iterations attach no observer:
@@ -67,6 +71,8 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   void on_chunk(size_t param, int64_t offset, const float* grad, const float* before, const float* after,
                 int64_t n) override;
   void after_update(const ExecutionGraph& graph, const IterationInfo& info) override;
+  ValueSink* forward_sink(size_t step_index) override;
+  ValueSink* backward_sink(size_t step_index) override;
   void on_epoch_end(const EpochSummary& summary) override;
 
   int64_t full_every() const { return full_every_; }
@@ -87,6 +93,8 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   int64_t full_every_ = 1;
   std::unique_ptr<ParamState[]> params_;  // per parameter
   std::vector<uint8_t> unit_flags_;       // dead-unit scratch, reserved for the widest unit axis
+  SinkSums sink_;                         // what the running op reports of the tensor of sink_probe_
+  int sink_probe_ = -1;
   an::TensorStats* current_ = nullptr;    // this iteration's record, or null when not recorded
   ExecutionGraph* last_graph_ = nullptr;  // the graph of the last recorded update
   int64_t iteration_ = -1;

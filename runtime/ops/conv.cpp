@@ -205,6 +205,7 @@ class Conv : public Op {
   void forward(FwdCtx& ctx) override {
     Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), ctx.in.size() > 2 && ctx.in[2] ? ctx.in[2]->f() : nullptr,
               ctx.out[0]->f()};
+    pass.stats = ctx.out_stats;
     run_parts(&pass, [](const void* c, int64_t part) {
       const Pass& ps = *static_cast<const Pass*>(c);
       ps.op->forward_images(ps, part);
@@ -218,6 +219,7 @@ class Conv : public Op {
     pass.dx = ctx.din[0] ? ctx.din[0]->f() : nullptr;
     pass.dw = ctx.din[1] ? ctx.din[1]->f() : nullptr;
     pass.db = ctx.din.size() > 2 && ctx.din[2] ? ctx.din[2]->f() : nullptr;
+    pass.stats = ctx.dout_stats;
     if (!pass.dx && !pass.dw && !pass.db) return;
     run_parts(&pass, [](const void* c, int64_t part) {
       const Pass& ps = *static_cast<const Pass*>(c);
@@ -250,6 +252,7 @@ class Conv : public Op {
     float* y;
     const float* dy = nullptr;
     float *dx = nullptr, *dw = nullptr, *db = nullptr;
+    ValueSink* stats = nullptr;  // Y's statistics (forward) or dY's (backward), per image
   };
 
   // Images are processed in parts_ fixed ranges (fixed by the batch size, not by the
@@ -288,6 +291,7 @@ class Conv : public Op {
           gemm(mg, cols, kk, 1.0f, wg, {col, cols, false}, yg + p0, P, ps.b != nullptr);
         });
       }
+      if (ps.stats) ps.stats->add(part, ps.y + n * m_ * P, m_ * P);  // the image's output, still in cache
     }
   }
 
@@ -301,6 +305,7 @@ class Conv : public Op {
     int64_t n0, n1;
     image_range(part, n0, n1);
     for (int64_t n = n0; n < n1; ++n) {
+      if (ps.stats) ps.stats->add(part, ps.dy + n * m_ * P, m_ * P);
       if (ps.db)
         for (int64_t m = 0; m < m_; ++m) pdw[m_ * kk + m] += sum_of(ps.dy + (n * m_ + m) * P, P);
       if (!ps.dx && !ps.dw) continue;
@@ -348,6 +353,7 @@ class Conv : public Op {
   // together stay within kColBudget (large images keep one part; their GEMMs are wide
   // enough to be split across threads themselves).
   static constexpr int64_t kMaxParts = 8;
+  static_assert(kMaxParts <= ValueSink::kParts, "a part reports its statistics as one sink part");
 
   WindowAttrs attrs_;
   int64_t group_ = 1;

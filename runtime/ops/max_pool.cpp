@@ -65,7 +65,7 @@ class MaxPool : public Op {
     const float* x = ctx.in[0]->f();
     float* y = ctx.out[0]->f();
     if (inside_) {
-      forward_inside(x, y);
+      forward_inside(x, y, ctx.out_stats);
       if (ctx.out.size() > 1 && ctx.out[1]) write_indices(ctx.out[1]->i());
       return;
     }
@@ -114,16 +114,22 @@ class MaxPool : public Op {
     if (ctx.out.size() > 1 && ctx.out[1]) write_indices(ctx.out[1]->i());
   }
 
+  // Each plane's gradient goes to its own plane of dX: planes in parts on the compute
+  // threads, each part reporting its share of dY to the probe's sink.
   void backward(BwdCtx& ctx) override {
     if (!ctx.dout[0] || !ctx.din[0]) return;
-    const float* dy = ctx.dout[0]->f();
-    float* dx = ctx.din[0]->f();
-    const int64_t S = win_.in_size(), P = win_.out_size();
-    for (int64_t pl = 0; pl < planes_; ++pl) {
-      const int32_t* am = argmax_.data() + pl * P;
-      for (int64_t o = 0; o < P; ++o)
-        if (am[o] >= 0) dx[pl * S + am[o]] += dy[pl * P + o];
-    }
+    const Parts c{this, ctx.dout[0]->f(), ctx.din[0]->f(), ctx.dout_stats};
+    c.run(planes_ * win_.out_size(), [](const Parts& c, int64_t pl0, int64_t pl1) {
+      const int64_t S = c.op->win_.in_size(), P = c.op->win_.out_size();
+      for (int64_t pl = pl0; pl < pl1; ++pl) {
+        const int32_t* am = c.op->argmax_.data() + pl * P;
+        const float* dy = c.x + pl * P;
+        float* dx = c.y + pl * S;
+        for (int64_t o = 0; o < P; ++o)
+          if (am[o] >= 0) dx[am[o]] += dy[o];
+      }
+      if (c.stats) c.stats->add(c.part, c.x + pl0 * P, (pl1 - pl0) * P);
+    });
   }
 
   OpTraits traits() const override { return {}; }
@@ -133,24 +139,16 @@ class MaxPool : public Op {
   // so NaN is skipped and the first maximum in row-major tap order wins). Planes go in
   // parts on the compute threads (each output depends on its plane only). 2-D windows of
   // 2x2 (LeNet) get a loop with the taps fixed at compile time.
-  void forward_inside(const float* x, float* y) {
-    struct Ctx {
-      MaxPool* op;
-      const float* x;
-      float* y;
-    } c{this, x, y};
-    const int64_t parts = std::min<int64_t>(planes_, kParts);
-    const int threads = loop_threads(planes_ * win_.out_size() * win_.k_size(), kParallelTaps);
-    parallel_blocks(parts, threads, [](const void* p, int64_t part) {
-      const Ctx& c = *static_cast<const Ctx*>(p);
-      const int64_t n = c.op->planes_, pl0 = n * part / std::min<int64_t>(n, kParts),
-                    pl1 = n * (part + 1) / std::min<int64_t>(n, kParts);
+  void forward_inside(const float* x, float* y, ValueSink* stats) {
+    const Parts c{this, x, y, stats};
+    c.run(planes_ * win_.out_size() * win_.k_size(), [](const Parts& c, int64_t pl0, int64_t pl1) {
       const Window& w = c.op->win_;
       if (w.k[0] == 1 && w.k[1] == 2 && w.k[2] == 2 && w.stride[1] == 2 && w.stride[2] == 2)
         c.op->planes_2x2(c.x, c.y, pl0, pl1);
       else
         c.op->inside_planes(c.x, c.y, pl0, pl1);
-    }, &c);
+      if (c.stats) c.stats->add(c.part, c.y + pl0 * w.out_size(), (pl1 - pl0) * w.out_size());
+    });
   }
 
   void inside_planes(const float* x, float* y, int64_t pl0, int64_t pl1) {
@@ -253,9 +251,29 @@ class MaxPool : public Op {
       }
   }
 
-  // Window taps (outputs x window size) from which the planes are split across threads.
-  static constexpr int64_t kParallelTaps = int64_t{1} << 18;
-  static constexpr int64_t kParts = 8;
+  // Planes in up to kParts fixed parts (from the plane count alone), run on the compute
+  // threads when the loop has kParallelWork values or more. f(ctx, first plane, end
+  // plane) runs once per part, with ctx.part set.
+  static constexpr int64_t kParts = ValueSink::kParts, kParallelWork = int64_t{1} << 16;
+  struct Parts {
+    MaxPool* op;
+    const float* x;
+    float* y;
+    ValueSink* stats;
+    int64_t part = 0;
+    void (*f)(const Parts&, int64_t, int64_t) = nullptr;
+    void run(int64_t work, void (*fn)(const Parts&, int64_t, int64_t)) const {
+      Parts c = *this;
+      c.f = fn;
+      const int64_t parts = std::min<int64_t>(op->planes_, kParts);
+      parallel_blocks(parts, loop_threads(work, kParallelWork), [](const void* p, int64_t part) {
+        Parts c = *static_cast<const Parts*>(p);
+        c.part = part;
+        const int64_t n = c.op->planes_, k = std::min<int64_t>(n, kParts);
+        c.f(c, n * part / k, n * (part + 1) / k);
+      }, &c);
+    }
+  };
 
   void write_indices(int64_t* ind) const {
     const int64_t S = win_.in_size(), P = win_.out_size(), H = win_.in[1], W = win_.in[2];

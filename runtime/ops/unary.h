@@ -8,6 +8,7 @@
 
 #include "converter/errors.h"
 #include "runtime/op.h"
+#include "runtime/parallel.h"
 
 namespace dl::rt {
 
@@ -23,26 +24,55 @@ class UnaryOp : public Op {
     ctx.out[0]->plan(DType::kFloat32, ctx.in[0]->shape());
   }
 
+  // Large tensors go in fixed parts (elementwise_parts) on the compute threads; each
+  // part runs in L1-sized chunks and reports each chunk to the probe's sink right after
+  // computing it (out[0] forward, dout[0] backward).
   void forward(FwdCtx& ctx) override {
-    const float* x = ctx.in[0]->f();
-    float* y = ctx.out[0]->f();
-    const int64_t n = ctx.in[0]->numel();
-    for (int64_t k = 0; k < n; ++k) y[k] = fwd_(x[k]);
+    const Pass p{this, ctx.in[0]->f(), nullptr, nullptr, ctx.out[0]->f(), ctx.in[0]->numel(), ctx.out_stats,
+                 [](const Pass& p, int64_t lo, int64_t hi) -> const float* {
+                   for (int64_t k = lo; k < hi; ++k) p.out[k] = p.op->fwd_(p.x[k]);
+                   return p.out + lo;
+                 }};
+    run(p);
   }
 
   void backward(BwdCtx& ctx) override {
     if (!ctx.din[0] || !ctx.dout[0]) return;
-    const float* x = ctx.in[0]->f();
-    const float* y = ctx.out[0]->f();
-    const float* dy = ctx.dout[0]->f();
-    float* dx = ctx.din[0]->f();
-    const int64_t n = ctx.in[0]->numel();
-    for (int64_t k = 0; k < n; ++k) dx[k] += dy[k] * deriv_(x[k], y[k]);
+    const Pass p{this, ctx.in[0]->f(), ctx.out[0]->f(), ctx.dout[0]->f(), ctx.din[0]->f(), ctx.in[0]->numel(),
+                 ctx.dout_stats, [](const Pass& p, int64_t lo, int64_t hi) -> const float* {
+                   for (int64_t k = lo; k < hi; ++k) p.out[k] += p.dy[k] * p.op->deriv_(p.x[k], p.y[k]);
+                   return p.dy + lo;
+                 }};
+    run(p);
   }
 
   OpTraits traits() const override { return traits_; }
 
  private:
+  struct Pass {
+    const UnaryOp* op;
+    const float *x, *y, *dy;
+    float* out;
+    int64_t n;
+    ValueSink* stats;
+    // Computes values [lo, hi) and returns the reported tensor's values there.
+    const float* (*step)(const Pass&, int64_t lo, int64_t hi);
+  };
+
+  static void run(const Pass& pass) {
+    const int64_t parts = elementwise_parts(pass.n);
+    parallel_blocks(parts, loop_threads(pass.n, kParallelValues), [](const void* c, int64_t part) {
+      const Pass& p = *static_cast<const Pass*>(c);
+      int64_t lo, hi;
+      part_range(p.n, elementwise_parts(p.n), part, lo, hi);
+      for (int64_t k = lo; k < hi; k += kChunk) {
+        const int64_t end = std::min(hi, k + kChunk);
+        const float* done = p.step(p, k, end);
+        if (p.stats) p.stats->add(part, done, end - k);
+      }
+    }, &pass);
+  }
+
   OpTraits traits_;
   Fwd fwd_;
   Deriv deriv_;

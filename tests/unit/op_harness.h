@@ -16,6 +16,8 @@ struct OpRun {
   std::vector<rt::Tensor> outputs;
   std::mt19937_64 rng{1234};
   bool training = false;
+  rt::ValueSink* out_stats = nullptr;   // handed to the op as FwdCtx::out_stats
+  rt::ValueSink* dout_stats = nullptr;  // and BwdCtx::dout_stats
 
   OpRun(const ir::Node& node, std::vector<rt::Tensor> in, bool train = false)
       : op(rt::make_op(node)), inputs(std::move(in)), outputs(node.outputs.size()), training(train) {
@@ -34,6 +36,7 @@ struct OpRun {
     rt::FwdCtx fc;
     fc.training = training;
     fc.rng = &rng;
+    fc.out_stats = out_stats;
     for (auto& t : inputs) fc.in.push_back(&t);
     for (auto& t : outputs) fc.out.push_back(&t);
     op->forward(fc);
@@ -47,6 +50,7 @@ struct OpRun {
     for (auto& t : inputs) bc.in.push_back(&t);
     for (auto& t : outputs) bc.out.push_back(&t);
     bc.dout = dout;
+    bc.dout_stats = dout_stats;
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (k < want.size() && want[k]) {
         din[k].reset(rt::DType::kFloat32, inputs[k].shape());

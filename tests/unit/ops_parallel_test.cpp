@@ -197,3 +197,78 @@ TEST_CASE("reduce_stats of a large tensor in parts: exact counts, the same bits 
   CHECK(b.nan == 1);
   CHECK(std::isfinite(b.mean));
 }
+
+namespace {
+
+// What the op reported to its sink, against a separate reduction of the same tensor.
+void check_reported(const dl::rt::SinkSums& sink, const Tensor& t, const char* what) {
+  INFO(what);
+  REQUIRE(sink.reported() == t.numel());
+  const dl::an::TensorStats a = dl::rt::stats_of(t, sink.total(), nullptr, nullptr);
+  const dl::an::TensorStats b = dl::rt::reduce_stats(t, nullptr, nullptr);
+  CHECK(a.count == b.count);
+  CHECK(a.min == b.min);
+  CHECK(a.max == b.max);
+  CHECK(a.zero_frac == b.zero_frac);
+  CHECK(a.mean == doctest::Approx(b.mean).epsilon(1e-5));
+  CHECK(a.l2 == doctest::Approx(b.l2).epsilon(1e-6));
+  CHECK(a.mean_abs == doctest::Approx(b.mean_abs).epsilon(1e-6));
+}
+
+}  // namespace
+
+TEST_CASE("ops report their output (forward) and output gradient (backward) to the probe's sink") {
+  on_two_then_one([&](int) {
+    dl::rt::SinkSums fwd, bwd;
+    fwd.reset({});
+    bwd.reset({});
+    {  // Conv: per image, from its parts
+      const int64_t n = 9, c = 3, h = 10, w = 10, m = 4;
+      auto node = dl::rt::sample_node("Conv", 3, 1, {{"pads", dl::rt::attr_ints({1, 1, 1, 1})}}, 11);
+      OpRun run(node, {Tensor::floats({n, c, h, w}, random_values(n * c * h * w, 21)),
+                       Tensor::floats({m, c, 3, 3}, random_values(m * c * 9, 22)), Tensor::floats({m}, {0, 1, 2, 3})},
+                true);
+      run.out_stats = &fwd;
+      run.dout_stats = &bwd;
+      run.forward();
+      check_reported(fwd, run.outputs[0], "Conv forward");
+      const Tensor dy = Tensor::floats(run.outputs[0].shape(), random_values(run.outputs[0].numel(), 23));
+      run.backward({&dy}, {true, true, true});
+      check_reported(bwd, dy, "Conv backward");
+    }
+    for (int64_t n : {int64_t{1000}, int64_t{300000}}) {  // Relu: one part, and parts in chunks
+      fwd.reset({});
+      bwd.reset({});
+      OpRun run(dl::rt::sample_node("Relu", 1, 1, {}, 14), {Tensor::floats({n}, random_values(n, 24))}, true);
+      run.out_stats = &fwd;
+      run.dout_stats = &bwd;
+      run.forward();
+      check_reported(fwd, run.outputs[0], "Relu forward");
+      const Tensor dy = Tensor::floats({n}, random_values(n, 25));
+      run.backward({&dy}, {true});
+      check_reported(bwd, dy, "Relu backward");
+    }
+    {  // MaxPool 2x2 stride 2 reports; the general path (padding) leaves it to the probe
+      fwd.reset({});
+      bwd.reset({});
+      auto node = dl::rt::sample_node(
+          "MaxPool", 1, 1, {{"kernel_shape", dl::rt::attr_ints({2, 2})}, {"strides", dl::rt::attr_ints({2, 2})}}, 12);
+      OpRun run(node, {Tensor::floats({4, 5, 8, 8}, random_values(4 * 5 * 64, 26))}, true);
+      run.out_stats = &fwd;
+      run.dout_stats = &bwd;
+      run.forward();
+      check_reported(fwd, run.outputs[0], "MaxPool forward");
+      const Tensor dy = Tensor::floats(run.outputs[0].shape(), random_values(run.outputs[0].numel(), 27));
+      run.backward({&dy}, {true});
+      check_reported(bwd, dy, "MaxPool backward");
+      fwd.reset({});
+      auto padded = dl::rt::sample_node("MaxPool", 1, 1,
+                                        {{"kernel_shape", dl::rt::attr_ints({2, 2})}, {"pads", dl::rt::attr_ints({1, 1, 1, 1})}},
+                                        12);
+      OpRun general(padded, {Tensor::floats({4, 5, 8, 8}, random_values(4 * 5 * 64, 28))}, true);
+      general.out_stats = &fwd;
+      general.forward();
+      CHECK(fwd.reported() == 0);
+    }
+  });
+}

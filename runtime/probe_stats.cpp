@@ -328,18 +328,24 @@ an::TensorStats reduce_stats(const Tensor& t, const an::OpDescription* desc, std
 
 void SinkSums::reset(const stats::Bands& bands) {
   bands_ = bands;
-  for (stats::Sums& s : sums_) s = stats::Sums{};
-  count_.store(0, std::memory_order_relaxed);
+  for (Part& p : parts_) p = Part{};
 }
 
 void SinkSums::add(int64_t part, const float* x, int64_t n) {
-  stats::add_values(x, n, bands_, sums_[part]);
-  count_.fetch_add(n, std::memory_order_acq_rel);
+  Part& p = parts_[part];
+  stats::add_values(x, n, bands_, p.sums);
+  p.count += n;
+}
+
+int64_t SinkSums::reported() const {
+  int64_t n = 0;
+  for (const Part& p : parts_) n += p.count;
+  return n;
 }
 
 stats::Sums SinkSums::total() const {
   stats::Sums r;
-  for (const stats::Sums& s : sums_) r.merge(s);
+  for (const Part& p : parts_) r.merge(p.sums);
   return r;
 }
 

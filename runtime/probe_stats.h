@@ -4,7 +4,6 @@
 // chunk holding NaN/Inf is reduced again on an exact scalar path that counts them.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -71,19 +70,24 @@ an::TensorStats stats_of(const Tensor& t, const stats::Sums& r, const an::OpDesc
 
 // A ValueSink (runtime/op.h): the sums of a tensor as an op reports it, part by part
 // (distinct parts may come from different threads), merged in part order: the same
-// for any thread count.
+// for any thread count. Each part's sums and count sit on cache lines of their own, so
+// threads reporting different parts never share one.
 class SinkSums final : public ValueSink {
  public:
   void reset(const stats::Bands& bands);
   void add(int64_t part, const float* x, int64_t n) override;
-  // Values reported since reset(); the op reported the whole tensor when it is numel().
-  int64_t reported() const { return count_.load(std::memory_order_acquire); }
+  // Values reported since reset() (read after the op returned); the op reported the
+  // whole tensor when it is numel().
+  int64_t reported() const;
   stats::Sums total() const;
 
  private:
+  struct alignas(128) Part {
+    stats::Sums sums;
+    int64_t count = 0;
+  };
   stats::Bands bands_;
-  stats::Sums sums_[kParts];
-  std::atomic<int64_t> count_{0};
+  Part parts_[kParts];
 };
 
 namespace stats {

@@ -14,7 +14,8 @@
 // product), so the efficiency compares numbers taken under the same load.
 // Prints one line per round and mode, then "RESULT key=value ..." lines with medians.
 // --profile instead prints the wall time per program step (forward and backward of
-// each node, loss, update) of one probes-off run. --helpers sets runtime/parallel.h's
+// each node, loss, update) of one run, with probes when --modes lists probes (each
+// step then includes its statistics), else without. --helpers sets runtime/parallel.h's
 // helper policy (auto backs off to one thread while the machine is busy).
 #include <algorithm>
 #include <cmath>
@@ -170,23 +171,42 @@ double median(std::vector<double> v) {
 // Wall time per program step (forward and backward), from the executor's observer
 // hooks: where a training step's time goes, without a profiler. The first backward
 // step's time includes the loss, its gradient and the zeroing of the gradients.
+// With `probes`, the probes observe the steps as in training (a step's time then
+// includes its statistics) and the profiler passes every hook on to them.
 class StepProfiler : public rt::Observer, public rt::TrainListener {
  public:
-  StepProfiler(const rt::ExecutionGraph& g, int64_t warmup)
-      : graph_(g), warmup_(warmup), fwd_(g.steps().size()), bwd_(g.steps().size()) {}
+  StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::ProbeRecorder* probes)
+      : graph_(g), warmup_(warmup), probes_(probes), fwd_(g.steps().size()), bwd_(g.steps().size()) {}
   void on_batch_begin(const rt::IterationInfo& info) override {
+    if (probes_) probes_->on_batch_begin(info);
     on_ = info.iteration >= warmup_;
     last_ = Clock::now();
   }
-  void on_forward(size_t k, const rt::Step&) override { fwd_[k] += lap(); }
-  void on_backward(size_t k, const rt::Step&) override {
+  rt::ValueSink* forward_sink(size_t k) override { return probes_ ? probes_->forward_sink(k) : nullptr; }
+  rt::ValueSink* backward_sink(size_t k) override { return probes_ ? probes_->backward_sink(k) : nullptr; }
+  void on_forward(size_t k, const rt::Step& st) override {
+    if (probes_) probes_->on_forward(k, st);
+    fwd_[k] += lap();
+  }
+  void on_backward(size_t k, const rt::Step& st) override {
+    if (probes_) probes_->on_backward(k, st);
     if (first_backward_ < 0) first_backward_ = int64_t(k);
     bwd_[k] += lap();
   }
-  void before_update(const rt::ExecutionGraph&, const rt::IterationInfo&) override { last_ = Clock::now(); }
-  void after_update(const rt::ExecutionGraph&, const rt::IterationInfo&) override {
+  void before_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) override {
+    if (probes_) probes_->before_update(g, info);
+    last_ = Clock::now();
+  }
+  rt::Optimizer::UpdateObserver* update_observer(const rt::IterationInfo& info) override {
+    return probes_ ? probes_->update_observer(info) : nullptr;
+  }
+  void after_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) override {
+    if (probes_) probes_->after_update(g, info);
     update_ += lap();
     if (on_) ++steps_;
+  }
+  void on_epoch_end(const rt::EpochSummary& e) override {
+    if (probes_) probes_->on_epoch_end(e);
   }
   void print() const {
     double total = update_;
@@ -215,6 +235,7 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   }
   const rt::ExecutionGraph& graph_;
   int64_t warmup_;
+  rt::ProbeRecorder* probes_;
   std::vector<double> fwd_, bwd_;
   double update_ = 0;
   int64_t steps_ = 0;
@@ -225,7 +246,16 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
 
 void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const rt::Dataset& data, const Args& a) {
   rt::Trainer trainer(model, config, data, rt::Dataset{});
-  StepProfiler prof(trainer.graph(), a.warmup);
+  an::Trace trace;
+  std::unique_ptr<rt::ProbeRecorder> probes;
+  if (std::find(a.modes.begin(), a.modes.end(), "probes") != a.modes.end()) {
+    trace.header.batches_per_epoch = (data.n + config.batch_size - 1) / config.batch_size;
+    probes = std::make_unique<rt::ProbeRecorder>(trainer.graph(), trace);
+    trace.set_capacity_bytes(int64_t(256) * 1024 * 1024);
+    trace.reserve_iterations(config.epochs * trace.header.batches_per_epoch);
+  }
+  std::printf("profile with probes %s\n", probes ? "on" : "off");
+  StepProfiler prof(trainer.graph(), a.warmup, probes.get());
   trainer.set_observer(&prof);
   trainer.add_listener(&prof);
   StepTimer timer(a.warmup, a.steps);

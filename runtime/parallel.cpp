@@ -42,18 +42,23 @@ class Pool {
 
   // Helpers only pay when they get a core of their own. The sign that one does not: the
   // caller, done with its own blocks, waited for a block the helper had begun longer than
-  // its own share took (plus 300 us of slack). Everything then runs on the caller alone
-  // for 5 s before a helper is tried again, so a busy machine costs at most one such
-  // wait per 5 s.
+  // its own share took (plus 300 us of slack): a stall. One stall is not enough (a
+  // virtual machine's core can be held up once in a while with the machine otherwise
+  // quiet, and 5 s on one thread would halve the throughput of a whole run): only stalls
+  // in quick succession (StallScore) make everything run on the caller alone for 5 s
+  // before a helper is tried again. A busy machine stalls most loops and backs off
+  // within a few.
   static constexpr int64_t kStallUs = 300, kBackoffUs = 5000000;
   std::atomic<HelperPolicy> policy{HelperPolicy::kAuto};
   bool congested() const {
     if (policy != HelperPolicy::kAuto) return policy == HelperPolicy::kNever;
     return now_us() < congested_until_.load(std::memory_order_relaxed);
   }
+  // On the caller, under job_mutex_.
   void note_wait(Clock::time_point start, Clock::time_point own_done) {
+    if (policy != HelperPolicy::kAuto) return;
     const auto own = own_done - start, waited = Clock::now() - own_done;
-    if (policy == HelperPolicy::kAuto && waited > own + std::chrono::microseconds(kStallUs))
+    if (stalls_.back_off(waited > own + std::chrono::microseconds(kStallUs)))
       congested_until_.store(now_us() + kBackoffUs, std::memory_order_relaxed);
   }
 
@@ -174,6 +179,7 @@ class Pool {
   std::atomic<int> helpers_{0}, sleepers_{0};
   std::atomic<bool> stop_flag_{false};
   std::atomic<int64_t> congested_until_{0};
+  StallScore stalls_;  // see note_wait()
   bool stop_ = false;
 };
 
@@ -182,6 +188,15 @@ void set_helper_policy(HelperPolicy policy) { Pool::instance().policy = policy; 
 int compute_threads() { return std::max(1, Eigen::nbThreads()); }
 
 bool helpers_congested() { return Pool::instance().congested(); }
+
+bool StallScore::back_off(bool stalled) {
+  score_ *= kDecay;
+  if (!stalled) return false;
+  score_ += 1.0;
+  if (score_ < kBackOffAt) return false;
+  score_ = 0;
+  return true;
+}
 
 int loop_threads(int64_t work, int64_t min_work) {
   if (work < min_work) return 1;

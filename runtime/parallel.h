@@ -17,9 +17,10 @@ namespace dl::rt {
 // Threads the kernels may use, the caller included (>= 1): Eigen::nbThreads().
 int compute_threads();
 
-// True for 5 s after a helper kept the caller waiting, for a block the helper had begun,
-// longer than the caller's own share took: a helper without a core of its own (a busy
-// machine) then costs small loops more than it gives. Large loops, cut finely, still
+// True for 5 s after helpers kept the caller waiting, for blocks they had begun, longer
+// than the caller's own share took, in several loops in quick succession (a single
+// stall is forgiven): a helper without a core of its own (a busy machine) then costs
+// small loops more than it gives. Large loops, cut finely, still
 // gain from a slow helper. With HelperPolicy kNever always true, kAlways never.
 bool helpers_congested();
 
@@ -41,6 +42,19 @@ inline void part_range(int64_t n, int64_t parts, int64_t part, int64_t& lo, int6
   lo = part * per < n ? part * per : n;
   hi = lo + per < n ? lo + per : n;
 }
+
+// The pool's judgement of stalls (see helpers_congested()): each parallel loop decays the
+// score by 2%, a stalled one adds 1, and at 2.5 (three stalls in a row, or about one
+// loop in 20 stalling) the pool backs off and the score starts again from 0. A stall
+// now and then (one loop in 100) never adds up; a busy machine stalls most loops.
+class StallScore {
+ public:
+  static constexpr double kDecay = 0.98, kBackOffAt = 2.5;
+  bool back_off(bool stalled);  // true: back off now
+
+ private:
+  double score_ = 0;
+};
 
 // When helpers are used: kAuto (default) backs off from helpers for small loops while
 // the machine is busy (see helpers_congested()); kAlways and kNever are for benchmarks

@@ -272,3 +272,17 @@ TEST_CASE("ops report their output (forward) and output gradient (backward) to t
     }
   });
 }
+
+TEST_CASE("helper pool: a stall now and then is forgiven, stalls in quick succession back off") {
+  dl::rt::StallScore s;
+  for (int i = 0; i < 1000; ++i) CHECK_FALSE(s.back_off(i % 100 == 0));  // one loop in 100 stalls
+  dl::rt::StallScore busy;
+  CHECK_FALSE(busy.back_off(true));
+  CHECK_FALSE(busy.back_off(true));
+  CHECK(busy.back_off(true));  // three in a row
+  CHECK_FALSE(busy.back_off(true));  // and the score starts again
+  dl::rt::StallScore often;  // one loop in 10 stalls: ~5 in steady state
+  bool backed_off = false;
+  for (int i = 0; i < 200 && !backed_off; ++i) backed_off = often.back_off(i % 10 == 0);
+  CHECK(backed_off);
+}

@@ -10,148 +10,16 @@
 // The per-image GEMMs of small images (LeNet: M = 6 and 16) are too small to split, so
 // the batch is: images go in fixed parts (run_parts) run on the compute threads, each
 // with its own column buffer and dW/dB sums, added in part order afterwards.
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 #include "runtime/attrs.h"
 #include "runtime/ops/eigen_map.h"
 #include "runtime/ops/gemm_kernel.h"
+#include "runtime/ops/im2col.h"
 #include "runtime/ops/shape_util.h"
 #include "runtime/ops/window.h"
 #include "runtime/parallel.h"
 
 namespace dl::rt {
 namespace {
-
-// Input coordinates of each output row (flattened (od, oh)): the first input row and
-// depth its window reads before kernel offsets and dilation. Computed once per plan.
-struct RowOrigins {
-  std::vector<int64_t> id, ih;
-  void plan(const Window& w) {
-    const int64_t rows = w.out[0] * w.out[1];
-    id.resize(static_cast<size_t>(rows));
-    ih.resize(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      id[size_t(r)] = (r / w.out[1]) * w.stride[0] - w.pad_begin[0];
-      ih[size_t(r)] = (r % w.out[1]) * w.stride[1] - w.pad_begin[1];
-    }
-  }
-};
-
-// Walks the column matrix of output rows [r0, r1): one matrix row per (channel, kernel
-// offset), one column per output position of those rows. Calls f(col_row, input_row,
-// start, lo, hi, step) for each output row: col_row[ow] <-> input_row[ow * step + start]
-// for ow in [lo, hi); positions that read padding go to pad(col_row, from, to) (entries
-// [from, to)). X is const float (im2col) or float (col2im).
-//
-// Order (for col2im's read-modify-writes of input rows): kernel offsets outermost, then
-// channels, then output rows even ones first, then odd ones. Consecutive writes then
-// land at least two input rows apart, and a row is revisited (at the next kernel
-// offset) only after a whole channel sweep: a masked vector store followed by a load of
-// an overlapping 64-byte window (adjacent rows) cannot be forwarded and stalls.
-template <class X, class F, class Pad>
-void walk_columns(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* col, X* x,
-                  F f, Pad pad) {
-  const int64_t ow_n = w.out[2], width = (r1 - r0) * ow_n, ksize = w.k_size();
-  int64_t tap = 0;
-  for (int64_t kd = 0; kd < w.k[0]; ++kd)
-    for (int64_t kh = 0; kh < w.k[1]; ++kh)
-      for (int64_t kw = 0; kw < w.k[2]; ++kw, ++tap) {
-        int64_t wlo, whi;
-        w.valid_range(2, kw * w.dil[2], wlo, whi);
-        const int64_t start = kw * w.dil[2] - w.pad_begin[2];
-        const int64_t dd = kd * w.dil[0], dh = kh * w.dil[1];
-        for (int64_t c = 0; c < channels; ++c) {
-          X* xc = x + c * w.in_size();
-          float* rows = col + (c * ksize + tap) * width;
-          for (int64_t parity = 0; parity < 2; ++parity)
-            for (int64_t rr = r0 + parity; rr < r1; rr += 2) {
-              float* r = rows + (rr - r0) * ow_n;
-              const int64_t id = o.id[size_t(rr)] + dd, ih = o.ih[size_t(rr)] + dh;
-              if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1]) {
-                pad(r, 0, ow_n);
-                continue;
-              }
-              pad(r, 0, wlo);
-              pad(r, whi, ow_n);
-              f(r, xc + (id * w.in[1] + ih) * w.in[2], start, wlo, whi, w.stride[2]);
-            }
-        }
-      }
-}
-
-// Rows are short (the output width, 10 to 28 values in LeNet), so per-row overhead is
-// what im2col costs: rows are copied in 16-float pieces with masked AVX-512 loads and
-// stores for the tail (no memmove/memset call, no scalar epilogue), or plain loops.
-#if defined(__AVX512F__)
-inline __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
-inline void copy_row(float* dst, const float* src, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
-  if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
-    _mm512_mask_storeu_ps(dst + i, m, _mm512_maskz_loadu_ps(m, src + i));
-  }
-}
-inline void zero_row(float* dst, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_setzero_ps());
-  if (i < n) _mm512_mask_storeu_ps(dst + i, tail_mask(n - i), _mm512_setzero_ps());
-}
-inline void add_row(float* dst, const float* src, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_add_ps(_mm512_loadu_ps(dst + i), _mm512_loadu_ps(src + i)));
-  if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
-    _mm512_mask_storeu_ps(dst + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst + i), _mm512_maskz_loadu_ps(m, src + i)));
-  }
-}
-#else
-#if defined(__GNUC__) && !defined(__clang__)
-#define DL_NO_LIBCALLS __attribute__((optimize("no-tree-loop-distribute-patterns")))
-#else
-#define DL_NO_LIBCALLS
-#endif
-DL_NO_LIBCALLS inline void copy_row(float* __restrict dst, const float* __restrict src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
-}
-DL_NO_LIBCALLS inline void zero_row(float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = 0.0f;
-}
-inline void add_row(float* __restrict dst, const float* __restrict src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
-}
-#endif
-
-void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, const float* x, float* col) {
-  walk_columns(
-      w, o, channels, r0, r1, col, x,
-      [](float* r, const float* xr, int64_t start, int64_t lo, int64_t hi, int64_t s) {
-        if (s == 1) {
-          copy_row(r + lo, xr + start + lo, hi - lo);
-        } else {
-          for (int64_t o = lo; o < hi; ++o) r[o] = xr[o * s + start];
-        }
-      },
-      [](float* r, int64_t from, int64_t to) {
-        if (to > from) zero_row(r + from, to - from);
-      });
-}
-
-// dx += col2im(dcol): every column entry goes back to the input pixel it was read from.
-void col2im_add(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* dcol, float* dx) {
-  walk_columns(
-      w, o, channels, r0, r1, dcol, dx,
-      [](float* r, float* dr, int64_t start, int64_t lo, int64_t hi, int64_t s) {
-        if (s == 1) {
-          add_row(dr + start + lo, r + lo, hi - lo);
-        } else {
-          for (int64_t o = lo; o < hi; ++o) dr[o * s + start] += r[o];
-        }
-      },
-      [](float*, int64_t, int64_t) {});
-}
 
 class Conv : public Op {
  public:

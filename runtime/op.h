@@ -40,6 +40,15 @@ struct OpTraits {
   int64_t normalized_axis = -1;
 };
 
+// Traits of the ops that start a layer and are affine in their data input (Gemm, MatMul,
+// Conv).
+inline OpTraits linear_layer_traits() {
+  OpTraits t;
+  t.role = OpTraits::Role::kParameterized;
+  t.linear = true;
+  return t;
+}
+
 // Plan-time view of one node: input shapes and dtypes always, values where known
 // (constants, shape computations). The op declares its outputs with Tensor::plan()
 // (no storage yet: the graph checks the memory budget first). An op that can compute

@@ -105,12 +105,7 @@ class Conv : public Op {
     }
   }
 
-  OpTraits traits() const override {
-    OpTraits t;
-    t.role = OpTraits::Role::kParameterized;
-    t.linear = true;
-    return t;
-  }
+  OpTraits traits() const override { return linear_layer_traits(); }
 
  private:
   // One forward or backward pass, shared by the image parts.

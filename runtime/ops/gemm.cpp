@@ -97,12 +97,7 @@ class Gemm : public Op {
     }
   }
 
-  OpTraits traits() const override {
-    OpTraits t;
-    t.role = OpTraits::Role::kParameterized;
-    t.linear = true;
-    return t;
-  }
+  OpTraits traits() const override { return linear_layer_traits(); }
 
  private:
   // op(A) (M x K) and op(B) (K x N) over the stored row-major buffers.

@@ -102,12 +102,7 @@ class MatMul : public Op {
     }
   }
 
-  OpTraits traits() const override {
-    OpTraits t;
-    t.role = OpTraits::Role::kParameterized;
-    t.linear = true;
-    return t;
-  }
+  OpTraits traits() const override { return linear_layer_traits(); }
 
  private:
   int64_t m_ = 0, k_ = 0, n_ = 0;

@@ -201,8 +201,10 @@ void run_forked(const std::vector<CaseSpec>& cases, int jobs, double timeout_s, 
 void run_threads(const std::vector<CaseSpec>& cases, int jobs, std::vector<CaseOutcome>& out, InOrder& order) {
   std::mutex m;
   size_t next = 0;
+  // One thread per case: set before the workers start (Eigen's thread count is one
+  // process-wide value; setting it from every worker was a data race, found by TSan).
+  if (jobs > 1) rt::set_compute_threads(1);
   auto worker = [&] {
-    if (jobs > 1) rt::set_compute_threads(1);
     for (;;) {
       size_t k;
       {

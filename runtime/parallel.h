@@ -30,12 +30,13 @@ int loop_threads(int64_t work, int64_t min_work);
 
 // Elementwise loops: values from which a loop is split across threads, the chunk a part
 // works through at a time (L1-sized, a multiple of the probes' 4096-value blocks), and
-// the fixed parts of n values (from n alone, at most 8, kParallelValues / 2 or more
-// each, chunk-aligned): the same parts for any thread count.
-constexpr int64_t kParallelValues = int64_t{1} << 16, kChunk = 4096;
+// the fixed parts of n values (from n alone, at most kMaxElementwiseParts, about
+// kParallelValues / 2 or more each, chunk-aligned, the last one shorter): the same parts
+// for any thread count.
+constexpr int64_t kParallelValues = int64_t{1} << 16, kChunk = 4096, kMaxElementwiseParts = 8;
 inline int64_t elementwise_parts(int64_t n) {
   const int64_t p = n / (kParallelValues / 2);
-  return p < 1 ? 1 : p > 8 ? 8 : p;
+  return p < 1 ? 1 : p > kMaxElementwiseParts ? kMaxElementwiseParts : p;
 }
 inline void part_range(int64_t n, int64_t parts, int64_t part, int64_t& lo, int64_t& hi) {
   const int64_t per = ((n + parts - 1) / parts + kChunk - 1) / kChunk * kChunk;

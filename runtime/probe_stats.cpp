@@ -243,7 +243,7 @@ void add_values_parallel(const float* x, int64_t n, const Bands& b, Sums& total)
     const Bands* b;
     Sums* sums;
   } c{x, n, parts, &b, nullptr};
-  Sums sums[8];
+  Sums sums[kMaxElementwiseParts];
   c.sums = sums;
   parallel_blocks(parts, loop_threads(n, kParallelValues), [](const void* p, int64_t part) {
     const Ctx& c = *static_cast<const Ctx*>(p);

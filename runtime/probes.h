@@ -41,7 +41,8 @@ namespace dl::rt {
 // weights are; the updates of weights still finite stay carried).
 //
 // Ops that read or write a step tensor anyway may reduce it on the way (FwdCtx::out_stats,
-// BwdCtx::dout_stats: Conv and the elementwise activations do, in their parallel parts);
+// BwdCtx::dout_stats: Conv, MaxPool and the elementwise activations do, in their parallel
+// parts);
 // the probe then takes their sums instead of a pass of its own.
 //
 // At full iterations parameters are reduced while the optimizer updates them

@@ -64,9 +64,10 @@ class Conv : public Op {
     origins_.plan(win_);
     col_size_ = win_.pointwise() ? 0 : per_row * tile_rows_;
     kk_ = (c_ / group_) * win_.k_size();
-    parts_ = std::max<int64_t>(1, std::min({batch_, kMaxParts, kColBudget / std::max<int64_t>(col_size_, 1)}));
+    parts_ = std::max<int64_t>(1, std::min({batch_, kMaxParts, kColBudget / std::max<int64_t>(col_size_, 1),
+                                             kColBudget / std::max<int64_t>(m_ * kk_ + m_, 1)}));
     col_.assign(static_cast<size_t>(col_size_ * parts_), 0.0f);
-    part_sums_.assign(static_cast<size_t>((m_ * kk_ + m_) * parts_), 0.0f);
+    part_sums_.assign(parts_ > 1 ? static_cast<size_t>((m_ * kk_ + m_) * parts_) : 0, 0.0f);
   }
 
   // The bias is written into Y first and the products accumulate onto it.
@@ -94,9 +95,9 @@ class Conv : public Op {
       ps.op->backward_images(ps, part);
     });
     // Each part's dW and dB sums, added in part order: the same result for any number
-    // of threads.
+    // of threads. (One part accumulates into dW and dB directly.)
     const int64_t kk = (c_ / group_) * win_.k_size();
-    for (int64_t part = 0; part < parts_; ++part) {
+    for (int64_t part = 0; parts_ > 1 && part < parts_; ++part) {
       const float* pdw = part_dw(part);
       if (pass.dw)
         for (int64_t i = 0; i < m_ * kk; ++i) pass.dw[i] += pdw[i];
@@ -163,20 +164,22 @@ class Conv : public Op {
   void backward_images(const Pass& ps, int64_t part) const {
     const int64_t cg = c_ / group_, mg = m_ / group_, kk = kk_, P = win_.out_size();
     float* col = part_col(part);
-    float* pdw = part_dw(part);
-    std::fill_n(pdw, m_ * kk + m_, 0.0f);
+    // This part's dW and dB sums (see backward()); with one part, dW and dB themselves.
+    float* dw_sum = parts_ > 1 ? part_dw(part) : ps.dw;
+    float* db_sum = parts_ > 1 ? part_dw(part) + m_ * kk : ps.db;
+    if (parts_ > 1) std::fill_n(part_dw(part), m_ * kk + m_, 0.0f);
     int64_t n0, n1;
     image_range(part, n0, n1);
     for (int64_t n = n0; n < n1; ++n) {
       if (ps.stats) ps.stats->add(part, ps.dy + n * m_ * P, m_ * P);
       if (ps.db)
-        for (int64_t m = 0; m < m_; ++m) pdw[m_ * kk + m] += sum_of(ps.dy + (n * m_ + m) * P, P);
+        for (int64_t m = 0; m < m_; ++m) db_sum[m] += sum_of(ps.dy + (n * m_ + m) * P, P);
       if (!ps.dx && !ps.dw) continue;
       for (int64_t g = 0; g < group_; ++g) {
         const int64_t xoff = (n * c_ + g * cg) * win_.in_size();
         const float* dyg = ps.dy + (n * m_ + g * mg) * P;
         const MatRef wg{ps.wt + g * mg * kk, kk, false};
-        float* dwg = pdw + g * mg * kk;
+        float* dwg = ps.dw ? dw_sum + g * mg * kk : nullptr;
         if (col_size_ == 0) {
           if (ps.dw) gemm(mg, kk, P, 1.0f, {dyg, P, false}, {ps.x + xoff, P, true}, dwg, kk, true);
           if (ps.dx) gemm(kk, P, mg, 1.0f, {wg.p, kk, true}, {dyg, P, false}, ps.dx + xoff, P, true);
@@ -209,12 +212,14 @@ class Conv : public Op {
     }
   }
 
-  // Column buffer cap (floats): bounds each Conv's scratch (4 MiB) whatever the image
-  // size, while keeping GEMMs wide; one output row is the minimum tile.
+  // Column buffer cap (floats): bounds each Conv's column buffers (4 MiB, and 4 MiB for
+  // the parts' dW/dB sums) whatever the image size, while keeping GEMMs wide; one output
+  // row is the minimum tile.
   static constexpr int64_t kColBudget = int64_t{1} << 20;
-  // Image parts: up to kMaxParts, each with its own column buffer, while all of them
-  // together stay within kColBudget (large images keep one part; their GEMMs are wide
-  // enough to be split across threads themselves).
+  // Image parts: up to kMaxParts, each with its own column buffer and dW/dB sums, while
+  // the column buffers together and the sums together each stay within kColBudget floats
+  // (large images and large kernels keep one part; their GEMMs are wide enough to be
+  // split across threads themselves).
   static constexpr int64_t kMaxParts = 8;
   static_assert(kMaxParts <= ValueSink::kParts, "a part reports its statistics as one sink part");
 

@@ -134,8 +134,9 @@ struct Product {
 
   // Computes block t: its part of C, zeroed first unless accumulating.
   void run_block(Index t) const {
-    const Index r0 = split_rows ? t * block : 0, r1 = split_rows ? std::min(rows, r0 + block) : rows;
-    const Index c0 = split_rows ? 0 : t * block, c1 = split_rows ? cols : std::min(cols, c0 + block);
+    const bool last = t + 1 == blocks;  // takes the rest (see gemm(): never a one-wide tail)
+    const Index r0 = split_rows ? t * block : 0, r1 = split_rows ? (last ? rows : std::min(rows, r0 + block)) : rows;
+    const Index c0 = split_rows ? 0 : t * block, c1 = split_rows ? cols : (last ? cols : std::min(cols, c0 + block));
     if (r1 <= r0 || c1 <= c0) return;
     float* out = res + r0 + c0 * res_stride;
     if (!accumulate)
@@ -194,6 +195,9 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, floa
   Index per = (extent + blocks - 1) / blocks;
   per = (per + align - 1) / align * align;
   blocks = std::max<Index>(1, (extent + per - 1) / per);
+  // A one-wide last block would take Eigen's GEMV path, which sums in another order than
+  // the unsplit product: the block before it takes that row or column as well.
+  if (blocks > 1 && extent - (blocks - 1) * per == 1) --blocks;
   p.block = blocks == 1 ? extent : per;
   p.blocks = blocks;
   if (blocks == 1) {

@@ -143,7 +143,7 @@ class MaxPool : public Op {
     const Parts c{this, x, y, stats};
     c.run(planes_ * win_.out_size() * win_.k_size(), [](const Parts& c, int64_t pl0, int64_t pl1) {
       const Window& w = c.op->win_;
-      if (w.k[0] == 1 && w.k[1] == 2 && w.k[2] == 2 && w.stride[1] == 2 && w.stride[2] == 2)
+      if (w.in[0] == 1 && w.k[1] == 2 && w.k[2] == 2 && w.stride[1] == 2 && w.stride[2] == 2)  // 2-D (depth 1)
         c.op->planes_2x2(c.x, c.y, pl0, pl1);
       else
         c.op->inside_planes(c.x, c.y, pl0, pl1);
@@ -182,7 +182,7 @@ class MaxPool : public Op {
     }
   }
 
-  // 2-D 2x2 windows, stride 2, inside the input: per output row, the two input rows are
+  // 2-D 2x2 windows (depth 1), stride 2, inside the input: per output row, the two input rows are
   // split into even and odd columns, and the four taps compared in row-major order
   // (AVX-512: 16 outputs at a time, masked at the row's end).
   void planes_2x2(const float* x, float* y, int64_t pl0, int64_t pl1) {

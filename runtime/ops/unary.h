@@ -59,6 +59,7 @@ class UnaryOp : public Op {
     const float* (*step)(const Pass&, int64_t lo, int64_t hi);
   };
 
+  static_assert(kMaxElementwiseParts <= ValueSink::kParts, "each part reports as one sink part");
   static void run(const Pass& pass) {
     const int64_t parts = elementwise_parts(pass.n);
     parallel_blocks(parts, loop_threads(pass.n, kParallelValues), [](const void* c, int64_t part) {

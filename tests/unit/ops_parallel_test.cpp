@@ -9,6 +9,7 @@
 #include <random>
 
 #include "runtime/attrs.h"
+#include "runtime/ops/gemm_kernel.h"
 #include "runtime/parallel.h"
 #include "runtime/probe_stats.h"
 #include "runtime/threads.h"
@@ -65,8 +66,14 @@ std::vector<double> conv_ref(const std::vector<float>& x, const std::vector<floa
 }  // namespace
 
 TEST_CASE("Conv image parts: reference values, and the same bits on 1 and 2 threads") {
-  // Batch 13 (parts of 1 and 2 images), LeNet's first layer shape, padding 2.
-  const int64_t n = 13, c = 2, h = 12, wd = 11, m = 6, k = 5, pad = 2;
+  // LeNet's first layer (7.5M multiply-adds: above the size where the parts go to two
+  // threads) with batch 61 (parts of 7 and 8 images) and 2 input channels.
+  const int64_t n = 61, c = 2, h = 28, wd = 27, m = 6, k = 5, pad = 2;
+  dl::rt::set_helper_policy(dl::rt::HelperPolicy::kAlways);
+  dl::rt::set_compute_threads(2);
+  REQUIRE(dl::rt::gemm_threads(m, n * h * wd, c * k * k) == 2);  // run_parts' rule: two threads
+  dl::rt::set_compute_threads(0);
+  dl::rt::set_helper_policy(dl::rt::HelperPolicy::kAuto);
   const std::vector<float> xv = random_values(n * c * h * wd, 1), wv = random_values(m * c * k * k, 2),
                            bv = random_values(m, 3);
   const std::vector<double> ref = conv_ref(xv, wv, bv, n, c, h, wd, m, k, pad);
@@ -80,6 +87,7 @@ TEST_CASE("Conv image parts: reference values, and the same bits on 1 and 2 thre
     const std::vector<float> y = run.outputs[0].fvec();
     REQUIRE(y.size() == ref.size());
     for (size_t i = 0; i < y.size(); ++i) REQUIRE(std::fabs(y[i] - ref[i]) < 1e-4);
+    (void)threads;
     std::vector<Tensor> g = run.backward({&dy}, {true, true, true});
     // dB = sum of dY over images and positions; dW checked against the reference's
     // finite form: sum over images of dY (x) X.
@@ -131,7 +139,9 @@ void pool_ref(const std::vector<float>& x, int64_t planes, int64_t h, int64_t w,
 
 TEST_CASE("MaxPool 2x2 stride 2: the vector path equals the definition (NaN, -inf, ties, odd and wide rows)") {
   for (int64_t w : {2, 5, 7, 28, 33, 70}) {
-    const int64_t n = 3, c = 5, h = 6;
+    // 256 planes: from width 28 on the forward pass (and at 70 the backward) is large
+    // enough to run its parts on two threads.
+    const int64_t n = 32, c = 8, h = 20;
     std::vector<float> xv = random_values(n * c * h * w, unsigned(w));
     const float inf = std::numeric_limits<float>::infinity();
     for (size_t i = 0; i < xv.size(); i += 7) xv[i] = std::round(xv[i] * 2) / 2;  // ties
@@ -164,8 +174,23 @@ TEST_CASE("MaxPool 2x2 stride 2: the vector path equals the definition (NaN, -in
   }
 }
 
+TEST_CASE("MaxPool 1x2x2 on a 3-D input: every depth slice pooled (the general loop, not the 2-D kernel)") {
+  const int64_t n = 2, c = 3, d = 4, h = 6, w = 10;
+  const std::vector<float> xv = random_values(n * c * d * h * w, 31);
+  std::vector<float> ry;
+  std::vector<int64_t> ri;
+  pool_ref(xv, n * c * d, h, w, ry, ri);  // each (n, c, depth) slice is a 2-D plane
+  auto node = dl::rt::sample_node("MaxPool", 1, 2,
+                                  {{"kernel_shape", dl::rt::attr_ints({1, 2, 2})}, {"strides", dl::rt::attr_ints({1, 2, 2})}},
+                                  12);
+  OpRun run(node, {Tensor::floats({n, c, d, h, w}, xv)});
+  run.forward();
+  CHECK(run.outputs[0].fvec() == ry);
+  CHECK(run.outputs[1].ivec() == ri);
+}
+
 TEST_CASE("reduce_stats of a large tensor in parts: exact counts, the same bits on 1 and 2 threads, NaN found") {
-  // 5 parts of 65536 values and a short last one; a ReLU-like output (dead zone at 0).
+  // 8 parts (the most) with a short last one; a ReLU-like output (dead zone at 0).
   const int64_t n = 5 * 65536 + 1234;
   std::vector<float> v = random_values(n, 11);
   for (float& x : v) x = std::max(x, 0.0f);
@@ -222,11 +247,12 @@ TEST_CASE("ops report their output (forward) and output gradient (backward) to t
     dl::rt::SinkSums fwd, bwd;
     fwd.reset({});
     bwd.reset({});
-    {  // Conv: per image, from its parts
-      const int64_t n = 9, c = 3, h = 10, w = 10, m = 4;
+    {  // Conv: per image, from its parts (large enough for two threads)
+      const int64_t n = 64, c = 3, h = 16, w = 16, m = 8;
       auto node = dl::rt::sample_node("Conv", 3, 1, {{"pads", dl::rt::attr_ints({1, 1, 1, 1})}}, 11);
       OpRun run(node, {Tensor::floats({n, c, h, w}, random_values(n * c * h * w, 21)),
-                       Tensor::floats({m, c, 3, 3}, random_values(m * c * 9, 22)), Tensor::floats({m}, {0, 1, 2, 3})},
+                       Tensor::floats({m, c, 3, 3}, random_values(m * c * 9, 22)),
+                       Tensor::floats({m}, random_values(m, 29))},
                 true);
       run.out_stats = &fwd;
       run.dout_stats = &bwd;
@@ -253,7 +279,7 @@ TEST_CASE("ops report their output (forward) and output gradient (backward) to t
       bwd.reset({});
       auto node = dl::rt::sample_node(
           "MaxPool", 1, 1, {{"kernel_shape", dl::rt::attr_ints({2, 2})}, {"strides", dl::rt::attr_ints({2, 2})}}, 12);
-      OpRun run(node, {Tensor::floats({4, 5, 8, 8}, random_values(4 * 5 * 64, 26))}, true);
+      OpRun run(node, {Tensor::floats({64, 6, 28, 28}, random_values(64 * 6 * 784, 26))}, true);  // LeNet's pool1
       run.out_stats = &fwd;
       run.dout_stats = &bwd;
       run.forward();

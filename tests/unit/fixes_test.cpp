@@ -191,7 +191,9 @@ TEST_CASE("fixes: dead ReLUs propose LeakyRelu, then Elu") {
   const Trace t = multiclass(b);
   const auto cs = propose_fixes(faulty({finding("dead_units", RootCause::kActivation, 0)}), t);
   REQUIRE(cs.size() >= 2);
-  for (const auto& [i, op] : {std::pair<size_t, const char*>{0, "LeakyRelu"}, {1, "Elu"}}) {
+  for (const auto& want : {std::pair<size_t, const char*>{0, "LeakyRelu"}, {1, "Elu"}}) {
+    const size_t i = want.first;
+    const char* op = want.second;  // not a structured binding: CAPTURE's lambda cannot take one in C++17 (clang)
     CAPTURE(op);
     CHECK(touches(cs[i], Kind::kActivation, 0));
     for (const FixAction& a : cs[i].actions) {

@@ -137,7 +137,9 @@ TEST_CASE("pytorch parity: 20 training steps match the Keras-semantics torch ref
 
     // Every float initializer of the model is in the reference and vice versa.
     CHECK(run.params.size() == ref.params.size());
-    for (const auto& [pname, expected] : ref.params) {
+    for (const auto& entry : ref.params) {  // no structured binding: INFO's lambda cannot take one in C++17 (clang)
+      const std::string& pname = entry.first;
+      const auto& expected = entry.second;
       INFO("param " << pname);
       auto it = run.params.find(pname);
       REQUIRE(it != run.params.end());
@@ -169,7 +171,9 @@ TEST_CASE("pytorch parity: the same seed trains bit-identically twice in one pro
     REQUIRE(b.result.loss.size() == 20);
     CHECK(std::memcmp(a.result.loss.data(), b.result.loss.data(), 20 * sizeof(double)) == 0);
     REQUIRE(a.params.size() == b.params.size());
-    for (const auto& [pname, values] : a.params) {
+    for (const auto& entry : a.params) {  // no structured binding (see above)
+      const std::string& pname = entry.first;
+      const std::vector<float>& values = entry.second;
       INFO("param " << pname);
       const std::vector<float>& other = b.params.at(pname);
       REQUIRE(values.size() == other.size());

@@ -58,7 +58,9 @@ void check_same_model(const ir::Model& a, const ir::Model& b) {
     CHECK(x.inputs == y.inputs);
     CHECK(x.outputs == y.outputs);
     REQUIRE(x.attrs.size() == y.attrs.size());
-    for (const auto& [name, p] : x.attrs) {
+    for (const auto& entry : x.attrs) {  // no structured binding: INFO's lambda cannot take one in C++17 (clang)
+      const std::string& name = entry.first;
+      const ir::Attribute& p = entry.second;
       INFO("attribute " << name);
       REQUIRE(y.attrs.count(name));
       const ir::Attribute& q = y.attrs.at(name);
@@ -73,7 +75,9 @@ void check_same_model(const ir::Model& a, const ir::Model& b) {
     }
   }
   REQUIRE(a.graph.initializers.size() == b.graph.initializers.size());
-  for (const auto& [name, t] : a.graph.initializers) {
+  for (const auto& entry : a.graph.initializers) {
+    const std::string& name = entry.first;
+    const auto& t = entry.second;
     INFO("initializer " << name);
     REQUIRE(b.graph.initializers.count(name));
     check_same_tensor(t, b.graph.initializers.at(name));

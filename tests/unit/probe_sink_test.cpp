@@ -1,0 +1,228 @@
+// The probes' sinks (runtime/op.h ValueSink): ops report the statistics of the tensors
+// they write or read, per op and through a whole training run, on 2 and 1 threads.
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "runtime/attrs.h"
+#include "runtime/probe_stats.h"
+#include "runtime/probes.h"
+#include "runtime/train_config.h"
+#include "runtime/trainer.h"
+#include "tests/unit/op_harness.h"
+#include "tests/unit/parallel_test_util.h"
+
+namespace {
+
+using dl::rt::Tensor;
+using dl::test::OpRun;
+using dl::test::on_two_then_one;
+using dl::test::random_values;
+
+}  // namespace
+
+namespace {
+
+// What the op reported to its sink, against a separate reduction of the same tensor.
+void check_reported(const dl::rt::SinkSums& sink, const Tensor& t, const char* what) {
+  INFO(what);
+  REQUIRE(sink.reported() == t.numel());
+  const dl::an::TensorStats a = dl::rt::stats_of(t, sink.total(), nullptr, nullptr);
+  const dl::an::TensorStats b = dl::rt::reduce_stats(t, nullptr, nullptr);
+  CHECK(a.count == b.count);
+  CHECK(a.min == b.min);
+  CHECK(a.max == b.max);
+  CHECK(a.zero_frac == b.zero_frac);
+  CHECK(a.mean == doctest::Approx(b.mean).epsilon(1e-5));
+  CHECK(a.l2 == doctest::Approx(b.l2).epsilon(1e-6));
+  CHECK(a.mean_abs == doctest::Approx(b.mean_abs).epsilon(1e-6));
+}
+
+}  // namespace
+
+TEST_CASE("ops report their output (forward) and output gradient (backward) to the probe's sink") {
+  on_two_then_one([&](int) {
+    dl::rt::SinkSums fwd, bwd;
+    fwd.reset({});
+    bwd.reset({});
+    {  // Conv: per image, from its parts (large enough for two threads)
+      const int64_t n = 64, c = 3, h = 16, w = 16, m = 8;
+      auto node = dl::rt::sample_node("Conv", 3, 1, {{"pads", dl::rt::attr_ints({1, 1, 1, 1})}}, 11);
+      OpRun run(node, {Tensor::floats({n, c, h, w}, random_values(n * c * h * w, 21)),
+                       Tensor::floats({m, c, 3, 3}, random_values(m * c * 9, 22)),
+                       Tensor::floats({m}, random_values(m, 29))},
+                true);
+      run.out_stats = &fwd;
+      run.dout_stats = &bwd;
+      run.forward();
+      check_reported(fwd, run.outputs[0], "Conv forward");
+      const Tensor dy = Tensor::floats(run.outputs[0].shape(), random_values(run.outputs[0].numel(), 23));
+      run.backward({&dy}, {true, true, true});
+      check_reported(bwd, dy, "Conv backward");
+    }
+    for (int64_t n : {int64_t{1000}, int64_t{300000}}) {  // Relu: one part, and parts in chunks
+      fwd.reset({});
+      bwd.reset({});
+      OpRun run(dl::rt::sample_node("Relu", 1, 1, {}, 14), {Tensor::floats({n}, random_values(n, 24))}, true);
+      run.out_stats = &fwd;
+      run.dout_stats = &bwd;
+      run.forward();
+      check_reported(fwd, run.outputs[0], "Relu forward");
+      const Tensor dy = Tensor::floats({n}, random_values(n, 25));
+      run.backward({&dy}, {true});
+      check_reported(bwd, dy, "Relu backward");
+    }
+    {  // MaxPool 2x2 stride 2 reports; the general path (padding) leaves it to the probe
+      fwd.reset({});
+      bwd.reset({});
+      auto node = dl::rt::sample_node(
+          "MaxPool", 1, 1, {{"kernel_shape", dl::rt::attr_ints({2, 2})}, {"strides", dl::rt::attr_ints({2, 2})}}, 12);
+      OpRun run(node, {Tensor::floats({64, 6, 28, 28}, random_values(64 * 6 * 784, 26))}, true);  // LeNet's pool1
+      run.out_stats = &fwd;
+      run.dout_stats = &bwd;
+      run.forward();
+      check_reported(fwd, run.outputs[0], "MaxPool forward");
+      const Tensor dy = Tensor::floats(run.outputs[0].shape(), random_values(run.outputs[0].numel(), 27));
+      run.backward({&dy}, {true});
+      check_reported(bwd, dy, "MaxPool backward");
+      fwd.reset({});
+      auto padded = dl::rt::sample_node("MaxPool", 1, 1,
+                                        {{"kernel_shape", dl::rt::attr_ints({2, 2})}, {"pads", dl::rt::attr_ints({1, 1, 1, 1})}},
+                                        12);
+      OpRun general(padded, {Tensor::floats({4, 5, 8, 8}, random_values(4 * 5 * 64, 28))}, true);
+      general.out_stats = &fwd;
+      general.forward();
+      CHECK(fwd.reported() == 0);
+    }
+  });
+}
+
+namespace {
+
+// x [N, 2, 16, 16] -> Conv 16 x 3x3 pad 1 -> Relu -> MaxPool 2x2 -> Flatten -> Gemm 4 (mse,
+// sgd): at batch 64 the Conv (4.7M multiply-adds), Relu (262k values) and MaxPool run
+// their parts on two threads and report to the probes' sinks.
+dl::ir::Model small_cnn() {
+  using namespace dl;
+  ir::Model m;
+  m.path = "small_cnn";
+  m.ir_version = 8;
+  m.opset = m.original_opset = 13;
+  m.metadata["deeplocalize.loss"] = "mse";
+  m.metadata["deeplocalize.optimizer"] = "sgd";
+  m.metadata["deeplocalize.learning_rate"] = "0.01";
+  ir::Graph& g = m.graph;
+  g.name = "small_cnn";
+  ir::ValueInfo x;
+  x.name = "x";
+  x.has_shape = true;
+  x.dims = {ir::Dim{-1, "N"}, ir::Dim{2, ""}, ir::Dim{16, ""}, ir::Dim{16, ""}};
+  ir::ValueInfo y;
+  y.name = "y";
+  y.has_shape = true;
+  y.dims = {ir::Dim{-1, "N"}, ir::Dim{4, ""}};
+  g.inputs = {x};
+  g.outputs = {y};
+  auto tensor = [&](const std::string& name, std::vector<int64_t> dims, float scale, unsigned seed) {
+    ir::TensorData t;
+    t.name = name;
+    t.dims = dims;
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    t.floats = random_values(n, seed);
+    for (float& v : t.floats) v *= scale;
+    g.initializers[name] = t;
+  };
+  tensor("K", {16, 2, 3, 3}, 0.4f, 41);
+  tensor("kb", {16}, 0.05f, 42);
+  tensor("W", {4, 1024}, 0.05f, 43);
+  tensor("b", {4}, 0.05f, 44);
+  auto node = [&](const std::string& name, const std::string& type, std::vector<std::string> in, const std::string& out,
+                  std::map<std::string, ir::Attribute> attrs, int since) {
+    ir::Node n;
+    n.name = name;
+    n.op_type = type;
+    n.since_version = since;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.attrs = std::move(attrs);
+    g.nodes.push_back(n);
+  };
+  node("/0/Conv", "Conv", {"x", "K", "kb"}, "c", {{"pads", dl::rt::attr_ints({1, 1, 1, 1})}}, 11);
+  node("/1/Relu", "Relu", {"c"}, "r", {}, 13);
+  node("/2/MaxPool", "MaxPool", {"r"}, "p",
+       {{"kernel_shape", dl::rt::attr_ints({2, 2})}, {"strides", dl::rt::attr_ints({2, 2})}}, 12);
+  node("/3/Flatten", "Flatten", {"p"}, "f", {}, 13);
+  ir::Attribute trans;
+  trans.kind = ir::Attribute::Kind::kInt;
+  trans.i = 1;
+  node("/4/Gemm", "Gemm", {"f", "W", "b"}, "y", {{"transB", trans}}, 13);
+  return m;
+}
+
+// After each update: every step output and output gradient the probes recorded (through
+// the ops' sinks where they report) equals a separate reduction of the tensor, still in
+// memory.
+struct StepChecker : dl::rt::TrainListener {
+  const dl::an::Trace* trace = nullptr;
+  int checked = 0;
+  void after_update(const dl::rt::ExecutionGraph& g, const dl::rt::IterationInfo&) override {
+    const auto& probes = trace->header.probes;
+    for (size_t k = 0; k < probes.size(); ++k) {
+      const dl::an::Probe& p = probes[k];
+      if (p.kind != dl::an::ProbeKind::kForward && p.kind != dl::an::ProbeKind::kGradient) continue;
+      const dl::rt::Step& st = g.steps()[size_t(p.step)];
+      const bool fwd = p.kind == dl::an::ProbeKind::kForward;
+      const Tensor* t = fwd ? st.fwd.out[0] : st.bwd.dout[0];
+      if (!t) continue;
+      std::vector<uint8_t> flags;
+      const dl::an::TensorStats want = dl::rt::reduce_stats(*t, fwd ? &p.op : nullptr, fwd ? &flags : nullptr);
+      const dl::an::TensorStats& got = trace->at(trace->size() - 1, k);
+      INFO(p.node << (fwd ? " forward" : " gradient"));
+      CHECK(got.count == want.count);
+      CHECK(got.min == want.min);
+      CHECK(got.max == want.max);
+      CHECK(got.mean == doctest::Approx(want.mean).epsilon(1e-5));
+      CHECK(got.l2 == doctest::Approx(want.l2).epsilon(1e-5));
+      CHECK(got.mean_abs == doctest::Approx(want.mean_abs).epsilon(1e-5));
+      CHECK(got.zero_frac == want.zero_frac);
+      CHECK(got.dead_frac == want.dead_frac);
+      CHECK(got.dead_units == want.dead_units);
+      ++checked;
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("probes through the ops' sinks: a Conv/Relu/MaxPool network records what a separate pass would") {
+  const dl::ir::Model model = small_cnn();
+  on_two_then_one([&](int) {
+    dl::rt::TrainConfig config = dl::rt::config_from_metadata(model.metadata);
+    config.epochs = 1;
+    config.batch_size = 64;
+    config.validation_split = 0;
+    dl::rt::Dataset d;
+    d.source = "synthetic";
+    d.n = 192;
+    d.x_shape = {2, 16, 16};
+    d.x_size = 512;
+    d.y_size = 4;
+    d.x = random_values(d.n * 512, 45);
+    d.y = random_values(d.n * 4, 46);
+    for (int64_t r = 0; r < d.n; ++r) d.line_of_row.push_back(r + 1);
+    dl::rt::Trainer trainer(model, config, d, dl::rt::Dataset{});
+    dl::an::Trace trace;
+    dl::rt::ProbeRecorder probes(trainer.graph(), trace);
+    trace.set_capacity_bytes(16 << 20);
+    trace.reserve_iterations(3);
+    trainer.set_observer(&probes);
+    trainer.add_listener(&probes);
+    StepChecker check;
+    check.trace = &trace;
+    trainer.add_listener(&check);
+    trainer.run();
+    CHECK(trace.size() == 3);
+    CHECK(check.checked >= 3 * 8);  // 5 forward and at least 3 gradient probes per iteration
+  });
+}

@@ -19,6 +19,20 @@ using dl::test::OpRun;
 using dl::test::on_two_then_one;
 using dl::test::random_values;
 
+// Statistics from the sums an op reported against those of a separate pass: counts and
+// extremes exact, sums to float rounding (the parts sum in another order).
+void check_same_stats(const dl::an::TensorStats& got, const dl::an::TensorStats& want) {
+  CHECK(got.count == want.count);
+  CHECK(got.min == want.min);
+  CHECK(got.max == want.max);
+  CHECK(got.mean == doctest::Approx(want.mean).epsilon(1e-5));
+  CHECK(got.l2 == doctest::Approx(want.l2).epsilon(1e-5));
+  CHECK(got.mean_abs == doctest::Approx(want.mean_abs).epsilon(1e-5));
+  CHECK(got.zero_frac == want.zero_frac);
+  CHECK(got.dead_frac == want.dead_frac);
+  CHECK(got.dead_units == want.dead_units);
+}
+
 }  // namespace
 
 namespace {
@@ -27,15 +41,7 @@ namespace {
 void check_reported(const dl::rt::SinkSums& sink, const Tensor& t, const char* what) {
   INFO(what);
   REQUIRE(sink.reported() == t.numel());
-  const dl::an::TensorStats a = dl::rt::stats_of(t, sink.total(), nullptr, nullptr);
-  const dl::an::TensorStats b = dl::rt::reduce_stats(t, nullptr, nullptr);
-  CHECK(a.count == b.count);
-  CHECK(a.min == b.min);
-  CHECK(a.max == b.max);
-  CHECK(a.zero_frac == b.zero_frac);
-  CHECK(a.mean == doctest::Approx(b.mean).epsilon(1e-5));
-  CHECK(a.l2 == doctest::Approx(b.l2).epsilon(1e-6));
-  CHECK(a.mean_abs == doctest::Approx(b.mean_abs).epsilon(1e-6));
+  check_same_stats(dl::rt::stats_of(t, sink.total(), nullptr, nullptr), dl::rt::reduce_stats(t, nullptr, nullptr));
 }
 
 }  // namespace
@@ -104,15 +110,8 @@ namespace {
 // their parts on two threads and report to the probes' sinks.
 dl::ir::Model small_cnn() {
   using namespace dl;
-  ir::Model m;
-  m.path = "small_cnn";
-  m.ir_version = 8;
-  m.opset = m.original_opset = 13;
-  m.metadata["deeplocalize.loss"] = "mse";
-  m.metadata["deeplocalize.optimizer"] = "sgd";
-  m.metadata["deeplocalize.learning_rate"] = "0.01";
+  ir::Model m = dl::test::sgd_mse_model("small_cnn");
   ir::Graph& g = m.graph;
-  g.name = "small_cnn";
   ir::ValueInfo x;
   x.name = "x";
   x.has_shape = true;
@@ -179,15 +178,7 @@ struct StepChecker : dl::rt::TrainListener {
       const dl::an::TensorStats want = dl::rt::reduce_stats(*t, fwd ? &p.op : nullptr, fwd ? &flags : nullptr);
       const dl::an::TensorStats& got = trace->at(trace->size() - 1, k);
       INFO(p.node << (fwd ? " forward" : " gradient"));
-      CHECK(got.count == want.count);
-      CHECK(got.min == want.min);
-      CHECK(got.max == want.max);
-      CHECK(got.mean == doctest::Approx(want.mean).epsilon(1e-5));
-      CHECK(got.l2 == doctest::Approx(want.l2).epsilon(1e-5));
-      CHECK(got.mean_abs == doctest::Approx(want.mean_abs).epsilon(1e-5));
-      CHECK(got.zero_frac == want.zero_frac);
-      CHECK(got.dead_frac == want.dead_frac);
-      CHECK(got.dead_units == want.dead_units);
+      check_same_stats(got, want);
       ++checked;
     }
   }

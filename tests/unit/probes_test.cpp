@@ -14,6 +14,7 @@
 #include "analysis/trace_io.h"
 #include "converter/ir.h"
 #include "rules_test_util.h"
+#include "tests/unit/parallel_test_util.h"
 #include "runtime/probes.h"
 #include "runtime/run_summary.h"
 #include "runtime/trainer.h"
@@ -110,15 +111,8 @@ TEST_CASE("probe schedule: parameters reduced every iteration unless they domina
 // against 2 x 2,052 step values per sample, so parameters are reduced every 16th
 // iteration at batch 16.
 ir::Model wide_mlp() {
-  ir::Model m;
-  m.path = "wide_mlp";
-  m.ir_version = 8;
-  m.opset = m.original_opset = 13;
-  m.metadata["deeplocalize.loss"] = "mse";
-  m.metadata["deeplocalize.optimizer"] = "sgd";
-  m.metadata["deeplocalize.learning_rate"] = "0.01";
+  ir::Model m = dl::test::sgd_mse_model("wide_mlp");
   ir::Graph& g = m.graph;
-  g.name = "wide_mlp";
   auto vinfo = [](const std::string& name, int64_t width) {
     ir::ValueInfo v;
     v.name = name;

@@ -3,12 +3,14 @@
 // so that machine drift affects every mode alike.
 //
 //   dl_bench_train MODEL DATA [--batch 64] [--steps 200] [--warmup 20] [--rounds 5]
-//                  [--threads 0] [--modes off,probes,full] [--rows 0] [--peak-n 1024]
+//                  [--threads 0] [--modes off,probes,full,unfused] [--rows 0] [--peak-n 1024]
 //                  [--profile] [--helpers auto|always|never]
 //
 // Modes: off     the trainer alone (deeplocalize train --no-probes)
 //        probes  + ProbeRecorder and its trace (every step reduced to statistics)
 //        full    + the online analysis, as `deeplocalize train` runs it
+//        unfused probes with no op computing statistics in its own pass (every step
+//                tensor reduced by the probes afterwards; not in the default modes)
 // Each round builds a fresh trainer per mode (untimed), runs `warmup` steps, then
 // times `steps` steps. Each round also times the machine's GEMM peak (Eigen n x n
 // product), so the efficiency compares numbers taken under the same load.
@@ -58,7 +60,7 @@ struct Args {
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr,
                "%s\nusage: dl_bench_train MODEL DATA [--batch B] [--steps N] [--warmup W] [--rounds R]\n"
-               "                      [--threads T] [--modes off,probes,full] [--rows R] [--peak-n N]\n"
+               "                      [--threads T] [--modes off,probes,full,unfused] [--rows R] [--peak-n N]\n"
                "                      [--profile] [--helpers auto|always|never]\n",
                msg);
   std::exit(2);
@@ -100,7 +102,7 @@ Args parse(int argc, char** argv) {
   a.data = pos[1];
   if (a.warmup < 1) a.warmup = 1;
   for (const std::string& m : a.modes)
-    if (m != "off" && m != "probes" && m != "full") usage(("unknown mode " + m).c_str());
+    if (m != "off" && m != "probes" && m != "full" && m != "unfused") usage(("unknown mode " + m).c_str());
   return a;
 }
 
@@ -280,6 +282,7 @@ Timing run_mode(const std::string& mode, const ir::Model& model, const rt::Train
     // As diagnose_case sets them up for `deeplocalize train`.
     trace.header.batches_per_epoch = (data.n + config.batch_size - 1) / config.batch_size;
     probes = std::make_unique<rt::ProbeRecorder>(trainer.graph(), trace);
+    probes->set_fused(mode != "unfused");
     trace.set_probe_every(1);
     trace.set_capacity_bytes(int64_t(256) * 1024 * 1024);
     trace.reserve_iterations(config.epochs * trace.header.batches_per_epoch);

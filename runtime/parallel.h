@@ -38,6 +38,12 @@ inline int64_t elementwise_parts(int64_t n) {
   const int64_t p = n / (kParallelValues / 2);
   return p < 1 ? 1 : p > kMaxElementwiseParts ? kMaxElementwiseParts : p;
 }
+// Items [lo, hi) of part `part` when n items (images, planes) go in `parts` parts of
+// sizes differing by at most one.
+inline void even_range(int64_t n, int64_t parts, int64_t part, int64_t& lo, int64_t& hi) {
+  lo = n * part / parts;
+  hi = n * (part + 1) / parts;
+}
 inline void part_range(int64_t n, int64_t parts, int64_t part, int64_t& lo, int64_t& hi) {
   const int64_t per = ((n + parts - 1) / parts + kChunk - 1) / kChunk * kChunk;
   lo = part * per < n ? part * per : n;

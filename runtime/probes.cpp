@@ -106,14 +106,14 @@ void ProbeRecorder::on_batch_begin(const IterationInfo& info) {
 }
 
 ValueSink* ProbeRecorder::forward_sink(size_t step_index) {
-  if (!current_ || forward_probe_[step_index] < 0) return nullptr;
+  if (!fused_ || !current_ || forward_probe_[step_index] < 0) return nullptr;
   sink_probe_ = forward_probe_[step_index];
   sink_.reset(stats::Bands::of(&trace_.header.probes[size_t(sink_probe_)].op));
   return &sink_;
 }
 
 ValueSink* ProbeRecorder::backward_sink(size_t step_index) {
-  if (!current_ || gradient_probe_[step_index] < 0) return nullptr;
+  if (!fused_ || !current_ || gradient_probe_[step_index] < 0) return nullptr;
   sink_probe_ = gradient_probe_[step_index];
   sink_.reset(stats::Bands{});
   return &sink_;

@@ -77,6 +77,9 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   void on_epoch_end(const EpochSummary& summary) override;
 
   int64_t full_every() const { return full_every_; }
+  // Whether ops may compute step statistics in their own pass (ValueSink, the default);
+  // off, every step tensor is reduced in a pass of the probes' own (for benchmarks).
+  void set_fused(bool fused) { fused_ = fused; }
 
  private:
   struct ParamState;
@@ -96,6 +99,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   std::vector<uint8_t> unit_flags_;       // dead-unit scratch, reserved for the widest unit axis
   SinkSums sink_;                         // what the running op reports of the tensor of sink_probe_
   int sink_probe_ = -1;
+  bool fused_ = true;
   an::TensorStats* current_ = nullptr;    // this iteration's record, or null when not recorded
   ExecutionGraph* last_graph_ = nullptr;  // the graph of the last recorded update
   int64_t iteration_ = -1;

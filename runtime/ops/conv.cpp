@@ -127,10 +127,6 @@ class Conv : public Op {
     const int threads = parts_ > 1 ? gemm_threads(m_, win_.out_size() * batch_, kk) : 1;
     parallel_blocks(parts_, threads, fn, pass);
   }
-  void image_range(int64_t part, int64_t& n0, int64_t& n1) const {
-    n0 = batch_ * part / parts_;
-    n1 = batch_ * (part + 1) / parts_;
-  }
   float* part_col(int64_t part) const { return col_.data() + part * col_size_; }
   float* part_dw(int64_t part) const { return part_sums_.data() + part * (m_ * kk_ + m_); }
 
@@ -138,7 +134,7 @@ class Conv : public Op {
     const int64_t cg = c_ / group_, mg = m_ / group_, kk = kk_, P = win_.out_size();
     float* col = part_col(part);
     int64_t n0, n1;
-    image_range(part, n0, n1);
+    even_range(batch_, parts_, part, n0, n1);
     for (int64_t n = n0; n < n1; ++n) {
       if (ps.b)
         for (int64_t m = 0; m < m_; ++m) std::fill_n(ps.y + (n * m_ + m) * P, P, ps.b[m]);
@@ -169,7 +165,7 @@ class Conv : public Op {
     float* db_sum = parts_ > 1 ? part_dw(part) + m_ * kk : ps.db;
     if (parts_ > 1) std::fill_n(part_dw(part), m_ * kk + m_, 0.0f);
     int64_t n0, n1;
-    image_range(part, n0, n1);
+    even_range(batch_, parts_, part, n0, n1);
     for (int64_t n = n0; n < n1; ++n) {
       if (ps.stats) ps.stats->add(part, ps.dy + n * m_ * P, m_ * P);
       if (ps.db)

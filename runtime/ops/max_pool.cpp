@@ -269,8 +269,9 @@ class MaxPool : public Op {
       parallel_blocks(parts, loop_threads(work, kParallelWork), [](const void* p, int64_t part) {
         Parts c = *static_cast<const Parts*>(p);
         c.part = part;
-        const int64_t n = c.op->planes_, k = std::min<int64_t>(n, kParts);
-        c.f(c, n * part / k, n * (part + 1) / k);
+        int64_t pl0, pl1;
+        even_range(c.op->planes_, std::min<int64_t>(c.op->planes_, kParts), part, pl0, pl1);
+        c.f(c, pl0, pl1);
       }, &c);
     }
   };

@@ -69,7 +69,6 @@ TEST_CASE("Conv image parts: reference values, and the same bits on 1 and 2 thre
     const std::vector<float> y = run.outputs[0].fvec();
     REQUIRE(y.size() == ref.size());
     for (size_t i = 0; i < y.size(); ++i) REQUIRE(std::fabs(y[i] - ref[i]) < 1e-4);
-    (void)threads;
     std::vector<Tensor> g = run.backward({&dy}, {true, true, true});
     // dB = sum of dY over images and positions; dW checked against the reference's
     // finite form: sum over images of dY (x) X.

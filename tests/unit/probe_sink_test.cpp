@@ -188,7 +188,8 @@ struct StepChecker : dl::rt::TrainListener {
 
 TEST_CASE("probes through the ops' sinks: a Conv/Relu/MaxPool network records what a separate pass would") {
   const dl::ir::Model model = small_cnn();
-  on_two_then_one([&](int) {
+  for (bool fused : {true, false}) on_two_then_one([&](int) {
+    INFO("fused " << fused);  // false: statistics in the probes' own pass (set_fused)
     dl::rt::TrainConfig config = dl::rt::config_from_metadata(model.metadata);
     config.epochs = 1;
     config.batch_size = 64;
@@ -205,6 +206,7 @@ TEST_CASE("probes through the ops' sinks: a Conv/Relu/MaxPool network records wh
     dl::rt::Trainer trainer(model, config, d, dl::rt::Dataset{});
     dl::an::Trace trace;
     dl::rt::ProbeRecorder probes(trainer.graph(), trace);
+    probes.set_fused(fused);
     trace.set_capacity_bytes(16 << 20);
     trace.reserve_iterations(3);
     trainer.set_observer(&probes);

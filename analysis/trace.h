@@ -29,9 +29,15 @@ struct TensorStats {
   // param_grad, update) are carried: they can be reduced on a sparser schedule than the
   // other probes (runtime/probes.h). Saved in trace files (docs/trace-format.md).
   static constexpr uint32_t kCarried = 1;
+  // kFractionsCarried: count, min, max, mean, std, l2, nan and inf are of this record;
+  // mean_abs, zero_frac, dead_frac, sat_frac and dead_units repeat this probe's last full
+  // reduction. Only step output and gradient probes: between their full iterations they
+  // are reduced to moments and extremes only (runtime/probes.h).
+  static constexpr uint32_t kFractionsCarried = 2;
   uint32_t flags = 0;
   bool finite() const { return nan == 0 && inf == 0; }
   bool carried() const { return (flags & kCarried) != 0; }
+  bool fractions_carried() const { return (flags & kFractionsCarried) != 0; }
 };
 
 enum class ProbeKind : uint8_t {

@@ -202,6 +202,28 @@ BENCHMARK(BM_ReduceStats)
     ->ArgNames({"n", "relu"})
     ->UseRealTime();
 
+// One chunk as an op's sink reports it (in cache, one thread; 4704 values: one LeNet-5
+// conv image): the full statistics of a gradient (kind 0) or of a ReLU output (1), or the light ones (2: moments and extremes,
+// the iterations between full ones, runtime/probes.h).
+void BM_SinkChunk(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const int kind = int(state.range(1));
+  rt::Tensor t = random_tensor({n}, -1, 1, 6);
+  rt::stats::Bands b;
+  if (kind == 1) {
+    for (int64_t k = 0; k < n; ++k) t.f()[k] = std::max(0.0f, t.f()[k]);
+    b.dead = b.nonneg = true;
+  }
+  b.light = kind == 2;
+  for (auto _ : state) {
+    rt::stats::Sums s;
+    rt::stats::add_values(t.f(), n, b, s);
+    benchmark::DoNotOptimize(s);
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * n);
+}
+BENCHMARK(BM_SinkChunk)->ArgsProduct({{4096, 4704, 65536}, {0, 1, 2}})->ArgNames({"n", "kind"});
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -319,12 +319,15 @@ int main(int argc, char** argv) {
     rt::validate(config);
 
     bench::StepFlops flops;
-    int64_t full_every = 1;
+    int64_t full_every = 1, step_full_every = 1, step_values = 0;
     {
       rt::Trainer t(model, config, data, rt::Dataset{});
       flops = bench::count_step_flops(t.graph());
       an::Trace trace;
-      full_every = rt::ProbeRecorder(t.graph(), trace).full_every();
+      const rt::ProbeRecorder probes(t.graph(), trace);
+      full_every = probes.full_every();
+      step_full_every = probes.step_full_every();
+      step_values = probes.step_values();
     }
     std::printf("model %s  data %s (%lld rows)  batch %lld  optimizer %s  loss %s\n", a.model.c_str(), a.data.c_str(),
                 (long long)data.n, (long long)config.batch_size, config.optimizer.name.c_str(), config.loss.c_str());
@@ -332,8 +335,10 @@ int main(int argc, char** argv) {
                 flops.backward / 1e6);
     std::printf("threads: %d (Eigen %d)  steps %lld after %lld warm-up, %lld rounds\n", a.threads,
                 bench::eigen_threads(), (long long)a.steps, (long long)a.warmup, (long long)a.rounds);
-    std::printf("probes: parameter statistics every %lld iteration(s), carried in between (runtime/probes.h)\n",
-                (long long)full_every);
+    std::printf("probes: %lld step output and gradient values per step, in full every %lld iteration(s), "
+                "light in between; parameter statistics every %lld iteration(s), carried in between "
+                "(runtime/probes.h)\n",
+                (long long)step_values, (long long)step_full_every, (long long)full_every);
     std::fflush(stdout);
 
     if (a.profile) {

@@ -26,8 +26,13 @@ namespace stats {
 // saturation bands. `nonneg` (the op's outputs are >= 0) lets the vector path take
 // |x| = x and, for a dead zone at 0, the dead values = the zeros; a chunk whose minimum
 // contradicts it is reduced again without the shortcut.
+//
+// `light`: the sum, the sum of squares, min and max only (mean, std, L2 norm and the
+// extremes; NaN/Inf show in them): for the iterations whose step statistics carry the
+// rest (runtime/probes.h). sumabs, zeros, dead and sat stay 0. A chunk holding NaN/Inf
+// (or whose float sums overflow) is reduced on the exact path, which counts everything.
 struct Bands {
-  bool dead = false, sat = false, nonneg = false;
+  bool dead = false, sat = false, nonneg = false, light = false;
   float dead_at = 0, sat_lo = 0, sat_hi = 0;
   static Bands of(const an::OpDescription* desc);  // none for null
 };

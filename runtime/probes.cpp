@@ -86,7 +86,14 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
     }
   }
   step_l2_.assign(step_probes_.size(), 0.0f);
-  full_every_ = full_every_for(step_values, param_values);
+  step_slot_.assign(probes.size(), -1);
+  for (size_t i = 0; i < step_probes_.size(); ++i) step_slot_[size_t(step_probes_[i])] = int(i);
+  step_last_.assign(step_probes_.size(), an::TensorStats{});
+  step_full_l2_.assign(step_probes_.size(), 0.0f);
+  step_has_full_.assign(step_probes_.size(), 0);
+  step_values_ = step_values;
+  step_full_every_ = step_values <= kAlwaysFull ? 1 : kStepFullEvery;
+  full_every_ = std::max(full_every_for(step_values, param_values), step_full_every_);
   unit_flags_.reserve(widest_units);
   params_.reset(new ParamState[params.size() + 1]);
 }
@@ -103,30 +110,71 @@ void ProbeRecorder::on_batch_begin(const IterationInfo& info) {
   r.iteration = info.iteration;
   r.epoch = info.epoch;
   current_ = trace_.begin_record(r);
+  const int64_t period = trace_.stride() * trace_.probe_every();
+  step_full_ = info.iteration < kFirstFull * period || info.iteration % (step_full_every_ * period) == 0 ||
+               (info.batches > 0 && info.batch + 1 == info.batches);
+}
+
+bool ProbeRecorder::light(int probe) const {
+  const int slot = step_slot_[size_t(probe)];
+  return !step_full_ && slot >= 0 && step_has_full_[size_t(slot)];
+}
+
+stats::Bands ProbeRecorder::bands(int probe, bool with_bands) const {
+  stats::Bands b = stats::Bands::of(with_bands ? &trace_.header.probes[size_t(probe)].op : nullptr);
+  b.light = light(probe);
+  return b;
 }
 
 ValueSink* ProbeRecorder::forward_sink(size_t step_index) {
   if (!fused_ || !current_ || forward_probe_[step_index] < 0) return nullptr;
   sink_probe_ = forward_probe_[step_index];
-  sink_.reset(stats::Bands::of(&trace_.header.probes[size_t(sink_probe_)].op));
+  sink_.reset(bands(sink_probe_, true));
   return &sink_;
 }
 
 ValueSink* ProbeRecorder::backward_sink(size_t step_index) {
   if (!fused_ || !current_ || gradient_probe_[step_index] < 0) return nullptr;
   sink_probe_ = gradient_probe_[step_index];
-  sink_.reset(stats::Bands{});
+  sink_.reset(bands(sink_probe_, false));
   return &sink_;
 }
 
 void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands) {
   const an::OpDescription* desc = with_bands ? &trace_.header.probes[size_t(probe)].op : nullptr;
   an::TensorStats& out = current_[probe];
+  const int64_t n = t->numel();
   // The op reduced the whole tensor as it ran (ValueSink), or nothing of it.
-  const bool reported = sink_probe_ == probe && t->numel() > 0 && sink_.reported() == t->numel();
+  bool reported = sink_probe_ == probe && n > 0 && sink_.reported() == n;
   sink_probe_ = -1;
+  const size_t slot = size_t(step_slot_[size_t(probe)]);
+  if (light(probe) && n > 0 && t->dtype() == DType::kFloat32) {
+    stats::Sums r;
+    if (reported) r = sink_.total();
+    else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
+    an::TensorStats s = stats::finish(r, n);
+    const double now = s.l2, then = step_full_l2_[slot];
+    const bool drift = (now == 0) != (then == 0) || now > kDrift * then || then > kDrift * now;
+    if (s.finite() && !drift) {
+      const an::TensorStats& last = step_last_[slot];
+      s.mean_abs = last.mean_abs;
+      s.zero_frac = last.zero_frac;
+      s.dead_frac = last.dead_frac;
+      s.sat_frac = last.sat_frac;
+      s.dead_units = last.dead_units;
+      s.flags |= an::TensorStats::kFractionsCarried;
+      out = s;
+      return;
+    }
+    // NaN/Inf, or a change of norm: this tensor again in full, and the rest of the iteration.
+    step_full_ = true;
+    reported = false;
+  }
   out = reported ? stats_of(*t, sink_.total(), desc, desc ? &unit_flags_ : nullptr)
                  : reduce_stats(*t, desc, desc ? &unit_flags_ : nullptr);
+  step_last_[slot] = out;
+  step_full_l2_[slot] = out.l2;
+  step_has_full_[slot] = 1;
   if (!out.finite() && !nonfinite_) {
     nonfinite_ = true;
     if (with_bands) reduce_previous_params();

@@ -17,14 +17,29 @@ namespace dl::rt {
 // Each tensor is reduced right after the step that writes it (on the training thread:
 // running the reductions on a helper thread was measured slower, see bench/README.md).
 //
-// Step outputs and their gradients are reduced at every recorded iteration. Parameters
-// (weight, param_grad and update probes) can hold most of the values a step would
-// reduce (MLP 784-256-128-10, batch 64: 3 x 235k against ~100k step outputs and
+// Step outputs and their gradients are reduced at every recorded iteration: to count,
+// mean, std, L2 norm, min, max and the NaN/Inf counts always. The rest (mean |x|, the
+// zero, dead-zone and saturation fractions and the dead units) costs about 1.6x as much
+// per value again, so when the step outputs and gradients total over kAlwaysFull values,
+// it is reduced only at "full step" iterations, every kStepFullEvery-th recorded one,
+// and the records in between ("light") carry each step probe's last fractions, flagged
+// an::TensorStats::kFractionsCarried. Also full:
+//   - the first kFirstFull recorded iterations and the last iteration of each epoch;
+//   - a light tensor holding NaN/Inf (its light pass counts them exactly) or whose L2
+//     norm moved by more than kDrift x (either way), or to or from exactly 0, since its
+//     last full reduction: that tensor is reduced again in full (it is still in memory)
+//     and so is every later tensor of the iteration.
+// (LeNet-5, batch 64: 1.9M step values per iteration; light iterations cost about 60%
+// of full ones, bound by loading the values. bench/README.md, run 8.)
+//
+// Parameters (weight, param_grad and update probes) can hold most of the values a step
+// would reduce (MLP 784-256-128-10, batch 64: 3 x 235k against ~100k step outputs and
 // gradients; LeNet-5: 3 x 62k against 1.9M). Where they would add more than a quarter
 // to the cost of the step statistics (and total over kAlwaysFull values), they are
 // reduced only at "full" iterations, every full_every()-th recorded one (a power of two
-// up to kFullEvery, from that cost ratio), and the records in between carry each
-// parameter probe's last statistics, flagged an::TensorStats::kCarried. Also full:
+// up to kFullEvery, from that cost ratio, and no more often than the full step
+// statistics), and the records in between carry each parameter probe's last
+// statistics, flagged an::TensorStats::kCarried. Also full:
 //   - the first kFirstFull recorded iterations;
 //   - the last iteration of each epoch;
 //   - any iteration with a non-finite loss or probe value;
@@ -52,8 +67,11 @@ namespace dl::rt {
 class ProbeRecorder : public Observer, public TrainListener, public Optimizer::UpdateObserver {
  public:
   static constexpr int64_t kFullEvery = 16;         // the sparsest schedule
+  static constexpr int64_t kStepFullEvery = 4;      // step outputs and gradients
   static constexpr int64_t kFirstFull = 8;
-  static constexpr int64_t kAlwaysFull = 1 << 16;  // up to this many parameter values (3 per parameter): every iteration
+  // Up to this many parameter values (3 per parameter), or step output and gradient
+  // values: all their statistics at every iteration.
+  static constexpr int64_t kAlwaysFull = 1 << 16;
   static constexpr double kDrift = 2.0;
   // The schedule for step_values output/gradient values and param_values parameter
   // values (weights, gradients and updates) per iteration.
@@ -77,6 +95,8 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   void on_epoch_end(const EpochSummary& summary) override;
 
   int64_t full_every() const { return full_every_; }
+  int64_t step_full_every() const { return step_full_every_; }
+  int64_t step_values() const { return step_values_; }  // step output and gradient values per iteration
   // Whether ops may compute step statistics in their own pass (ValueSink, the default);
   // off, every step tensor is reduced in a pass of the probes' own (for benchmarks).
   void set_fused(bool fused) { fused_ = fused; }
@@ -84,6 +104,8 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
  private:
   struct ParamState;
   bool full_iteration(const IterationInfo& info) const;
+  bool light(int probe) const;  // reduce this step probe to moments and extremes only
+  stats::Bands bands(int probe, bool with_bands) const;
   void reduce_tensor(int probe, const Tensor* t, bool with_bands);
   void reduce_previous_params();
 
@@ -93,8 +115,14 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   std::vector<int> weight_probe_;    // per parameter: weight, then param_grad, update at +1, +2
   std::vector<int> step_probes_;     // every forward and gradient probe
   std::vector<float> step_l2_;       // per step probe: its L2 norm at the last full iteration
+  std::vector<int> step_slot_;       // per probe: its index in step_probes_, or -1
+  std::vector<an::TensorStats> step_last_;  // per step probe: its last full reduction
+  std::vector<float> step_full_l2_;         // its L2 norm then
+  std::vector<uint8_t> step_has_full_;      // whether it had one
   std::vector<int64_t> param_numel_;
   int64_t full_every_ = 1;
+  int64_t step_full_every_ = 1;
+  int64_t step_values_ = 0;
   std::unique_ptr<ParamState[]> params_;  // per parameter
   std::vector<uint8_t> unit_flags_;       // dead-unit scratch, reserved for the widest unit axis
   SinkSums sink_;                         // what the running op reports of the tensor of sink_probe_
@@ -106,6 +134,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   int64_t last_recorded_ = -1;            // iteration of the last recorded update
   bool last_carried_ = false;             // whether that record carried its parameter statistics
   bool full_ = false;                     // this iteration reduces parameters
+  bool step_full_ = true;                 // this iteration reduces step probes in full
   bool have_full_ = false;                // a full iteration has been recorded
   bool nonfinite_ = false;                // a probe of this iteration held NaN/Inf
 };

@@ -2,6 +2,8 @@
 // they write or read, per op and through a whole training run, on 2 and 1 threads.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
 #include <map>
 
 #include "runtime/attrs.h"
@@ -218,4 +220,111 @@ TEST_CASE("probes through the ops' sinks: a Conv/Relu/MaxPool network records wh
     CHECK(trace.size() == 3);
     CHECK(check.checked >= 3 * 8);  // 5 forward and at least 3 gradient probes per iteration
   });
+}
+
+namespace {
+
+// Light iterations (runtime/probes.h): each step probe's fresh fields against a separate
+// reduction of the tensor, its carried fields against its last full record. After the
+// update of iteration `scale_after` the Gemm weights W grow 10x (the Gemm output's norm
+// and every gradient's jump); after that of `nan_after` a weight of the first conv turns
+// NaN.
+struct LightChecker : dl::rt::TrainListener {
+  const dl::an::Trace* trace = nullptr;
+  int64_t scale_after = -1, nan_after = -1;
+  std::map<size_t, dl::an::TensorStats> last_full;  // per probe
+  std::map<int64_t, std::string> pattern;           // per iteration: F (full) or L (light) per step probe
+  int light_checked = 0;
+  void after_update(const dl::rt::ExecutionGraph& g, const dl::rt::IterationInfo& info) override {
+    const auto& probes = trace->header.probes;
+    for (size_t k = 0; k < probes.size(); ++k) {
+      const dl::an::Probe& p = probes[k];
+      if (p.kind != dl::an::ProbeKind::kForward && p.kind != dl::an::ProbeKind::kGradient) continue;
+      const dl::rt::Step& st = g.steps()[size_t(p.step)];
+      const bool fwd = p.kind == dl::an::ProbeKind::kForward;
+      const Tensor* t = fwd ? st.fwd.out[0] : st.bwd.dout[0];
+      if (!t) continue;
+      std::vector<uint8_t> flags;
+      const dl::an::TensorStats want = dl::rt::reduce_stats(*t, fwd ? &p.op : nullptr, fwd ? &flags : nullptr);
+      const dl::an::TensorStats& got = trace->at(trace->size() - 1, k);
+      INFO("iteration " << info.iteration << ", " << p.node << (fwd ? " forward" : " gradient"));
+      CHECK(got.nan == want.nan);
+      CHECK(got.inf == want.inf);
+      pattern[info.iteration] += got.fractions_carried() ? 'L' : 'F';
+      if (!got.fractions_carried()) {
+        check_same_stats(got, want);
+        last_full[k] = got;
+        continue;
+      }
+      REQUIRE(last_full.count(k));
+      const dl::an::TensorStats& last = last_full[k];
+      CHECK(got.flags == dl::an::TensorStats::kFractionsCarried);
+      CHECK(got.count == want.count);
+      CHECK(got.min == want.min);
+      CHECK(got.max == want.max);
+      CHECK(got.mean == doctest::Approx(want.mean).epsilon(1e-5));
+      CHECK(got.std == doctest::Approx(want.std).epsilon(1e-4));
+      CHECK(got.l2 == doctest::Approx(want.l2).epsilon(1e-5));
+      CHECK(got.mean_abs == last.mean_abs);
+      CHECK(got.zero_frac == last.zero_frac);
+      CHECK(got.dead_frac == last.dead_frac);
+      CHECK(got.sat_frac == last.sat_frac);
+      CHECK(got.dead_units == last.dead_units);
+      ++light_checked;
+    }
+    for (dl::rt::Param& prm : const_cast<dl::rt::ExecutionGraph&>(g).params()) {
+      if (prm.name == "W" && info.iteration == scale_after)
+        for (int64_t i = 0; i < prm.value->numel(); ++i) prm.value->f()[i] *= 10.0f;
+      if (prm.name == "K" && info.iteration == nan_after) prm.value->f()[0] = std::numeric_limits<float>::quiet_NaN();
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("probes: light iterations between full ones; a jump of norm or a NaN makes the rest of the iteration full") {
+  // 24 iterations of one epoch; 262k step values per iteration (more than kAlwaysFull), so
+  // step probes are full at iterations 0-7, every 4th and the epoch's last, light between.
+  const dl::ir::Model model = small_cnn();
+  dl::rt::TrainConfig config = dl::rt::config_from_metadata(model.metadata);
+  config.epochs = 1;
+  config.batch_size = 64;
+  config.validation_split = 0;
+  dl::rt::Dataset d;
+  d.source = "synthetic";
+  d.n = 64 * 24;
+  d.x_shape = {2, 16, 16};
+  d.x_size = 512;
+  d.y_size = 4;
+  d.x = random_values(d.n * 512, 47);
+  d.y = random_values(d.n * 4, 48);
+  for (int64_t r = 0; r < d.n; ++r) d.line_of_row.push_back(r + 1);
+  dl::rt::Trainer trainer(model, config, d, dl::rt::Dataset{});
+  dl::an::Trace trace;
+  dl::rt::ProbeRecorder probes(trainer.graph(), trace);
+  REQUIRE(probes.step_values() > dl::rt::ProbeRecorder::kAlwaysFull);
+  CHECK(probes.step_full_every() == dl::rt::ProbeRecorder::kStepFullEvery);
+  trace.set_capacity_bytes(16 << 20);
+  trace.reserve_iterations(24);
+  trainer.set_observer(&probes);
+  trainer.add_listener(&probes);
+  LightChecker check;
+  check.trace = &trace;
+  check.scale_after = 12;  // iteration 13: a light one
+  check.nan_after = 20;    // iteration 21: a light one
+  trainer.add_listener(&check);
+  trainer.run();
+  REQUIRE(trace.size() == 24);
+  // Probes in program order, each step's output then its gradient: Conv, Relu, MaxPool,
+  // Flatten, Gemm.
+  const std::string full(10, 'F'), light(10, 'L');
+  for (int64_t it : {0, 7, 8, 12, 16, 20, 23}) CHECK(check.pattern[it] == full);
+  for (int64_t it : {9, 10, 11, 14, 15}) CHECK(check.pattern[it] == light);
+  // Iteration 13: the outputs of Conv, Relu, MaxPool and Flatten are light; the Gemm
+  // output, whose norm jumped, and everything after it (the gradients) are full.
+  CHECK(check.pattern[13] == "LFLFLFLFFF");
+  // Iteration 21: the NaN shows in the first tensor; everything is full, NaN counted.
+  CHECK(check.pattern[21] == full);
+  CHECK(trace.at(21, 0).nan > 0);
+  CHECK(check.light_checked >= 5 * 10);
 }

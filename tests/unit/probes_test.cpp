@@ -98,6 +98,38 @@ TEST_CASE("probe statistics: the non-negative shortcuts give the general path's 
   }
 }
 
+TEST_CASE("probe statistics: the light pass gives the full pass's sums and extremes, bit for bit") {
+  // Lengths with and without the 64-value step's remainder (4704: one LeNet-5 conv image),
+  // more than one 4096-value block, and a scalar tail.
+  for (int64_t n : {int64_t(5), int64_t(100), int64_t(4704), int64_t(9000), int64_t(70001)}) {
+    CAPTURE(n);
+    std::vector<float> v = wave(size_t(n), 3.0, -0.25);
+    rt::stats::Bands light;
+    light.light = true;
+    rt::stats::Sums full, lite;
+    rt::stats::add_values(v.data(), n, rt::stats::Bands{}, full);
+    rt::stats::add_values(v.data(), n, light, lite);
+    CHECK(lite.sum == full.sum);
+    CHECK(lite.sumsq == full.sumsq);
+    CHECK(lite.mn == full.mn);
+    CHECK(lite.mx == full.mx);
+    CHECK(lite.sumabs == 0);  // not reduced
+    CHECK(lite.zeros == 0);
+  }
+  SUBCASE("NaN and Inf in a light pass are counted exactly") {
+    std::vector<float> v = wave(5000, 1.0);
+    v[4100] = std::numeric_limits<float>::quiet_NaN();
+    v[17] = -std::numeric_limits<float>::infinity();
+    rt::stats::Bands light;
+    light.light = true;
+    rt::stats::Sums s;
+    rt::stats::add_values(v.data(), int64_t(v.size()), light, s);
+    CHECK(s.nan == 1);
+    CHECK(s.inf == 1);
+    CHECK(std::isfinite(s.sum));
+  }
+}
+
 TEST_CASE("probe schedule: parameters reduced every iteration unless they dominate the probes' cost") {
   using R = rt::ProbeRecorder;
   CHECK(R::full_every_for(100864, 3 * 235146) == 16);   // MLP 784-256-128-10, batch 64

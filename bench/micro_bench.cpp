@@ -10,6 +10,7 @@
 // BM_ReduceStats/n/dead_zone         the probe reduction over n floats
 #include <benchmark/benchmark.h>
 
+#include <cstring>
 #include <random>
 
 #pragma GCC diagnostic push
@@ -224,6 +225,63 @@ void BM_SinkChunk(benchmark::State& state) {
 }
 BENCHMARK(BM_SinkChunk)->ArgsProduct({{4096, 4704, 65536}, {0, 1, 2}})->ArgNames({"n", "kind"});
 
+}  // namespace
+
+namespace {
+void BM_ReluChunks(benchmark::State& state) {
+  const int64_t n = 301056;
+  const int mode = int(state.range(0));
+  rt::Tensor x = random_tensor({n}, -1, 1, 7), y = random_tensor({n}, -1, 1, 8);
+  rt::stats::Bands b;
+  b.light = mode == 1;
+  if (mode == 2) b.dead = b.nonneg = true;
+  for (auto _ : state) {
+    rt::stats::Sums s;
+    if (mode == 4) {
+      typedef float V __attribute__((vector_size(64)));
+      V s0[4] = {}, q0[4] = {}, mn[4], mx[4];
+      for (int c = 0; c < 4; ++c) mn[c] = V{} + 1e30f, mx[c] = V{} - 1e30f;
+      const float* px = x.f();
+      float* py = y.f();
+      for (int64_t k = 0; k + 64 <= n; k += 64) {
+        for (int64_t i = k; i < k + 64; ++i) py[i] = px[i] > 0 ? px[i] : 0.0f;
+        for (int c = 0; c < 4; ++c) {
+          V v;
+          std::memcpy(&v, py + k + 16 * c, 64);
+          s0[c] += v, q0[c] += v * v;
+          mn[c] = v < mn[c] ? v : mn[c], mx[c] = v > mx[c] ? v : mx[c];
+        }
+      }
+      s.sum = s0[0][0] + s0[1][0] + q0[2][3] + mn[0][1] + mx[3][2];
+    }
+    if (mode == 3) {
+      typedef float V __attribute__((vector_size(64)));
+      V s0[4] = {}, q0[4] = {}, mn[4], mx[4];
+      for (int c = 0; c < 4; ++c) mn[c] = V{} + 1e30f, mx[c] = V{} - 1e30f;
+      const float* px = x.f();
+      float* py = y.f();
+      for (int64_t k = 0; k + 64 <= n; k += 64)
+        for (int c = 0; c < 4; ++c) {
+          V v;
+          std::memcpy(&v, px + k + 16 * c, 64);
+          v = v > 0 ? v : V{};
+          std::memcpy(py + k + 16 * c, &v, 64);
+          s0[c] += v, q0[c] += v * v;
+          mn[c] = v < mn[c] ? v : mn[c], mx[c] = v > mx[c] ? v : mx[c];
+        }
+      s.sum = s0[0][0] + s0[1][0] + q0[2][3] + mn[0][1] + mx[3][2];
+    }
+    for (int64_t k = 0; k < n && mode < 3; k += 4096) {
+      const int64_t e = std::min(n, k + 4096);
+      for (int64_t i = k; i < e; ++i) y.f()[i] = x.f()[i] > 0 ? x.f()[i] : 0.0f;
+      if (mode > 0 && mode < 3) rt::stats::add_values(y.f() + k, e - k, b, s);
+    }
+    benchmark::DoNotOptimize(s);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * n);
+}
+BENCHMARK(BM_ReluChunks)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Arg(4);
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -11,6 +11,7 @@
 
 #include "converter/ir.h"
 #include "runtime/tensor.h"
+#include "runtime/value_sums.h"
 
 namespace dl::rt {
 
@@ -70,10 +71,16 @@ struct InferCtx {
 // An op reports every value of the tensor exactly once, or none (the probe then reduces
 // the tensor itself). Values go in parts fixed by the shapes (part < kParts), each
 // part's values in order; distinct parts may be reported from different threads at once.
+//
+// A light sink wants only the light sums (stats::light_pass, runtime/value_sums.h): an op
+// that holds the values in vector registers anyway may run light_pass on them and report
+// the sums of n values with add_sums instead of add.
 class ValueSink {
  public:
   static constexpr int64_t kParts = 8;
   virtual void add(int64_t part, const float* x, int64_t n) = 0;
+  virtual bool light() const = 0;
+  virtual void add_sums(int64_t part, const stats::Sums& sums, int64_t n) = 0;
 
  protected:
   ~ValueSink() = default;

@@ -35,46 +35,14 @@ an::OpDescription describe(const OpTraits& t, const Shape& shape) {
 namespace stats {
 namespace {
 
-// 16-float vectors, 4 chains per sum and extreme (64 values per loop iteration, so the
+// 16-float vectors (value_sums.h), 4 chains per sum and extreme (64 values per loop iteration, so the
 // loop is not bound by the FMA and min/max latencies: with 2 chains it ran at ~8 values
 // per cycle, light or full; BM_SinkChunk in bench/micro_bench.cpp) and 2 per count, summed in float
 // within blocks of kBlock values and in double across blocks. NaN and Inf are not tested
 // per value: a non-finite value makes the sums (or min/max) non-finite, and only then is
 // the chunk reduced again on the exact scalar path that counts them. So the common,
 // finite case costs a few vector instructions per 16 values and no branches.
-typedef float F16 __attribute__((vector_size(64)));
-typedef int32_t I16 __attribute__((vector_size(64)));
-typedef uint32_t U16 __attribute__((vector_size(64)));
-constexpr int64_t kBlock = 4096;
-
-inline F16 load16(const float* p) {
-  F16 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-#if defined(__clang__)
-inline F16 vmin(F16 a, F16 b) {
-  const I16 m = a < b;
-  return (F16)(((I16)a & m) | ((I16)b & ~m));
-}
-inline F16 vmax(F16 a, F16 b) {
-  const I16 m = a > b;
-  return (F16)(((I16)a & m) | ((I16)b & ~m));
-}
-inline U16 umin(U16 a, U16 b) {
-  const U16 m = (U16)(a < b);
-  return (a & m) | (b & ~m);
-}
-#else
-inline F16 vmin(F16 a, F16 b) { return a < b ? a : b; }
-inline F16 vmax(F16 a, F16 b) { return a > b ? a : b; }
-inline U16 umin(U16 a, U16 b) { return a < b ? a : b; }
-#endif
-inline double lane_sum(F16 v) {
-  double s = 0;
-  for (int j = 0; j < 16; ++j) s += double(v[j]);
-  return s;
-}
+using stats::lane_sum;  // (F16, value_sums.h) next to the integer ones
 inline int64_t lane_sum(I16 v) {
   int64_t s = 0;
   for (int j = 0; j < 16; ++j) s += v[j];
@@ -150,40 +118,10 @@ Sums fast_sums(const float* x, int64_t n, const Bands& b) {
   return out;
 }
 
-// Bands::light: the sum, the sum of squares and the extremes only (4 chains each; the
-// sum and the squares on the FMA units, the extremes on the adders). Bound by the loads
-// here (one 64-byte load per cycle: ~16 values per cycle, 1.6-1.9x the full statistics;
-// without the extremes it was no faster).
+// Bands::light (value_sums.h).
 Sums light_sums(const float* x, int64_t n) {
-  const F16 inf = F16{} + INFINITY;
-  F16 unit = F16{} + 1.0f;
-  __asm__("" : "+v"(unit));  // opaque: s + v * unit stays an FMA (exact: v * 1 = v)
-  F16 mn[4] = {inf, inf, inf, inf}, mx[4] = {-inf, -inf, -inf, -inf};
   Sums out;
-  int64_t k = 0;
-  const int64_t vec_end = n - n % 16;
-  while (k < vec_end) {
-    const int64_t block_end = std::min(vec_end, k + kBlock);
-    F16 s[4] = {}, q[4] = {};
-    const auto add = [&](int c, F16 v) {
-      s[c] += v * unit, q[c] += v * v;
-      mn[c] = vmin(v, mn[c]), mx[c] = vmax(v, mx[c]);
-    };
-    for (; k + 64 <= block_end; k += 64)
-      for (int c = 0; c < 4; ++c) add(c, load16(x + k + 16 * c));
-    for (; k < block_end; k += 16) add(0, load16(x + k));  // the last block's remaining vectors
-    out.sum += lane_sum((s[0] + s[1]) + (s[2] + s[3]));
-    out.sumsq += lane_sum((q[0] + q[1]) + (q[2] + q[3]));
-  }
-  const F16 lo = vmin(vmin(mn[0], mn[1]), vmin(mn[2], mn[3])), hi = vmax(vmax(mx[0], mx[1]), vmax(mx[2], mx[3]));
-  for (int j = 0; j < 16; ++j) out.mn = std::min(out.mn, lo[j]), out.mx = std::max(out.mx, hi[j]);
-  for (; k < n; ++k) {
-    const float v = x[k];
-    out.sum += v;
-    out.sumsq += double(v) * v;
-    out.mn = v < out.mn ? v : out.mn;
-    out.mx = v > out.mx ? v : out.mx;
-  }
+  light_pass(n, [x](int64_t k) { return load16(x + k); }, [x](int64_t k) { return x[k]; }, out);
   return out;
 }
 
@@ -237,12 +175,6 @@ Bands Bands::of(const an::OpDescription* desc) {
   return b;
 }
 
-void Sums::merge(const Sums& o) {
-  sum += o.sum, sumsq += o.sumsq, sumabs += o.sumabs;
-  mn = std::min(mn, o.mn), mx = std::max(mx, o.mx);
-  zeros += o.zeros, dead += o.dead, sat += o.sat;
-  nan += o.nan, inf += o.inf;
-}
 
 // The fast path, or the exact one when the chunk is not finite (or a float lane sum
 // overflowed). With non-negative outputs and a dead zone at 0 the dead values are the
@@ -387,6 +319,12 @@ void SinkSums::reset(const stats::Bands& bands) {
 void SinkSums::add(int64_t part, const float* x, int64_t n) {
   Part& p = parts_[part];
   stats::add_values(x, n, bands_, p.sums);
+  p.count += n;
+}
+
+void SinkSums::add_sums(int64_t part, const stats::Sums& sums, int64_t n) {
+  Part& p = parts_[part];
+  p.sums.merge(sums);
   p.count += n;
 }
 

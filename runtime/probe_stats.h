@@ -37,15 +37,6 @@ struct Bands {
   static Bands of(const an::OpDescription* desc);  // none for null
 };
 
-// Running sums over chunks of one tensor (merged in a fixed order: deterministic).
-struct Sums {
-  double sum = 0, sumsq = 0, sumabs = 0;
-  float mn = std::numeric_limits<float>::infinity(), mx = -std::numeric_limits<float>::infinity();
-  int64_t zeros = 0, dead = 0, sat = 0;
-  uint32_t nan = 0, inf = 0;
-  void merge(const Sums& o);
-};
-
 // The change of one parameter, gathered chunk by chunk: sum of squares of the finite
 // differences and the count of the others.
 struct UpdateSums {
@@ -81,6 +72,8 @@ class SinkSums final : public ValueSink {
  public:
   void reset(const stats::Bands& bands);
   void add(int64_t part, const float* x, int64_t n) override;
+  bool light() const override { return bands_.light; }
+  void add_sums(int64_t part, const stats::Sums& sums, int64_t n) override;
   // Values reported since reset() (read after the op returned); the op reported the
   // whole tensor when it is numel().
   int64_t reported() const;

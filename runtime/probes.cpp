@@ -155,7 +155,8 @@ void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands) {
     an::TensorStats s = stats::finish(r, n);
     const double now = s.l2, then = step_full_l2_[slot];
     const bool drift = (now == 0) != (then == 0) || now > kDrift * then || then > kDrift * now;
-    if (s.finite() && !drift) {
+    // (Sums an op reported with add_sums count no NaN/Inf: they only make the sums non-finite.)
+    if (s.finite() && std::isfinite(r.sum) && std::isfinite(r.sumsq) && !drift) {
       const an::TensorStats& last = step_last_[slot];
       s.mean_abs = last.mean_abs;
       s.zero_frac = last.zero_frac;

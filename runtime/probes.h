@@ -67,7 +67,7 @@ namespace dl::rt {
 class ProbeRecorder : public Observer, public TrainListener, public Optimizer::UpdateObserver {
  public:
   static constexpr int64_t kFullEvery = 16;         // the sparsest schedule
-  static constexpr int64_t kStepFullEvery = 4;      // step outputs and gradients
+  static constexpr int64_t kStepFullEvery = 8;      // step outputs and gradients
   static constexpr int64_t kFirstFull = 8;
   // Up to this many parameter values (3 per parameter), or step output and gradient
   // values: all their statistics at every iteration.

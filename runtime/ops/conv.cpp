@@ -166,10 +166,17 @@ class Conv : public Op {
     if (parts_ > 1) std::fill_n(part_dw(part), m_ * kk + m_, 0.0f);
     int64_t n0, n1;
     even_range(batch_, parts_, part, n0, n1);
+    const bool fused = ps.stats && ps.db && ps.stats->light();
     for (int64_t n = n0; n < n1; ++n) {
-      if (ps.stats) ps.stats->add(part, ps.dy + n * m_ * P, m_ * P);
-      if (ps.db)
-        for (int64_t m = 0; m < m_; ++m) db_sum[m] += sum_of(ps.dy + (n * m_ + m) * P, P);
+      if (fused) {  // dB's channel sums and the light statistics of dY in one read of dY
+        stats::Sums sums;
+        sum_rows_light(ps.dy + n * m_ * P, m_, P, db_sum, sums);
+        ps.stats->add_sums(part, sums, m_ * P);
+      } else {
+        if (ps.stats) ps.stats->add(part, ps.dy + n * m_ * P, m_ * P);
+        if (ps.db)
+          for (int64_t m = 0; m < m_; ++m) db_sum[m] += sum_of(ps.dy + (n * m_ + m) * P, P);
+      }
       if (!ps.dx && !ps.dw) continue;
       for (int64_t g = 0; g < group_; ++g) {
         const int64_t xoff = (n * c_ + g * cg) * win_.in_size();

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "runtime/value_sums.h"
+
 namespace dl::rt {
 
 using MatMap = Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
@@ -48,6 +50,64 @@ inline float lane_sum(int64_t n, Term term) {
 inline float sum_of(const float* p, int64_t n) {
   return reduce_detail::lane_sum(n, [p](int64_t k) { return p[k]; });
 }
+// row_sums[r] += sum_of(p + r * len, len) for each of `rows` rows (the same bits), and
+// the light sums (sum, sum of squares, min, max; runtime/value_sums.h) of all rows * len
+// values into `out`, from the same loads: for an op that sums the rows of a tensor a
+// probe wants anyway (Conv's bias gradient over dY, the first read of dY).
+inline void sum_rows_light(const float* p, int64_t rows, int64_t len, float* row_sums, stats::Sums& out) {
+  using stats::F16;
+  const F16 inf = F16{} + INFINITY;
+  F16 unit = F16{} + 1.0f;
+  __asm__("" : "+v"(unit));  // opaque: s + v * unit stays an FMA (exact: v * 1 = v)
+  F16 s[4] = {}, q[4] = {}, mn[4] = {inf, inf, inf, inf}, mx[4] = {-inf, -inf, -inf, -inf};
+  int64_t in_block = 0;  // values in the float sums since they were last added to `out`
+  const auto add = [&](int c, F16 v) {
+    s[c] += v * unit, q[c] += v * v;
+    mn[c] = stats::vmin(v, mn[c]), mx[c] = stats::vmax(v, mx[c]);
+  };
+  const auto flush = [&] {
+    out.sum += stats::lane_sum((s[0] + s[1]) + (s[2] + s[3]));
+    out.sumsq += stats::lane_sum((q[0] + q[1]) + (q[2] + q[3]));
+    for (int c = 0; c < 4; ++c) s[c] = q[c] = F16{};
+    in_block = 0;
+  };
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = p + r * len;
+    F16 acc = F16{};  // sum_of's 16 lanes
+    int64_t k = 0;
+    for (; k + 64 <= len; k += 64) {
+      for (int c = 0; c < 4; ++c) {
+        const F16 v = stats::load16(row + k + 16 * c);
+        acc += v;
+        add(c, v);
+      }
+      if ((in_block += 64) >= stats::kBlock) flush();
+    }
+    for (; k + 16 <= len; k += 16) {
+      const F16 v = stats::load16(row + k);
+      acc += v;
+      add(0, v);
+      in_block += 16;
+    }
+    for (int j = 0; k < len; ++k, ++j) {
+      const float v = row[k];
+      acc[j] += v;
+      out.sum += v;
+      out.sumsq += double(v) * v;
+      out.mn = v < out.mn ? v : out.mn;
+      out.mx = v > out.mx ? v : out.mx;
+    }
+    for (int w = reduce_detail::kLanes / 2; w > 0; w /= 2)
+      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+    row_sums[r] += acc[0];
+    if (in_block >= stats::kBlock) flush();
+  }
+  flush();
+  const F16 lo = stats::vmin(stats::vmin(mn[0], mn[1]), stats::vmin(mn[2], mn[3]));
+  const F16 hi = stats::vmax(stats::vmax(mx[0], mx[1]), stats::vmax(mx[2], mx[3]));
+  for (int j = 0; j < 16; ++j) out.mn = std::min(out.mn, lo[j]), out.mx = std::max(out.mx, hi[j]);
+}
+
 // sum (p[k] - m)^2
 inline float sum_sq_dev(const float* p, int64_t n, float m) {
   return reduce_detail::lane_sum(n, [p, m](int64_t k) {

@@ -1,10 +1,15 @@
 // Shared machinery for element-wise unary ops (activations and math functions). An
 // op file supplies the forward function y = f(x) and the derivative dy/dx, computed
-// from x and y, as lambdas; this template does shapes, loops and accumulation.
+// from x and y, as lambdas; this template does shapes, loops and accumulation. An op
+// may also supply both as functions of 16-float vectors (stats::F16, lane for lane the
+// same results): then, when the probe's sink is light, the loops reduce the reported
+// tensor in registers as they go (stats::light_pass) instead of reading it back.
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <memory>
+#include <type_traits>
 
 #include "converter/errors.h"
 #include "runtime/op.h"
@@ -12,11 +17,14 @@
 
 namespace dl::rt {
 
-template <class Fwd, class Deriv>
+template <class Fwd, class Deriv, class VecFwd = std::nullptr_t, class VecDeriv = std::nullptr_t>
 class UnaryOp : public Op {
+  static constexpr bool kVec = !std::is_same_v<VecFwd, std::nullptr_t>;
+
  public:
-  UnaryOp(const ir::Node& node, OpTraits traits, Fwd fwd, Deriv deriv)
-      : Op(node), traits_(traits), fwd_(fwd), deriv_(deriv) {}
+  UnaryOp(const ir::Node& node, OpTraits traits, Fwd fwd, Deriv deriv, VecFwd vfwd = nullptr,
+          VecDeriv vderiv = nullptr)
+      : Op(node), traits_(traits), fwd_(fwd), deriv_(deriv), vfwd_(vfwd), vderiv_(vderiv) {}
 
   void infer(InferCtx& ctx) override {
     if (ctx.in.size() != 1 || !ctx.in[0]) throw ShapeError(where() + ": expects exactly one input");
@@ -28,21 +36,49 @@ class UnaryOp : public Op {
   // part runs in L1-sized chunks and reports each chunk to the probe's sink right after
   // computing it (out[0] forward, dout[0] backward).
   void forward(FwdCtx& ctx) override {
-    const Pass p{this, ctx.in[0]->f(), nullptr, nullptr, ctx.out[0]->f(), ctx.in[0]->numel(), ctx.out_stats,
+    Pass p{this, ctx.in[0]->f(), nullptr, nullptr, ctx.out[0]->f(), ctx.in[0]->numel(), ctx.out_stats,
                  [](const Pass& p, int64_t lo, int64_t hi) -> const float* {
                    for (int64_t k = lo; k < hi; ++k) p.out[k] = p.op->fwd_(p.x[k]);
                    return p.out + lo;
                  }};
+    if constexpr (kVec) p.fused = [](const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums) {
+      const float* x = p.x + lo;
+      float* y = p.out + lo;
+      stats::light_pass(
+          hi - lo,
+          [&](int64_t k) {
+            const stats::F16 v = p.op->vfwd_(stats::load16(x + k));
+            stats::store16(y + k, v);
+            return v;
+          },
+          [&](int64_t k) { return y[k] = p.op->fwd_(x[k]); }, sums);
+    };
     run(p);
   }
 
   void backward(BwdCtx& ctx) override {
     if (!ctx.din[0] || !ctx.dout[0]) return;
-    const Pass p{this, ctx.in[0]->f(), ctx.out[0]->f(), ctx.dout[0]->f(), ctx.din[0]->f(), ctx.in[0]->numel(),
+    Pass p{this, ctx.in[0]->f(), ctx.out[0]->f(), ctx.dout[0]->f(), ctx.din[0]->f(), ctx.in[0]->numel(),
                  ctx.dout_stats, [](const Pass& p, int64_t lo, int64_t hi) -> const float* {
                    for (int64_t k = lo; k < hi; ++k) p.out[k] += p.dy[k] * p.op->deriv_(p.x[k], p.y[k]);
                    return p.dy + lo;
                  }};
+    if constexpr (kVec) p.fused = [](const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums) {
+      const float *x = p.x + lo, *y = p.y + lo, *dy = p.dy + lo;
+      float* dx = p.out + lo;
+      stats::light_pass(
+          hi - lo,
+          [&](int64_t k) {
+            const stats::F16 g = stats::load16(dy + k);
+            stats::store16(dx + k, stats::load16(dx + k) + g * p.op->vderiv_(stats::load16(x + k), stats::load16(y + k)));
+            return g;
+          },
+          [&](int64_t k) {
+            dx[k] += dy[k] * p.op->deriv_(x[k], y[k]);
+            return dy[k];
+          },
+          sums);
+    };
     run(p);
   }
 
@@ -57,17 +93,27 @@ class UnaryOp : public Op {
     ValueSink* stats;
     // Computes values [lo, hi) and returns the reported tensor's values there.
     const float* (*step)(const Pass&, int64_t lo, int64_t hi);
+    // The same, adding the light sums of the reported values to `sums` (vector ops only).
+    void (*fused)(const Pass&, int64_t lo, int64_t hi, stats::Sums& sums) = nullptr;
   };
 
   static_assert(kMaxElementwiseParts <= ValueSink::kParts, "each part reports as one sink part");
+  static_assert(kChunk <= stats::kBlock, "a fused chunk sums like one block of the sink's own pass");
   static void run(const Pass& pass) {
     const int64_t parts = elementwise_parts(pass.n);
     parallel_blocks(parts, loop_threads(pass.n, kParallelValues), [](const void* c, int64_t part) {
       const Pass& p = *static_cast<const Pass*>(c);
       int64_t lo, hi;
       part_range(p.n, elementwise_parts(p.n), part, lo, hi);
+      const bool fused = p.fused && p.stats && p.stats->light();
       for (int64_t k = lo; k < hi; k += kChunk) {
         const int64_t end = std::min(hi, k + kChunk);
+        if (fused) {  // a chunk is at most one light_pass block: the sums of the sink's own pass
+          stats::Sums sums;
+          p.fused(p, k, end, sums);
+          p.stats->add_sums(part, sums, end - k);
+          continue;
+        }
         const float* done = p.step(p, k, end);
         if (p.stats) p.stats->add(part, done, end - k);
       }
@@ -77,11 +123,20 @@ class UnaryOp : public Op {
   OpTraits traits_;
   Fwd fwd_;
   Deriv deriv_;
+  VecFwd vfwd_;
+  VecDeriv vderiv_;
 };
 
 template <class Fwd, class Deriv>
 std::unique_ptr<Op> make_unary(const ir::Node& node, OpTraits traits, Fwd fwd, Deriv deriv) {
   return std::make_unique<UnaryOp<Fwd, Deriv>>(node, traits, fwd, deriv);
+}
+
+// With the vector forms: vfwd(stats::F16 x), vderiv(stats::F16 x, stats::F16 y).
+template <class Fwd, class Deriv, class VecFwd, class VecDeriv>
+std::unique_ptr<Op> make_unary(const ir::Node& node, OpTraits traits, Fwd fwd, Deriv deriv, VecFwd vfwd,
+                               VecDeriv vderiv) {
+  return std::make_unique<UnaryOp<Fwd, Deriv, VecFwd, VecDeriv>>(node, traits, fwd, deriv, vfwd, vderiv);
 }
 
 inline OpTraits activation_traits(double lo, double hi) {

@@ -92,6 +92,9 @@ struct FwdCtx {
   bool training = false;
   std::mt19937_64* rng = nullptr;  // seeded by the graph owner; used by Dropout
   ValueSink* out_stats = nullptr;  // set by the executor when a probe wants out[0]'s statistics
+  // Set when a probe wants in[0]'s statistics and the op reports its input
+  // (Op::reports_input): in[0] is the output of an earlier step, not yet reduced.
+  ValueSink* in_stats = nullptr;
 };
 
 // Backward: dout[k] is the gradient of the loss w.r.t. out[k] (nullptr when no gradient
@@ -124,6 +127,8 @@ class Op {
   virtual void backward(BwdCtx& ctx);
 
   virtual OpTraits traits() const { return {}; }
+  // Whether forward() reports in[0] to a light FwdCtx::in_stats (whole, or not at all).
+  virtual bool reports_input() const { return false; }
   // Whether a gradient can flow into input i (false for indices, shapes, BN running stats).
   virtual bool differentiable_input(size_t i) const { (void)i; return true; }
   // Output depends on a random stream in training mode (Dropout): never folded.

@@ -85,6 +85,19 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
       probes.push_back(p);
     }
   }
+  // A step whose op reports its input (an activation with vector loops) reduces, at
+  // light iterations, the output of the step it reads (in[0]) in its own loop.
+  in_probe_.assign(steps.size(), -1);
+  deferred_.assign(steps.size(), 0);
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const Step& st = steps[k];
+    if (forward_probe_[k] < 0 || !st.op->reports_input() || st.inputs.empty() || st.inputs[0] < 0) continue;
+    for (size_t j = 0; j < k; ++j)
+      if (forward_probe_[j] >= 0 && !deferred_[j] && steps[j].outputs[0] == st.inputs[0]) {
+        in_probe_[k] = forward_probe_[j];
+        deferred_[j] = 1;
+      }
+  }
   step_l2_.assign(step_probes_.size(), 0.0f);
   step_slot_.assign(probes.size(), -1);
   for (size_t i = 0; i < step_probes_.size(); ++i) step_slot_[size_t(step_probes_[i])] = int(i);
@@ -128,9 +141,17 @@ stats::Bands ProbeRecorder::bands(int probe, bool with_bands) const {
 
 ValueSink* ProbeRecorder::forward_sink(size_t step_index) {
   if (!fused_ || !current_ || forward_probe_[step_index] < 0) return nullptr;
+  if (deferred_[step_index] && light(forward_probe_[step_index])) return nullptr;  // the next step reports it
   sink_probe_ = forward_probe_[step_index];
   sink_.reset(bands(sink_probe_, true));
   return &sink_;
+}
+
+ValueSink* ProbeRecorder::forward_in_sink(size_t step_index) {
+  if (!fused_ || !current_ || in_probe_[step_index] < 0 || in_probe_[step_index] != pending_probe_) return nullptr;
+  in_sink_probe_ = pending_probe_;
+  in_sink_.reset(bands(in_sink_probe_, true));
+  return &in_sink_;
 }
 
 ValueSink* ProbeRecorder::backward_sink(size_t step_index) {
@@ -140,17 +161,17 @@ ValueSink* ProbeRecorder::backward_sink(size_t step_index) {
   return &sink_;
 }
 
-void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands) {
+void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands, const SinkSums* sink) {
   const an::OpDescription* desc = with_bands ? &trace_.header.probes[size_t(probe)].op : nullptr;
   an::TensorStats& out = current_[probe];
   const int64_t n = t->numel();
-  // The op reduced the whole tensor as it ran (ValueSink), or nothing of it.
-  bool reported = sink_probe_ == probe && n > 0 && sink_.reported() == n;
-  sink_probe_ = -1;
+  // An op reduced the whole tensor as it ran (ValueSink), or nothing of it; light sums
+  // do not do for a full reduction (the iteration turned full since the sink was set).
+  bool reported = sink && n > 0 && sink->reported() == n && sink->light() == light(probe);
   const size_t slot = size_t(step_slot_[size_t(probe)]);
   if (light(probe) && n > 0 && t->dtype() == DType::kFloat32) {
     stats::Sums r;
-    if (reported) r = sink_.total();
+    if (reported) r = sink->total();
     else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
     an::TensorStats s = stats::finish(r, n);
     const double now = s.l2, then = step_full_l2_[slot];
@@ -171,7 +192,7 @@ void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands) {
     step_full_ = true;
     reported = false;
   }
-  out = reported ? stats_of(*t, sink_.total(), desc, desc ? &unit_flags_ : nullptr)
+  out = reported ? stats_of(*t, sink->total(), desc, desc ? &unit_flags_ : nullptr)
                  : reduce_stats(*t, desc, desc ? &unit_flags_ : nullptr);
   step_last_[slot] = out;
   step_full_l2_[slot] = out.l2;
@@ -182,14 +203,41 @@ void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands) {
   }
 }
 
+const SinkSums* ProbeRecorder::take_sink(int probe) {
+  const bool mine = sink_probe_ == probe;
+  sink_probe_ = -1;
+  return mine ? &sink_ : nullptr;
+}
+
+// A deferred output (the next step reports it) is reduced there, or before the update
+// if that step never came.
+void ProbeRecorder::reduce_pending() {
+  if (pending_probe_ < 0) return;
+  const int probe = pending_probe_;
+  pending_probe_ = -1;
+  const SinkSums* sink = in_sink_probe_ == probe ? &in_sink_ : nullptr;
+  in_sink_probe_ = -1;
+  reduce_tensor(probe, pending_tensor_, true, sink);
+}
+
 void ProbeRecorder::on_forward(size_t step_index, const Step& step) {
   if (!current_ || forward_probe_[step_index] < 0) return;
-  reduce_tensor(forward_probe_[step_index], step.fwd.out[0], true);
+  const int probe = forward_probe_[step_index];
+  if (in_probe_[step_index] >= 0 && in_probe_[step_index] == pending_probe_) reduce_pending();
+  if (deferred_[step_index] && light(probe)) {
+    reduce_pending();
+    pending_probe_ = probe;
+    pending_tensor_ = step.fwd.out[0];
+    sink_probe_ = -1;
+    return;
+  }
+  reduce_tensor(probe, step.fwd.out[0], true, take_sink(probe));
 }
 
 void ProbeRecorder::on_backward(size_t step_index, const Step& step) {
+  reduce_pending();
   if (!current_ || gradient_probe_[step_index] < 0 || !step.bwd.dout[0]) return;
-  reduce_tensor(gradient_probe_[step_index], step.bwd.dout[0], false);
+  reduce_tensor(gradient_probe_[step_index], step.bwd.dout[0], false, take_sink(gradient_probe_[step_index]));
 }
 
 // A forward value of this iteration turned non-finite: if the parameters the previous
@@ -241,6 +289,7 @@ bool ProbeRecorder::full_iteration(const IterationInfo& info) const {
 // Decided here (every listener gets before_update), after the backward pass: this
 // iteration's loss and step statistics are known.
 void ProbeRecorder::before_update(const ExecutionGraph&, const IterationInfo& info) {
+  reduce_pending();
   full_ = current_ && full_iteration(info);
   if (!full_) return;
   for (size_t k = 0; k < weight_probe_.size(); ++k) {

@@ -92,6 +92,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   void after_update(const ExecutionGraph& graph, const IterationInfo& info) override;
   ValueSink* forward_sink(size_t step_index) override;
   ValueSink* backward_sink(size_t step_index) override;
+  ValueSink* forward_in_sink(size_t step_index) override;
   void on_epoch_end(const EpochSummary& summary) override;
 
   int64_t full_every() const { return full_every_; }
@@ -106,7 +107,11 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   bool full_iteration(const IterationInfo& info) const;
   bool light(int probe) const;  // reduce this step probe to moments and extremes only
   stats::Bands bands(int probe, bool with_bands) const;
-  void reduce_tensor(int probe, const Tensor* t, bool with_bands);
+  // Reduces t into this record's entry of `probe`, from `sink`'s sums when an op
+  // reported the whole tensor there.
+  void reduce_tensor(int probe, const Tensor* t, bool with_bands, const SinkSums* sink);
+  const SinkSums* take_sink(int probe);  // sink_ if it was set for `probe`
+  void reduce_pending();
   void reduce_previous_params();
 
   an::Trace& trace_;
@@ -127,6 +132,12 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   std::vector<uint8_t> unit_flags_;       // dead-unit scratch, reserved for the widest unit axis
   SinkSums sink_;                         // what the running op reports of the tensor of sink_probe_
   int sink_probe_ = -1;
+  std::vector<int> in_probe_;             // per step: the forward probe of its in[0] it may report, or -1
+  std::vector<uint8_t> deferred_;         // per step: a later step may report its output
+  int pending_probe_ = -1;                // a light output deferred to the step that reads it
+  const Tensor* pending_tensor_ = nullptr;
+  SinkSums in_sink_;                      // what that step reports of it
+  int in_sink_probe_ = -1;
   bool fused_ = true;
   an::TensorStats* current_ = nullptr;    // this iteration's record, or null when not recorded
   ExecutionGraph* last_graph_ = nullptr;  // the graph of the last recorded update

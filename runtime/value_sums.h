@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 namespace dl::rt::stats {
 
@@ -99,6 +100,60 @@ inline void light_pass(int64_t n, Vec vec, Scalar scalar, Sums& out) {
     out.sumsq += double(v) * v;
     out.mn = v < out.mn ? v : out.mn;
     out.mx = v > out.mx ? v : out.mx;
+  }
+}
+
+// light_pass over two streams at once: vec(k, a, b) sets the 16 values of each at k,
+// scalar(k, a, b) the values at k for the last n % 16. 2 chains per stream and
+// statistic (so the sums differ in rounding from light_pass's), for an op that holds
+// both its input and its output in registers (an activation whose input, the previous
+// step's output, a probe wants too).
+template <class Vec, class Scalar>
+inline void light_pass2(int64_t n, Vec vec, Scalar scalar, Sums& out_a, Sums& out_b) {
+  struct Chains {
+    F16 s[2] = {}, q[2] = {}, mn[2], mx[2];
+    Chains() { mn[0] = mn[1] = F16{} + INFINITY, mx[0] = mx[1] = F16{} - INFINITY; }
+  } a, b;
+  F16 unit = F16{} + 1.0f;
+  __asm__("" : "+v"(unit));  // opaque: s + v * unit stays an FMA (exact: v * 1 = v)
+  const auto add = [&](Chains& ch, int c, F16 v) {
+    ch.s[c] += v * unit, ch.q[c] += v * v;
+    ch.mn[c] = vmin(v, ch.mn[c]), ch.mx[c] = vmax(v, ch.mx[c]);
+  };
+  const auto flush = [](Chains& ch, Sums& out) {
+    out.sum += lane_sum(ch.s[0] + ch.s[1]);
+    out.sumsq += lane_sum(ch.q[0] + ch.q[1]);
+    ch.s[0] = ch.s[1] = ch.q[0] = ch.q[1] = F16{};
+  };
+  int64_t k = 0;
+  const int64_t vec_end = n - n % 16;
+  while (k < vec_end) {
+    const int64_t block_end = std::min(vec_end, k + kBlock);
+    F16 va, vb;
+    for (; k + 32 <= block_end; k += 32)
+      for (int c = 0; c < 2; ++c) {
+        vec(k + 16 * c, va, vb);
+        add(a, c, va), add(b, c, vb);
+      }
+    for (; k < block_end; k += 16) {
+      vec(k, va, vb);
+      add(a, 0, va), add(b, 0, vb);
+    }
+    flush(a, out_a), flush(b, out_b);
+  }
+  for (auto [ch, out] : {std::pair<Chains*, Sums*>{&a, &out_a}, {&b, &out_b}}) {
+    const F16 lo = vmin(ch->mn[0], ch->mn[1]), hi = vmax(ch->mx[0], ch->mx[1]);
+    for (int j = 0; j < 16; ++j) out->mn = std::min(out->mn, lo[j]), out->mx = std::max(out->mx, hi[j]);
+  }
+  for (; k < n; ++k) {
+    float va, vb;
+    scalar(k, va, vb);
+    for (auto [v, out] : {std::pair<float, Sums*>{va, &out_a}, {vb, &out_b}}) {
+      out->sum += v;
+      out->sumsq += double(v) * v;
+      out->mn = v < out->mn ? v : out->mn;
+      out->mx = v > out->mx ? v : out->mx;
+    }
   }
 }
 

@@ -41,9 +41,21 @@ class UnaryOp : public Op {
                    for (int64_t k = lo; k < hi; ++k) p.out[k] = p.op->fwd_(p.x[k]);
                    return p.out + lo;
                  }};
-    if constexpr (kVec) p.fused = [](const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums) {
+    p.in_stats = ctx.in_stats;
+    if constexpr (kVec) p.fused = [](const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums* in) {
       const float* x = p.x + lo;
       float* y = p.out + lo;
+      if (in) {  // the input's statistics too, from the same registers
+        stats::light_pass2(
+            hi - lo,
+            [&](int64_t k, stats::F16& a, stats::F16& b) {
+              a = stats::load16(x + k);
+              b = p.op->vfwd_(a);
+              stats::store16(y + k, b);
+            },
+            [&](int64_t k, float& a, float& b) { b = y[k] = p.op->fwd_(a = x[k]); }, *in, sums);
+        return;
+      }
       stats::light_pass(
           hi - lo,
           [&](int64_t k) {
@@ -56,6 +68,8 @@ class UnaryOp : public Op {
     run(p);
   }
 
+  bool reports_input() const override { return kVec; }
+
   void backward(BwdCtx& ctx) override {
     if (!ctx.din[0] || !ctx.dout[0]) return;
     Pass p{this, ctx.in[0]->f(), ctx.out[0]->f(), ctx.dout[0]->f(), ctx.din[0]->f(), ctx.in[0]->numel(),
@@ -63,7 +77,7 @@ class UnaryOp : public Op {
                    for (int64_t k = lo; k < hi; ++k) p.out[k] += p.dy[k] * p.op->deriv_(p.x[k], p.y[k]);
                    return p.dy + lo;
                  }};
-    if constexpr (kVec) p.fused = [](const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums) {
+    if constexpr (kVec) p.fused = [](const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums*) {
       const float *x = p.x + lo, *y = p.y + lo, *dy = p.dy + lo;
       float* dx = p.out + lo;
       stats::light_pass(
@@ -93,8 +107,10 @@ class UnaryOp : public Op {
     ValueSink* stats;
     // Computes values [lo, hi) and returns the reported tensor's values there.
     const float* (*step)(const Pass&, int64_t lo, int64_t hi);
-    // The same, adding the light sums of the reported values to `sums` (vector ops only).
-    void (*fused)(const Pass&, int64_t lo, int64_t hi, stats::Sums& sums) = nullptr;
+    // The same, adding the light sums of the reported values to `sums` and, forward, of
+    // the input's to `*in` when not null (vector ops only).
+    void (*fused)(const Pass&, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums* in) = nullptr;
+    ValueSink* in_stats = nullptr;  // forward: the input's (FwdCtx::in_stats)
   };
 
   static_assert(kMaxElementwiseParts <= ValueSink::kParts, "each part reports as one sink part");
@@ -106,12 +122,14 @@ class UnaryOp : public Op {
       int64_t lo, hi;
       part_range(p.n, elementwise_parts(p.n), part, lo, hi);
       const bool fused = p.fused && p.stats && p.stats->light();
+      const bool fused_in = fused && p.in_stats && p.in_stats->light();
       for (int64_t k = lo; k < hi; k += kChunk) {
         const int64_t end = std::min(hi, k + kChunk);
         if (fused) {  // a chunk is at most one light_pass block: the sums of the sink's own pass
-          stats::Sums sums;
-          p.fused(p, k, end, sums);
+          stats::Sums sums, in;
+          p.fused(p, k, end, sums, fused_in ? &in : nullptr);
           p.stats->add_sums(part, sums, end - k);
+          if (fused_in) p.in_stats->add_sums(part, in, end - k);
           continue;
         }
         const float* done = p.step(p, k, end);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include "runtime/attrs.h"
 #include "runtime/probe_stats.h"
@@ -79,6 +80,48 @@ TEST_CASE("ops report their output (forward) and output gradient (backward) to t
       const Tensor dy = Tensor::floats({n}, random_values(n, 25));
       run.backward({&dy}, {true});
       check_reported(bwd, dy, "Relu backward");
+    }
+    for (int64_t n : {int64_t{1000}, int64_t{300000}}) {
+      // Relu with light sinks: the light sums of its output and its input (the previous
+      // step's output) from its loops' registers; of dY in backward. Same outputs.
+      dl::rt::stats::Bands light;
+      light.light = true;
+      dl::rt::SinkSums in;
+      fwd.reset(light);
+      bwd.reset(light);
+      in.reset(light);
+      const Tensor x = Tensor::floats({n}, random_values(n, 30));
+      OpRun run(dl::rt::sample_node("Relu", 1, 1, {}, 14), {x}, true);
+      REQUIRE(run.op->reports_input());
+      run.out_stats = &fwd;
+      run.in_stats = &in;
+      run.forward();
+      OpRun plain(dl::rt::sample_node("Relu", 1, 1, {}, 14), {x}, true);
+      plain.forward();
+      CHECK(run.outputs[0].fvec() == plain.outputs[0].fvec());
+      const std::tuple<dl::rt::SinkSums*, const Tensor*, const char*> reports[] = {
+          {&fwd, &run.outputs[0], "light Relu forward: output"}, {&in, &x, "light Relu forward: input"}};
+      for (const auto& [sink, t, what] : reports) {
+        INFO(std::string(what));
+        REQUIRE(sink->reported() == n);
+        const dl::rt::stats::Sums got = sink->total();
+        dl::rt::stats::Sums want;
+        dl::rt::stats::add_values(t->f(), n, light, want);
+        // (Two streams: other chains, other rounding; float sums to ~1e-6 of sum |x|.)
+        CHECK(std::fabs(got.sum - want.sum) <= 1e-6 * std::sqrt(double(n) * want.sumsq));
+        CHECK(got.sumsq == doctest::Approx(want.sumsq).epsilon(1e-6));
+        CHECK(got.mn == want.mn);
+        CHECK(got.mx == want.mx);
+      }
+      const Tensor dy = Tensor::floats({n}, random_values(n, 31));
+      run.dout_stats = &bwd;
+      const std::vector<Tensor> dx = run.backward({&dy}, {true}), dx_plain = plain.backward({&dy}, {true});
+      CHECK(dx[0].fvec() == dx_plain[0].fvec());
+      REQUIRE(bwd.reported() == n);
+      dl::rt::stats::Sums want;
+      dl::rt::stats::add_values(dy.f(), n, light, want);
+      CHECK(bwd.total().sum == want.sum);  // one stream: light_pass, the same bits
+      CHECK(bwd.total().sumsq == want.sumsq);
     }
     {  // MaxPool 2x2 stride 2 reports; the general path (padding) leaves it to the probe
       fwd.reset({});

@@ -228,6 +228,13 @@ BENCHMARK(BM_SinkChunk)->ArgsProduct({{4096, 4704, 65536}, {0, 1, 2}})->ArgNames
 }  // namespace
 
 namespace {
+
+// Relu over LeNet-5's first activation (301,056 values, 1.2 MB: from L2/L3, as in a
+// step) with the probe's statistics of it: mode 0 none; 1 the light statistics of each
+// 4096-value chunk read back by the sink (the path before the fused loops); 2 the full
+// statistics read back; 3 the light statistics in the loop's registers
+// (stats::light_pass, what Relu does at light iterations); 4 of its input and its output
+// in the registers (stats::light_pass2, when the previous step's output is wanted too).
 void BM_ReluChunks(benchmark::State& state) {
   const int64_t n = 301056;
   const int mode = int(state.range(0));
@@ -235,53 +242,45 @@ void BM_ReluChunks(benchmark::State& state) {
   rt::stats::Bands b;
   b.light = mode == 1;
   if (mode == 2) b.dead = b.nonneg = true;
+  const float* px = x.f();
+  float* py = y.f();
+  using rt::stats::F16;
   for (auto _ : state) {
-    rt::stats::Sums s;
-    if (mode == 4) {
-      typedef float V __attribute__((vector_size(64)));
-      V s0[4] = {}, q0[4] = {}, mn[4], mx[4];
-      for (int c = 0; c < 4; ++c) mn[c] = V{} + 1e30f, mx[c] = V{} - 1e30f;
-      const float* px = x.f();
-      float* py = y.f();
-      for (int64_t k = 0; k + 64 <= n; k += 64) {
-        for (int64_t i = k; i < k + 64; ++i) py[i] = px[i] > 0 ? px[i] : 0.0f;
-        for (int c = 0; c < 4; ++c) {
-          V v;
-          std::memcpy(&v, py + k + 16 * c, 64);
-          s0[c] += v, q0[c] += v * v;
-          mn[c] = v < mn[c] ? v : mn[c], mx[c] = v > mx[c] ? v : mx[c];
-        }
-      }
-      s.sum = s0[0][0] + s0[1][0] + q0[2][3] + mn[0][1] + mx[3][2];
-    }
-    if (mode == 3) {
-      typedef float V __attribute__((vector_size(64)));
-      V s0[4] = {}, q0[4] = {}, mn[4], mx[4];
-      for (int c = 0; c < 4; ++c) mn[c] = V{} + 1e30f, mx[c] = V{} - 1e30f;
-      const float* px = x.f();
-      float* py = y.f();
-      for (int64_t k = 0; k + 64 <= n; k += 64)
-        for (int c = 0; c < 4; ++c) {
-          V v;
-          std::memcpy(&v, px + k + 16 * c, 64);
-          v = v > 0 ? v : V{};
-          std::memcpy(py + k + 16 * c, &v, 64);
-          s0[c] += v, q0[c] += v * v;
-          mn[c] = v < mn[c] ? v : mn[c], mx[c] = v > mx[c] ? v : mx[c];
-        }
-      s.sum = s0[0][0] + s0[1][0] + q0[2][3] + mn[0][1] + mx[3][2];
-    }
-    for (int64_t k = 0; k < n && mode < 3; k += 4096) {
+    rt::stats::Sums s, in;
+    for (int64_t k = 0; k < n; k += 4096) {
       const int64_t e = std::min(n, k + 4096);
-      for (int64_t i = k; i < e; ++i) y.f()[i] = x.f()[i] > 0 ? x.f()[i] : 0.0f;
-      if (mode > 0 && mode < 3) rt::stats::add_values(y.f() + k, e - k, b, s);
+      const float* xx = px + k;
+      float* yy = py + k;
+      if (mode == 3) {
+        rt::stats::light_pass(
+            e - k,
+            [&](int64_t i) {
+              const F16 u = rt::stats::load16(xx + i), v = u > 0.0f ? u : F16{};
+              rt::stats::store16(yy + i, v);
+              return v;
+            },
+            [&](int64_t i) { return yy[i] = xx[i] > 0 ? xx[i] : 0.0f; }, s);
+      } else if (mode == 4) {
+        rt::stats::light_pass2(
+            e - k,
+            [&](int64_t i, F16& u, F16& v) {
+              u = rt::stats::load16(xx + i);
+              v = u > 0.0f ? u : F16{};
+              rt::stats::store16(yy + i, v);
+            },
+            [&](int64_t i, float& u, float& v) { v = yy[i] = (u = xx[i]) > 0 ? u : 0.0f; }, in, s);
+      } else {
+        for (int64_t i = 0; i < e - k; ++i) yy[i] = xx[i] > 0 ? xx[i] : 0.0f;
+        if (mode > 0) rt::stats::add_values(yy, e - k, b, s);
+      }
     }
     benchmark::DoNotOptimize(s);
+    benchmark::DoNotOptimize(in);
     benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * n);
 }
-BENCHMARK(BM_ReluChunks)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Arg(4);
+BENCHMARK(BM_ReluChunks)->DenseRange(0, 4)->ArgName("mode");
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -70,8 +70,7 @@ Sums fast_sums(const float* x, int64_t n, const Bands& b) {
   const U16 abs_mask = U16{} + 0x7fffffffu, one = U16{} + 1u;
   const F16 zero = F16{}, dead_v = F16{} + b.dead_at, lo_v = F16{} + b.sat_lo, hi_v = F16{} + b.sat_hi;
   const F16 inf = F16{} + INFINITY;
-  F16 unit = F16{} + 1.0f;
-  __asm__("" : "+v"(unit));  // opaque: s + v * unit stays an FMA (exact: v * 1 = v)
+  const F16 unit = opaque_one();  // s + v * unit stays an FMA (exact: v * 1 = v)
   F16 mn[4] = {inf, inf, inf, inf}, mx[4] = {-inf, -inf, -inf, -inf};
   Sums out;
   int64_t k = 0;

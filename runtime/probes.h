@@ -19,18 +19,25 @@ namespace dl::rt {
 //
 // Step outputs and their gradients are reduced at every recorded iteration: to count,
 // mean, std, L2 norm, min, max and the NaN/Inf counts always. The rest (mean |x|, the
-// zero, dead-zone and saturation fractions and the dead units) costs about 1.6x as much
-// per value again, so when the step outputs and gradients total over kAlwaysFull values,
-// it is reduced only at "full step" iterations, every kStepFullEvery-th recorded one,
-// and the records in between ("light") carry each step probe's last fractions, flagged
-// an::TensorStats::kFractionsCarried. Also full:
+// zero, dead-zone and saturation fractions and the dead units) needs more work per value
+// and a pass the ops cannot fold into their loops, so when the step outputs and
+// gradients total over kAlwaysFull values, it is reduced only at "full step" iterations,
+// every kStepFullEvery-th recorded one, and the records in between ("light") carry each
+// step probe's last fractions, flagged an::TensorStats::kFractionsCarried. Also full:
 //   - the first kFirstFull recorded iterations and the last iteration of each epoch;
-//   - a light tensor holding NaN/Inf (its light pass counts them exactly) or whose L2
-//     norm moved by more than kDrift x (either way), or to or from exactly 0, since its
-//     last full reduction: that tensor is reduced again in full (it is still in memory)
-//     and so is every later tensor of the iteration.
-// (LeNet-5, batch 64: 1.9M step values per iteration; light iterations cost about 60%
-// of full ones, bound by loading the values. bench/README.md, run 8.)
+//   - a light tensor holding NaN/Inf (counted exactly) or whose L2 norm moved by more
+//     than kDrift x (either way), or to or from exactly 0, since its last full
+//     reduction: that tensor is reduced again in full (it is still in memory) and so is
+//     every later tensor of the iteration.
+//
+// At light iterations most of LeNet-5's 1.9M step values per iteration are reduced in
+// the registers of the loops that compute or read them (ValueSink::light, add_sums):
+// Relu's forward and backward loops (its output, its input, its output gradient) and
+// Conv's bias-gradient sums over dY. Reading a tensor back costs 5 to 10x more
+// (BM_ReluChunks, bench/micro_bench.cpp; bench/README.md, run 8). The output of a step
+// that an activation with vector loops reads next (Conv -> Relu, Gemm -> Relu) is
+// therefore not reduced when written but by that activation (FwdCtx::in_stats): the
+// probe waits for it, and reduces the tensor itself if it does not report it.
 //
 // Parameters (weight, param_grad and update probes) can hold most of the values a step
 // would reduce (MLP 784-256-128-10, batch 64: 3 x 235k against ~100k step outputs and
@@ -57,8 +64,7 @@ namespace dl::rt {
 //
 // Ops that read or write a step tensor anyway may reduce it on the way (FwdCtx::out_stats,
 // BwdCtx::dout_stats: Conv, MaxPool and the elementwise activations do, in their parallel
-// parts);
-// the probe then takes their sums instead of a pass of its own.
+// parts); the probe then takes their sums instead of a pass of its own.
 //
 // At full iterations parameters are reduced while the optimizer updates them
 // (Optimizer::UpdateObserver), from each chunk while its gradient, old and new values

@@ -59,6 +59,13 @@ inline F16 vmin(F16 a, F16 b) { return a < b ? a : b; }
 inline F16 vmax(F16 a, F16 b) { return a > b ? a : b; }
 inline U16 umin(U16 a, U16 b) { return a < b ? a : b; }
 #endif
+// 1.0 in every lane, read from a volatile so the compiler cannot fold v * 1 away: the
+// kernels add sums as s + v * 1, which runs on the FMA units (v * 1 = v exactly, so the
+// sum is the same as s + v) and leaves the adders to min and max.
+inline F16 opaque_one() {
+  static volatile float one = 1.0f;
+  return F16{} + one;
+}
 inline double lane_sum(F16 v) {
   double s = 0;
   for (int j = 0; j < 16; ++j) s += double(v[j]);
@@ -74,8 +81,7 @@ inline double lane_sum(F16 v) {
 template <class Vec, class Scalar>
 inline void light_pass(int64_t n, Vec vec, Scalar scalar, Sums& out) {
   const F16 inf = F16{} + INFINITY;
-  F16 unit = F16{} + 1.0f;
-  __asm__("" : "+v"(unit));  // opaque: s + v * unit stays an FMA (exact: v * 1 = v)
+  const F16 unit = opaque_one();  // s + v * unit stays an FMA (exact: v * 1 = v)
   F16 mn[4] = {inf, inf, inf, inf}, mx[4] = {-inf, -inf, -inf, -inf};
   int64_t k = 0;
   const int64_t vec_end = n - n % 16;
@@ -114,8 +120,7 @@ inline void light_pass2(int64_t n, Vec vec, Scalar scalar, Sums& out_a, Sums& ou
     F16 s[2] = {}, q[2] = {}, mn[2], mx[2];
     Chains() { mn[0] = mn[1] = F16{} + INFINITY, mx[0] = mx[1] = F16{} - INFINITY; }
   } a, b;
-  F16 unit = F16{} + 1.0f;
-  __asm__("" : "+v"(unit));  // opaque: s + v * unit stays an FMA (exact: v * 1 = v)
+  const F16 unit = opaque_one();  // s + v * unit stays an FMA (exact: v * 1 = v)
   const auto add = [&](Chains& ch, int c, F16 v) {
     ch.s[c] += v * unit, ch.q[c] += v * v;
     ch.mn[c] = vmin(v, ch.mn[c]), ch.mx[c] = vmax(v, ch.mx[c]);

@@ -57,8 +57,7 @@ inline float sum_of(const float* p, int64_t n) {
 inline void sum_rows_light(const float* p, int64_t rows, int64_t len, float* row_sums, stats::Sums& out) {
   using stats::F16;
   const F16 inf = F16{} + INFINITY;
-  F16 unit = F16{} + 1.0f;
-  __asm__("" : "+v"(unit));  // opaque: s + v * unit stays an FMA (exact: v * 1 = v)
+  const F16 unit = stats::opaque_one();  // s + v * unit stays an FMA (exact: v * 1 = v)
   F16 s[4] = {}, q[4] = {}, mn[4] = {inf, inf, inf, inf}, mx[4] = {-inf, -inf, -inf, -inf};
   int64_t in_block = 0;  // values in the float sums since they were last added to `out`
   const auto add = [&](int c, F16 v) {

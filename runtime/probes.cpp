@@ -20,6 +20,10 @@ an::TensorStats carry(an::TensorStats s) {
   s.flags |= an::TensorStats::kCarried;
   return s;
 }
+
+// The root mean square: the drift tests compare it rather than the L2 norm, which grows
+// with the batch (an epoch's last batch may be smaller).
+double rms(const an::TensorStats& s) { return s.count > 0 ? double(s.l2) / std::sqrt(double(s.count)) : 0.0; }
 }  // namespace
 
 // Parameter values cost about half as much per value as step outputs (no bands, no
@@ -86,27 +90,28 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
     }
   }
   // A step whose op reports its input (an activation with vector loops) reduces, at
-  // light iterations, the output of the step it reads (in[0]) in its own loop.
+  // light iterations, the output of the step right before it when it reads that (in[0])
+  // in its own loop.
   in_probe_.assign(steps.size(), -1);
   deferred_.assign(steps.size(), 0);
   for (size_t k = 0; k < steps.size(); ++k) {
     const Step& st = steps[k];
     if (forward_probe_[k] < 0 || !st.op->reports_input() || st.inputs.empty() || st.inputs[0] < 0) continue;
-    for (size_t j = 0; j < k; ++j)
-      if (forward_probe_[j] >= 0 && !deferred_[j] && steps[j].outputs[0] == st.inputs[0]) {
-        in_probe_[k] = forward_probe_[j];
-        deferred_[j] = 1;
-      }
+    const size_t j = k - 1;  // only the step right before: nothing is reduced in between
+    if (k > 0 && forward_probe_[j] >= 0 && steps[j].outputs[0] == st.inputs[0]) {
+      in_probe_[k] = forward_probe_[j];
+      deferred_[j] = 1;
+    }
   }
-  step_l2_.assign(step_probes_.size(), 0.0f);
+  step_rms_.assign(step_probes_.size(), 0.0f);
   step_slot_.assign(probes.size(), -1);
   for (size_t i = 0; i < step_probes_.size(); ++i) step_slot_[size_t(step_probes_[i])] = int(i);
   step_last_.assign(step_probes_.size(), an::TensorStats{});
-  step_full_l2_.assign(step_probes_.size(), 0.0f);
+  step_full_rms_.assign(step_probes_.size(), 0.0f);
   step_has_full_.assign(step_probes_.size(), 0);
   step_values_ = step_values;
   step_full_every_ = step_values <= kAlwaysFull ? 1 : kStepFullEvery;
-  full_every_ = std::max(full_every_for(step_values, param_values), step_full_every_);
+  full_every_ = param_values <= kAlwaysFull ? 1 : std::max(full_every_for(step_values, param_values), step_full_every_);
   unit_flags_.reserve(widest_units);
   params_.reset(new ParamState[params.size() + 1]);
 }
@@ -119,13 +124,15 @@ void ProbeRecorder::on_batch_begin(const IterationInfo& info) {
   nonfinite_ = false;
   iteration_ = info.iteration;
   if (!trace_.wants(info.iteration)) return;
+  // The recording period this iteration was admitted under (begin_record may decimate
+  // and double the stride).
+  period_ = trace_.stride() * trace_.probe_every();
   an::IterationRecord r;
   r.iteration = info.iteration;
   r.epoch = info.epoch;
   current_ = trace_.begin_record(r);
-  const int64_t period = trace_.stride() * trace_.probe_every();
-  step_full_ = info.iteration < kFirstFull * period || info.iteration % (step_full_every_ * period) == 0 ||
-               (info.batches > 0 && info.batch + 1 == info.batches);
+  step_full_ = step_full_every_ == 1 || info.iteration < kFirstFull * period_ ||
+               info.iteration % (step_full_every_ * period_) == 0 || (info.batches > 0 && info.batch + 1 == info.batches);
 }
 
 bool ProbeRecorder::light(int probe) const {
@@ -174,7 +181,7 @@ void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands, c
     if (reported) r = sink->total();
     else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
     an::TensorStats s = stats::finish(r, n);
-    const double now = s.l2, then = step_full_l2_[slot];
+    const double now = rms(s), then = step_full_rms_[slot];
     const bool drift = (now == 0) != (then == 0) || now > kDrift * then || then > kDrift * now;
     // (Sums an op reported with add_sums count no NaN/Inf: they only make the sums non-finite.)
     if (s.finite() && std::isfinite(r.sum) && std::isfinite(r.sumsq) && !drift) {
@@ -195,7 +202,7 @@ void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands, c
   out = reported ? stats_of(*t, sink->total(), desc, desc ? &unit_flags_ : nullptr)
                  : reduce_stats(*t, desc, desc ? &unit_flags_ : nullptr);
   step_last_[slot] = out;
-  step_full_l2_[slot] = out.l2;
+  step_full_rms_[slot] = float(rms(out));
   step_has_full_[slot] = 1;
   if (!out.finite() && !nonfinite_) {
     nonfinite_ = true;
@@ -275,12 +282,13 @@ void ProbeRecorder::reduce_previous_params() {
 }
 
 bool ProbeRecorder::full_iteration(const IterationInfo& info) const {
-  const int64_t period = trace_.stride() * trace_.probe_every();
-  if (!have_full_ || info.iteration < kFirstFull * period || info.iteration % (full_every_ * period) == 0 ||
+  const int64_t period = period_;
+  if (full_every_ == 1 || !have_full_ || info.iteration < kFirstFull * period ||
+      info.iteration % (full_every_ * period) == 0 ||
       (info.batches > 0 && info.batch + 1 == info.batches) || !std::isfinite(info.loss) || nonfinite_)
     return true;
   for (size_t i = 0; i < step_probes_.size(); ++i) {
-    const double now = current_[step_probes_[i]].l2, then = step_l2_[i];
+    const double now = rms(current_[step_probes_[i]]), then = step_rms_[i];
     if ((now == 0) != (then == 0) || now > kDrift * then || then > kDrift * now) return true;
   }
   return false;
@@ -352,7 +360,7 @@ void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInf
   }
   if (full_) {
     have_full_ = true;
-    for (size_t i = 0; i < step_probes_.size(); ++i) step_l2_[i] = current_[step_probes_[i]].l2;
+    for (size_t i = 0; i < step_probes_.size(); ++i) step_rms_[i] = float(rms(current_[step_probes_[i]]));
   }
 }
 

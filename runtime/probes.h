@@ -25,10 +25,13 @@ namespace dl::rt {
 // every kStepFullEvery-th recorded one, and the records in between ("light") carry each
 // step probe's last fractions, flagged an::TensorStats::kFractionsCarried. Also full:
 //   - the first kFirstFull recorded iterations and the last iteration of each epoch;
-//   - a light tensor holding NaN/Inf (counted exactly) or whose L2 norm moved by more
-//     than kDrift x (either way), or to or from exactly 0, since its last full
+//   - a light tensor holding NaN/Inf (counted exactly) or whose root mean square moved
+//     by more than kDrift x (either way), or to or from exactly 0, since its last full
 //     reduction: that tensor is reduced again in full (it is still in memory) and so is
 //     every later tensor of the iteration.
+// The rules read carried fractions as they are: a partial change of a fraction shows
+// up to kStepFullEvery - 1 records late (a layer that dies outright has L2 0 and is
+// reduced in full at once).
 //
 // At light iterations most of LeNet-5's 1.9M step values per iteration are reduced in
 // the registers of the loops that compute or read them (ValueSink::light, add_sums):
@@ -36,8 +39,9 @@ namespace dl::rt {
 // Conv's bias-gradient sums over dY. Reading a tensor back costs 5 to 10x more
 // (BM_ReluChunks, bench/micro_bench.cpp; bench/README.md, run 8). The output of a step
 // that an activation with vector loops reads next (Conv -> Relu, Gemm -> Relu) is
-// therefore not reduced when written but by that activation (FwdCtx::in_stats): the
-// probe waits for it, and reduces the tensor itself if it does not report it.
+// therefore not reduced when written but by that activation when it is the very next
+// step (FwdCtx::in_stats): the probe waits for it, and reduces the tensor itself if it
+// does not report it.
 //
 // Parameters (weight, param_grad and update probes) can hold most of the values a step
 // would reduce (MLP 784-256-128-10, batch 64: 3 x 235k against ~100k step outputs and
@@ -50,8 +54,8 @@ namespace dl::rt {
 //   - the first kFirstFull recorded iterations;
 //   - the last iteration of each epoch;
 //   - any iteration with a non-finite loss or probe value;
-//   - any iteration where a step output's or gradient's L2 norm moved by more than
-//     kDrift x (either way), or to or from exactly 0, since the last full iteration:
+//   - any iteration where a step output's or gradient's root mean square moved by more
+//     than kDrift x (either way), or to or from exactly 0, since the last full iteration:
 //     a run that changes fast (diverging, dying) is recorded in full while it does.
 // Full iterations are chosen by iteration number (multiples of full_every() recording
 // periods), so the trace's decimation keeps them every full_every()-th record.
@@ -125,10 +129,10 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   std::vector<int> gradient_probe_;  // per step, -1 if none
   std::vector<int> weight_probe_;    // per parameter: weight, then param_grad, update at +1, +2
   std::vector<int> step_probes_;     // every forward and gradient probe
-  std::vector<float> step_l2_;       // per step probe: its L2 norm at the last full iteration
+  std::vector<float> step_rms_;      // per step probe: its root mean square at the last full iteration
   std::vector<int> step_slot_;       // per probe: its index in step_probes_, or -1
   std::vector<an::TensorStats> step_last_;  // per step probe: its last full reduction
-  std::vector<float> step_full_l2_;         // its L2 norm then
+  std::vector<float> step_full_rms_;        // its root mean square then
   std::vector<uint8_t> step_has_full_;      // whether it had one
   std::vector<int64_t> param_numel_;
   int64_t full_every_ = 1;
@@ -148,6 +152,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   an::TensorStats* current_ = nullptr;    // this iteration's record, or null when not recorded
   ExecutionGraph* last_graph_ = nullptr;  // the graph of the last recorded update
   int64_t iteration_ = -1;
+  int64_t period_ = 1;                    // the recording period this iteration was admitted under
   int64_t last_recorded_ = -1;            // iteration of the last recorded update
   bool last_carried_ = false;             // whether that record carried its parameter statistics
   bool full_ = false;                     // this iteration reduces parameters

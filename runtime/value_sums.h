@@ -2,8 +2,8 @@
 // 16-float vector helpers its kernels use, and the light pass (sum, sum of squares,
 // min, max) as a template: the probes run it over a tensor in memory, and ops whose
 // loops hold the values in vector registers anyway run it on those registers
-// (ValueSink::add_sums, runtime/op.h), with the same blocks and order, so both give the
-// same sums, bit for bit.
+// (ValueSink::add_sums, runtime/op.h) in the same blocks and order, so both give the
+// same sums up to the rounding of where a chunk's last values join the running sums.
 #pragma once
 
 #include <algorithm>

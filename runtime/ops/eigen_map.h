@@ -56,6 +56,7 @@ inline float sum_of(const float* p, int64_t n) {
 // probe wants anyway (Conv's bias gradient over dY, the first read of dY).
 inline void sum_rows_light(const float* p, int64_t rows, int64_t len, float* row_sums, stats::Sums& out) {
   using stats::F16;
+  static_assert(reduce_detail::kLanes == sizeof(F16) / sizeof(float), "sum_of's lanes are one F16");
   const F16 inf = F16{} + INFINITY;
   const F16 unit = stats::opaque_one();  // s + v * unit stays an FMA (exact: v * 1 = v)
   F16 s[4] = {}, q[4] = {}, mn[4] = {inf, inf, inf, inf}, mx[4] = {-inf, -inf, -inf, -inf};

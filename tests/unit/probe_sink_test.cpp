@@ -417,3 +417,53 @@ TEST_CASE("probes do not change training: the fused light paths give the same pa
   REQUIRE(params[0].size() == params[1].size());
   for (size_t k = 0; k < params[0].size(); ++k) CHECK(params[0][k] == params[1][k]);
 }
+
+TEST_CASE("probes: a small model's records are all full, also where the trace decimates") {
+  // small_cnn at batch 2: 41k step values and 13k parameter values per iteration, both
+  // under kAlwaysFull. A capacity of 17 records decimates at an odd count, admitting an
+  // iteration that is no multiple of the doubled stride.
+  const dl::ir::Model model = small_cnn();
+  dl::rt::TrainConfig config = dl::rt::config_from_metadata(model.metadata);
+  config.epochs = 1;
+  config.batch_size = 2;
+  config.validation_split = 0;
+  dl::rt::Dataset d;
+  d.source = "synthetic";
+  d.n = 2 * 64;
+  d.x_shape = {2, 16, 16};
+  d.x_size = 512;
+  d.y_size = 4;
+  d.x = random_values(d.n * 512, 51);
+  d.y = random_values(d.n * 4, 52);
+  for (int64_t r = 0; r < d.n; ++r) d.line_of_row.push_back(r + 1);
+  dl::rt::Trainer trainer(model, config, d, dl::rt::Dataset{});
+  dl::an::Trace trace;
+  dl::rt::ProbeRecorder probes(trainer.graph(), trace);
+  REQUIRE(probes.step_values() <= dl::rt::ProbeRecorder::kAlwaysFull);
+  CHECK(probes.step_full_every() == 1);
+  CHECK(probes.full_every() == 1);
+  const int64_t per_record = int64_t(sizeof(dl::an::IterationRecord)) +
+                             int64_t(trace.header.probes.size()) * int64_t(sizeof(dl::an::TensorStats));
+  trace.set_capacity_bytes(17 * per_record + per_record / 2);
+  trainer.set_observer(&probes);
+  trainer.add_listener(&probes);
+  // Each record as it is written (a later decimation drops the odd ones).
+  struct FlagChecker : dl::rt::TrainListener {
+    const dl::an::Trace* trace = nullptr;
+    bool odd_admitted = false;
+    void after_update(const dl::rt::ExecutionGraph&, const dl::rt::IterationInfo& info) override {
+      const size_t r = trace->size() - 1;
+      if (trace->records[r].iteration != info.iteration) return;  // not recorded
+      odd_admitted = odd_admitted || info.iteration % trace->stride() != 0;
+      for (size_t k = 0; k < trace->header.probes.size(); ++k) {
+        INFO("iteration " << info.iteration << ", probe " << k);
+        CHECK(trace->at(r, k).flags == 0u);
+      }
+    }
+  } check;
+  check.trace = &trace;
+  trainer.add_listener(&check);
+  trainer.run();
+  CHECK(trace.stride() >= 4);
+  CHECK(check.odd_admitted);  // the case this test is about happened
+}

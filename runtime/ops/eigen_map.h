@@ -6,10 +6,14 @@
 
 // GCC 12 reports false -Wmaybe-uninitialized warnings inside Eigen's AVX-512 packet
 // code (_mm512_undefined_ps); silence them for Eigen's headers only.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <Eigen/Dense>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 #include <cstdint>
 

@@ -101,8 +101,10 @@ TEST_CASE("ops report their output (forward) and output gradient (backward) to t
       CHECK(run.outputs[0].fvec() == plain.outputs[0].fvec());
       const std::tuple<dl::rt::SinkSums*, const Tensor*, const char*> reports[] = {
           {&fwd, &run.outputs[0], "light Relu forward: output"}, {&in, &x, "light Relu forward: input"}};
-      for (const auto& [sink, t, what] : reports) {
-        INFO(std::string(what));
+      for (const auto& report : reports) {  // (no structured bindings: doctest's INFO captures)
+        dl::rt::SinkSums* sink = std::get<0>(report);
+        const Tensor* t = std::get<1>(report);
+        INFO(std::string(std::get<2>(report)));
         REQUIRE(sink->reported() == n);
         const dl::rt::stats::Sums got = sink->total();
         dl::rt::stats::Sums want;

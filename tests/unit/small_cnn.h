@@ -1,0 +1,129 @@
+// The small Conv/Relu/MaxPool network the probe tests train, its training setup, and
+// the comparison of recorded statistics with a separate reduction (probe_sink_test.cpp,
+// probe_light_test.cpp).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/trace.h"
+#include "runtime/attrs.h"
+#include "runtime/probe_stats.h"
+#include "runtime/train_config.h"
+#include "runtime/trainer.h"
+#include "tests/unit/parallel_test_util.h"
+
+namespace dl::test {
+
+// x [N, 2, 16, 16] -> Conv 16 x 3x3 pad 1 -> Relu -> MaxPool 2x2 -> Flatten -> Gemm 4 (mse,
+// sgd): at batch 64 the Conv (4.7M multiply-adds), Relu (262k values) and MaxPool run
+// their parts on two threads and report to the probes' sinks.
+inline dl::ir::Model small_cnn() {
+  using namespace dl;
+  ir::Model m = dl::test::sgd_mse_model("small_cnn");
+  ir::Graph& g = m.graph;
+  ir::ValueInfo x;
+  x.name = "x";
+  x.has_shape = true;
+  x.dims = {ir::Dim{-1, "N"}, ir::Dim{2, ""}, ir::Dim{16, ""}, ir::Dim{16, ""}};
+  ir::ValueInfo y;
+  y.name = "y";
+  y.has_shape = true;
+  y.dims = {ir::Dim{-1, "N"}, ir::Dim{4, ""}};
+  g.inputs = {x};
+  g.outputs = {y};
+  auto tensor = [&](const std::string& name, std::vector<int64_t> dims, float scale, unsigned seed) {
+    ir::TensorData t;
+    t.name = name;
+    t.dims = dims;
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    t.floats = random_values(n, seed);
+    for (float& v : t.floats) v *= scale;
+    g.initializers[name] = t;
+  };
+  tensor("K", {16, 2, 3, 3}, 0.4f, 41);
+  tensor("kb", {16}, 0.05f, 42);
+  tensor("W", {4, 1024}, 0.05f, 43);
+  tensor("b", {4}, 0.05f, 44);
+  auto node = [&](const std::string& name, const std::string& type, std::vector<std::string> in, const std::string& out,
+                  std::map<std::string, ir::Attribute> attrs, int since) {
+    ir::Node n;
+    n.name = name;
+    n.op_type = type;
+    n.since_version = since;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.attrs = std::move(attrs);
+    g.nodes.push_back(n);
+  };
+  node("/0/Conv", "Conv", {"x", "K", "kb"}, "c", {{"pads", dl::rt::attr_ints({1, 1, 1, 1})}}, 11);
+  node("/1/Relu", "Relu", {"c"}, "r", {}, 13);
+  node("/2/MaxPool", "MaxPool", {"r"}, "p",
+       {{"kernel_shape", dl::rt::attr_ints({2, 2})}, {"strides", dl::rt::attr_ints({2, 2})}}, 12);
+  node("/3/Flatten", "Flatten", {"p"}, "f", {}, 13);
+  ir::Attribute trans;
+  trans.kind = ir::Attribute::Kind::kInt;
+  trans.i = 1;
+  node("/4/Gemm", "Gemm", {"f", "W", "b"}, "y", {{"transB", trans}}, 13);
+  return m;
+}
+
+// small_cnn's training: one epoch of `batches` batches of `batch` random rows (seeded).
+struct CnnSetup {
+  rt::TrainConfig config;
+  rt::Dataset data;
+};
+inline CnnSetup cnn_setup(const ir::Model& model, int64_t batch, int64_t batches, unsigned seed) {
+  CnnSetup s;
+  s.config = rt::config_from_metadata(model.metadata);
+  s.config.epochs = 1;
+  s.config.batch_size = batch;
+  s.config.validation_split = 0;
+  rt::Dataset& d = s.data;
+  d.source = "synthetic";
+  d.n = batch * batches;
+  d.x_shape = {2, 16, 16};
+  d.x_size = 512;
+  d.y_size = 4;
+  d.x = random_values(d.n * 512, seed);
+  d.y = random_values(d.n * 4, seed + 1);
+  for (int64_t r = 0; r < d.n; ++r) d.line_of_row.push_back(r + 1);
+  return s;
+}
+
+// Statistics from the sums an op reported against those of a separate pass: counts and
+// extremes exact, sums to float rounding (the parts sum in another order).
+inline void check_same_stats(const dl::an::TensorStats& got, const dl::an::TensorStats& want) {
+  CHECK(got.count == want.count);
+  CHECK(got.min == want.min);
+  CHECK(got.max == want.max);
+  CHECK(got.mean == doctest::Approx(want.mean).epsilon(1e-5));
+  CHECK(got.l2 == doctest::Approx(want.l2).epsilon(1e-5));
+  CHECK(got.mean_abs == doctest::Approx(want.mean_abs).epsilon(1e-5));
+  CHECK(got.zero_frac == want.zero_frac);
+  CHECK(got.dead_frac == want.dead_frac);
+  CHECK(got.dead_units == want.dead_units);
+}
+
+// f(probe index, probe, tensor, a separate reduction of the tensor) for each step output
+// and output gradient probe whose tensor is still in memory after an update.
+template <class F>
+void for_each_step_probe(const an::Trace& trace, const rt::ExecutionGraph& g, F f) {
+  const auto& probes = trace.header.probes;
+  for (size_t k = 0; k < probes.size(); ++k) {
+    const an::Probe& p = probes[k];
+    if (p.kind != an::ProbeKind::kForward && p.kind != an::ProbeKind::kGradient) continue;
+    const rt::Step& st = g.steps()[size_t(p.step)];
+    const bool fwd = p.kind == an::ProbeKind::kForward;
+    const rt::Tensor* t = fwd ? st.fwd.out[0] : st.bwd.dout[0];
+    if (!t) continue;
+    std::vector<uint8_t> flags;
+    f(k, p, *t, rt::reduce_stats(*t, fwd ? &p.op : nullptr, fwd ? &flags : nullptr));
+  }
+}
+
+}  // namespace dl::test

@@ -1,5 +1,7 @@
 #include "bench/bench_util.h"
 
+#include <algorithm>
+#include <ctime>
 #include <vector>
 
 #pragma GCC diagnostic push
@@ -60,6 +62,31 @@ double kernel_gemm_gflops(int n, int reps) {
   for (int r = 0; r < reps; ++r) rt::gemm(n, n, n, 1.0f, {a.data(), n, false}, {b.data(), n, false}, c.data(), n, false);
   const double s = seconds_since(t0);
   return 2.0 * double(n) * n * n * reps / s / 1e9;
+}
+
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void StepTimer::after_update(const rt::ExecutionGraph&, const rt::IterationInfo& info) {
+  if (info.iteration == warmup_ - 1) {
+    t0_ = std::chrono::steady_clock::now();
+    cpu0_ = process_cpu_seconds();
+  }
+  if (info.iteration == warmup_ + steps_ - 1) {
+    seconds_ = seconds_since(t0_);
+    cpu_seconds_ = process_cpu_seconds() - cpu0_;
+    done_ = true;
+  }
 }
 
 }  // namespace dl::bench

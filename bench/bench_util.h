@@ -1,12 +1,14 @@
 // Shared by the benchmark programs: FLOP counts of a training step from the graph's
-// shapes, and the machine's GEMM peak (a plain Eigen MatrixXf product).
+// shapes, the machine's GEMM peak (a plain Eigen MatrixXf product), and timing helpers.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/graph.h"
+#include "runtime/trainer.h"
 
 namespace dl::bench {
 
@@ -33,5 +35,28 @@ int eigen_threads();
 inline double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
+
+// CPU time of the whole process (all threads), in seconds.
+double process_cpu_seconds();
+
+double median(std::vector<double> v);
+
+// Times iterations [warmup, warmup + steps) of one Trainer::run and stops it: wall time,
+// and the process's CPU time (all threads), which a loaded machine disturbs much less.
+class StepTimer : public rt::TrainListener {
+ public:
+  StepTimer(int64_t warmup, int64_t steps) : warmup_(warmup), steps_(steps) {}
+  void after_update(const rt::ExecutionGraph&, const rt::IterationInfo& info) override;
+  bool should_stop() override { return done_; }
+  double seconds() const { return seconds_; }
+  double cpu_seconds() const { return cpu_seconds_; }
+
+ private:
+  int64_t warmup_, steps_;
+  std::chrono::steady_clock::time_point t0_;
+  double cpu0_ = 0;
+  double seconds_ = 0, cpu_seconds_ = 0;
+  bool done_ = false;
+};
 
 }  // namespace dl::bench

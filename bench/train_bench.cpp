@@ -45,6 +45,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace dl;
+using bench::median;
+using bench::StepTimer;
 
 struct Args {
   std::string model, data;
@@ -106,40 +108,6 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-double process_cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
-// Times iterations [warmup, warmup + steps) of one Trainer::run and stops it: wall time,
-// and the process's CPU time (all threads), which a loaded machine disturbs much less.
-class StepTimer : public rt::TrainListener {
- public:
-  StepTimer(int64_t warmup, int64_t steps) : warmup_(warmup), steps_(steps) {}
-  void after_update(const rt::ExecutionGraph&, const rt::IterationInfo& info) override {
-    if (info.iteration == warmup_ - 1) {
-      t0_ = Clock::now();
-      cpu0_ = process_cpu_seconds();
-    }
-    if (info.iteration == warmup_ + steps_ - 1) {
-      seconds_ = bench::seconds_since(t0_);
-      cpu_seconds_ = process_cpu_seconds() - cpu0_;
-      done_ = true;
-    }
-  }
-  bool should_stop() override { return done_; }
-  double seconds() const { return seconds_; }
-  double cpu_seconds() const { return cpu_seconds_; }
-
- private:
-  int64_t warmup_, steps_;
-  Clock::time_point t0_;
-  double cpu0_ = 0;
-  double seconds_ = 0, cpu_seconds_ = 0;
-  bool done_ = false;
-};
-
 rt::Dataset load_data(const ir::Model& model, const rt::TrainConfig& c, const std::string& path, int64_t rows) {
   rt::GraphOptions go;
   go.batch_size = 1;
@@ -163,12 +131,6 @@ rt::Dataset load_data(const ir::Model& model, const rt::TrainConfig& c, const st
   return d;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Wall time per program step (forward and backward), from the executor's observer
 // hooks: where a training step's time goes, without a profiler. The first backward

@@ -35,13 +35,13 @@ an::OpDescription describe(const OpTraits& t, const Shape& shape) {
 namespace stats {
 namespace {
 
-// 16-float vectors (value_sums.h), 4 chains per sum and extreme (64 values per loop iteration, so the
-// loop is not bound by the FMA and min/max latencies: with 2 chains it ran at ~8 values
-// per cycle, light or full; BM_SinkChunk in bench/micro_bench.cpp) and 2 per count, summed in float
-// within blocks of kBlock values and in double across blocks. NaN and Inf are not tested
-// per value: a non-finite value makes the sums (or min/max) non-finite, and only then is
-// the chunk reduced again on the exact scalar path that counts them. So the common,
-// finite case costs a few vector instructions per 16 values and no branches.
+// 16-float vectors (value_sums.h). The moments and extremes in stats::Moments<4> (64
+// values per loop iteration; with 2 chains the loop ran at ~8 values per cycle,
+// BM_SinkChunk in bench/micro_bench.cpp), the counts in 2 chains, summed within blocks of
+// kBlock values and in double across blocks. NaN and Inf are not tested per value: a
+// non-finite value makes the sums (or min/max) non-finite, and only then is the chunk
+// reduced again on the exact scalar path that counts them. So the common, finite case
+// costs a few vector instructions per 16 values and no branches.
 using stats::lane_sum;  // (F16, value_sums.h) next to the integer ones
 inline int64_t lane_sum(I16 v) {
   int64_t s = 0;
@@ -59,56 +59,45 @@ bool sums_finite(const Sums& s) {
          std::isfinite(s.mx);
 }
 
-// kNonNeg: |x| = x (no
-// abs, the sum is the sum of |x|). The zeros are counted as the values whose magnitude
-// bits are 0 (min(bits, 1) summed gives the non-zeros: two integer operations, against a
-// compare, a mask expansion and a subtraction). The sums, extremes and their order are
-// the same light or not.
+// kNonNeg: |x| = x (no abs, the sum is the sum of |x|). The zeros are counted as the
+// values whose magnitude bits are 0 (min(bits, 1) summed gives the non-zeros: two
+// integer operations, against a compare, a mask expansion and a subtraction). The sums
+// and extremes are light_pass's, bit for bit (the same Moments, blocks and tail).
 template <bool kDead, bool kSat, bool kNonNeg>
 Sums fast_sums(const float* x, int64_t n, const Bands& b) {
-  constexpr int64_t kStep = 64;
   const U16 abs_mask = U16{} + 0x7fffffffu, one = U16{} + 1u;
-  const F16 zero = F16{}, dead_v = F16{} + b.dead_at, lo_v = F16{} + b.sat_lo, hi_v = F16{} + b.sat_hi;
-  const F16 inf = F16{} + INFINITY;
-  const F16 unit = opaque_one();  // s + v * unit stays an FMA (exact: v * 1 = v)
-  F16 mn[4] = {inf, inf, inf, inf}, mx[4] = {-inf, -inf, -inf, -inf};
+  const F16 dead_v = F16{} + b.dead_at, lo_v = F16{} + b.sat_lo, hi_v = F16{} + b.sat_hi;
+  Moments<4> m;
   Sums out;
   int64_t k = 0;
   const int64_t vec_end = n - n % 16;
   while (k < vec_end) {
     const int64_t block_start = k, block_end = std::min(vec_end, k + kBlock);
-    F16 s[4] = {zero, zero, zero, zero}, q[4] = {zero, zero, zero, zero}, a[4] = {zero, zero, zero, zero};
-    U16 nz[2] = {U16{}, U16{}};
-    I16 d[2] = {I16{}, I16{}}, t[2] = {I16{}, I16{}};
+    F16 a[4] = {};
+    U16 nz[2] = {};
+    I16 d[2] = {}, t[2] = {};
     // One vector into chain c (v: the 16 values at x + k + 16 * c).
     const auto add = [&](int c, F16 v) {
-      s[c] += v * unit, q[c] += v * v;  // both on the FMA units, the extremes on the adders
-      mn[c] = vmin(v, mn[c]), mx[c] = vmax(v, mx[c]);
+      m.add(c, v);
       const U16 av = (U16)v & abs_mask;
       if (!kNonNeg) a[c] += (F16)av;
       nz[c & 1] += umin(av, one);
       if (kDead) d[c & 1] -= (v <= dead_v);  // comparisons give -1 per true lane
       if (kSat) t[c & 1] -= ((v <= lo_v) | (v >= hi_v));
     };
-    for (; k + kStep <= block_end; k += kStep)
+    for (; k + 64 <= block_end; k += 64)
       for (int c = 0; c < 4; ++c) add(c, load16(x + k + 16 * c));
     for (; k < block_end; k += 16) add(0, load16(x + k));  // the last block's remaining vectors
-    const double block_sum = lane_sum((s[0] + s[1]) + (s[2] + s[3]));
-    out.sum += block_sum;
-    out.sumsq += lane_sum((q[0] + q[1]) + (q[2] + q[3]));
+    const double block_sum = m.flush(out);
     out.sumabs += kNonNeg ? block_sum : lane_sum((a[0] + a[1]) + (a[2] + a[3]));
     out.zeros += (block_end - block_start) - lane_sum(nz[0] + nz[1]);
     if (kDead) out.dead += lane_sum(d[0] + d[1]);
     if (kSat) out.sat += lane_sum(t[0] + t[1]);
   }
-  const F16 lo = vmin(vmin(mn[0], mn[1]), vmin(mn[2], mn[3])), hi = vmax(vmax(mx[0], mx[1]), vmax(mx[2], mx[3]));
-  for (int j = 0; j < 16; ++j) out.mn = std::min(out.mn, lo[j]), out.mx = std::max(out.mx, hi[j]);
+  m.finish(out);
   for (; k < n; ++k) {
     const float v = x[k];
-    out.sum += v;
-    out.sumsq += double(v) * v;
-    out.mn = v < out.mn ? v : out.mn;
-    out.mx = v > out.mx ? v : out.mx;
+    add_scalar(out, v);
     out.sumabs += std::fabs(v);
     out.zeros += v == 0.0f;
     if (kDead) out.dead += v <= b.dead_at;
@@ -173,7 +162,6 @@ Bands Bands::of(const an::OpDescription* desc) {
   if (b.dead) b.dead_at = float(desc->out_lo);
   return b;
 }
-
 
 // The fast path, or the exact one when the chunk is not finite (or a float lane sum
 // overflowed). With non-negative outputs and a dead zone at 0 the dead values are the

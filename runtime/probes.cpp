@@ -24,6 +24,13 @@ an::TensorStats carry(an::TensorStats s) {
 // The root mean square: the drift tests compare it rather than the L2 norm, which grows
 // with the batch (an epoch's last batch may be smaller).
 double rms(const an::TensorStats& s) { return s.count > 0 ? double(s.l2) / std::sqrt(double(s.count)) : 0.0; }
+
+// Whether a root mean square moved by more than ProbeRecorder::kDrift x either way, or to
+// or from exactly 0.
+bool moved(double now, double then) {
+  const double k = ProbeRecorder::kDrift;
+  return (now == 0) != (then == 0) || now > k * then || then > k * now;
+}
 }  // namespace
 
 // Parameter values cost about half as much per value as step outputs (no bands, no
@@ -181,10 +188,8 @@ void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands, c
     if (reported) r = sink->total();
     else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
     an::TensorStats s = stats::finish(r, n);
-    const double now = rms(s), then = step_full_rms_[slot];
-    const bool drift = (now == 0) != (then == 0) || now > kDrift * then || then > kDrift * now;
     // (Sums an op reported with add_sums count no NaN/Inf: they only make the sums non-finite.)
-    if (s.finite() && std::isfinite(r.sum) && std::isfinite(r.sumsq) && !drift) {
+    if (s.finite() && std::isfinite(r.sum) && std::isfinite(r.sumsq) && !moved(rms(s), step_full_rms_[slot])) {
       const an::TensorStats& last = step_last_[slot];
       s.mean_abs = last.mean_abs;
       s.zero_frac = last.zero_frac;
@@ -288,8 +293,7 @@ bool ProbeRecorder::full_iteration(const IterationInfo& info) const {
       (info.batches > 0 && info.batch + 1 == info.batches) || !std::isfinite(info.loss) || nonfinite_)
     return true;
   for (size_t i = 0; i < step_probes_.size(); ++i) {
-    const double now = rms(current_[step_probes_[i]]), then = step_rms_[i];
-    if ((now == 0) != (then == 0) || now > kDrift * then || then > kDrift * now) return true;
+    if (moved(rms(current_[step_probes_[i]]), step_rms_[i])) return true;
   }
   return false;
 }

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <utility>
 
 namespace dl::rt::stats {
 
@@ -72,41 +71,72 @@ inline double lane_sum(F16 v) {
   return s;
 }
 
+// Sum, sum of squares, min and max of 16-float vectors in C independent chains (so the
+// loop is not bound by the FMA and min/max latencies): the sum as s + v * 1 and the
+// squares on the FMA units, the extremes on the adders. The sums stay in float within a
+// block and go to `out` in double at flush(); the extremes go at finish(). Every kernel
+// that reduces moments uses it, so the probes' own passes and the ops' loops sum alike.
+template <int C>
+struct Moments {
+  F16 s[C], q[C], mn[C], mx[C];
+  const F16 unit = opaque_one();  // (exact: v * 1 = v)
+  Moments() {
+    for (int c = 0; c < C; ++c) s[c] = q[c] = F16{}, mn[c] = F16{} + INFINITY, mx[c] = F16{} - INFINITY;
+  }
+  void add(int c, F16 v) {
+    s[c] += v * unit, q[c] += v * v;
+    mn[c] = vmin(v, mn[c]), mx[c] = vmax(v, mx[c]);
+  }
+  // The block's sums (chains added pairwise in a fixed order) into `out`, and a new
+  // block; returns the block's sum.
+  double flush(Sums& out) {
+    const double block_sum = lane_sum(tree(s));
+    out.sum += block_sum;
+    out.sumsq += lane_sum(tree(q));
+    for (int c = 0; c < C; ++c) s[c] = q[c] = F16{};
+    return block_sum;
+  }
+  void finish(Sums& out) const {
+    F16 lo = mn[0], hi = mx[0];
+    for (int c = 1; c < C; ++c) lo = vmin(lo, mn[c]), hi = vmax(hi, mx[c]);
+    for (int j = 0; j < 16; ++j) out.mn = std::min(out.mn, lo[j]), out.mx = std::max(out.mx, hi[j]);
+  }
+
+ private:
+  static F16 tree(const F16 (&v)[C]) {
+    if constexpr (C == 4) return (v[0] + v[1]) + (v[2] + v[3]);
+    else if constexpr (C == 2) return v[0] + v[1];
+    else return v[0];
+  }
+};
+
+// One value outside the vectors (a tail), in double.
+inline void add_scalar(Sums& out, float v) {
+  out.sum += v;
+  out.sumsq += double(v) * v;
+  out.mn = v < out.mn ? v : out.mn;
+  out.mx = v > out.mx ? v : out.mx;
+}
+
 // The light pass over n values: vec(k) returns the 16 values at k (k a multiple of 16),
-// scalar(k) the value at k for the last n % 16. Sum and sum of squares on the FMA units,
-// min and max on the adders, 4 chains each (64 values per loop iteration). NaN/Inf are
-// not counted: they make the sums non-finite. (The probes' own pass is bound by the
-// loads: ~16 values per cycle in L1. Inside an op's loop, on values already in
+// scalar(k) the value at k for the last n % 16; 4 chains (64 values per loop iteration).
+// NaN/Inf are not counted: they make the sums non-finite. (The probes' own pass is bound
+// by the loads: ~16 values per cycle in L1. Inside an op's loop, on values already in
 // registers, it costs about a tenth of that: BM_ReluChunks in bench/micro_bench.cpp.)
 template <class Vec, class Scalar>
 inline void light_pass(int64_t n, Vec vec, Scalar scalar, Sums& out) {
-  const F16 inf = F16{} + INFINITY;
-  const F16 unit = opaque_one();  // s + v * unit stays an FMA (exact: v * 1 = v)
-  F16 mn[4] = {inf, inf, inf, inf}, mx[4] = {-inf, -inf, -inf, -inf};
+  Moments<4> m;
   int64_t k = 0;
   const int64_t vec_end = n - n % 16;
   while (k < vec_end) {
     const int64_t block_end = std::min(vec_end, k + kBlock);
-    F16 s[4] = {}, q[4] = {};
-    const auto add = [&](int c, F16 v) {
-      s[c] += v * unit, q[c] += v * v;
-      mn[c] = vmin(v, mn[c]), mx[c] = vmax(v, mx[c]);
-    };
     for (; k + 64 <= block_end; k += 64)
-      for (int c = 0; c < 4; ++c) add(c, vec(k + 16 * c));
-    for (; k < block_end; k += 16) add(0, vec(k));  // the last block's remaining vectors
-    out.sum += lane_sum((s[0] + s[1]) + (s[2] + s[3]));
-    out.sumsq += lane_sum((q[0] + q[1]) + (q[2] + q[3]));
+      for (int c = 0; c < 4; ++c) m.add(c, vec(k + 16 * c));
+    for (; k < block_end; k += 16) m.add(0, vec(k));  // the last block's remaining vectors
+    m.flush(out);
   }
-  const F16 lo = vmin(vmin(mn[0], mn[1]), vmin(mn[2], mn[3])), hi = vmax(vmax(mx[0], mx[1]), vmax(mx[2], mx[3]));
-  for (int j = 0; j < 16; ++j) out.mn = std::min(out.mn, lo[j]), out.mx = std::max(out.mx, hi[j]);
-  for (; k < n; ++k) {
-    const float v = scalar(k);
-    out.sum += v;
-    out.sumsq += double(v) * v;
-    out.mn = v < out.mn ? v : out.mn;
-    out.mx = v > out.mx ? v : out.mx;
-  }
+  m.finish(out);
+  for (; k < n; ++k) add_scalar(out, scalar(k));
 }
 
 // light_pass over two streams at once: vec(k, a, b) sets the 16 values of each at k,
@@ -116,20 +146,7 @@ inline void light_pass(int64_t n, Vec vec, Scalar scalar, Sums& out) {
 // step's output, a probe wants too).
 template <class Vec, class Scalar>
 inline void light_pass2(int64_t n, Vec vec, Scalar scalar, Sums& out_a, Sums& out_b) {
-  struct Chains {
-    F16 s[2] = {}, q[2] = {}, mn[2], mx[2];
-    Chains() { mn[0] = mn[1] = F16{} + INFINITY, mx[0] = mx[1] = F16{} - INFINITY; }
-  } a, b;
-  const F16 unit = opaque_one();  // s + v * unit stays an FMA (exact: v * 1 = v)
-  const auto add = [&](Chains& ch, int c, F16 v) {
-    ch.s[c] += v * unit, ch.q[c] += v * v;
-    ch.mn[c] = vmin(v, ch.mn[c]), ch.mx[c] = vmax(v, ch.mx[c]);
-  };
-  const auto flush = [](Chains& ch, Sums& out) {
-    out.sum += lane_sum(ch.s[0] + ch.s[1]);
-    out.sumsq += lane_sum(ch.q[0] + ch.q[1]);
-    ch.s[0] = ch.s[1] = ch.q[0] = ch.q[1] = F16{};
-  };
+  Moments<2> a, b;
   int64_t k = 0;
   const int64_t vec_end = n - n % 16;
   while (k < vec_end) {
@@ -138,27 +155,19 @@ inline void light_pass2(int64_t n, Vec vec, Scalar scalar, Sums& out_a, Sums& ou
     for (; k + 32 <= block_end; k += 32)
       for (int c = 0; c < 2; ++c) {
         vec(k + 16 * c, va, vb);
-        add(a, c, va), add(b, c, vb);
+        a.add(c, va), b.add(c, vb);
       }
     for (; k < block_end; k += 16) {
       vec(k, va, vb);
-      add(a, 0, va), add(b, 0, vb);
+      a.add(0, va), b.add(0, vb);
     }
-    flush(a, out_a), flush(b, out_b);
+    a.flush(out_a), b.flush(out_b);
   }
-  for (auto [ch, out] : {std::pair<Chains*, Sums*>{&a, &out_a}, {&b, &out_b}}) {
-    const F16 lo = vmin(ch->mn[0], ch->mn[1]), hi = vmax(ch->mx[0], ch->mx[1]);
-    for (int j = 0; j < 16; ++j) out->mn = std::min(out->mn, lo[j]), out->mx = std::max(out->mx, hi[j]);
-  }
+  a.finish(out_a), b.finish(out_b);
   for (; k < n; ++k) {
     float va, vb;
     scalar(k, va, vb);
-    for (auto [v, out] : {std::pair<float, Sums*>{va, &out_a}, {vb, &out_b}}) {
-      out->sum += v;
-      out->sumsq += double(v) * v;
-      out->mn = v < out->mn ? v : out->mn;
-      out->mx = v > out->mx ? v : out->mx;
-    }
+    add_scalar(out_a, va), add_scalar(out_b, vb);
   }
 }
 

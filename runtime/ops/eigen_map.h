@@ -61,20 +61,8 @@ inline float sum_of(const float* p, int64_t n) {
 inline void sum_rows_light(const float* p, int64_t rows, int64_t len, float* row_sums, stats::Sums& out) {
   using stats::F16;
   static_assert(reduce_detail::kLanes == sizeof(F16) / sizeof(float), "sum_of's lanes are one F16");
-  const F16 inf = F16{} + INFINITY;
-  const F16 unit = stats::opaque_one();  // s + v * unit stays an FMA (exact: v * 1 = v)
-  F16 s[4] = {}, q[4] = {}, mn[4] = {inf, inf, inf, inf}, mx[4] = {-inf, -inf, -inf, -inf};
+  stats::Moments<4> m;
   int64_t in_block = 0;  // values in the float sums since they were last added to `out`
-  const auto add = [&](int c, F16 v) {
-    s[c] += v * unit, q[c] += v * v;
-    mn[c] = stats::vmin(v, mn[c]), mx[c] = stats::vmax(v, mx[c]);
-  };
-  const auto flush = [&] {
-    out.sum += stats::lane_sum((s[0] + s[1]) + (s[2] + s[3]));
-    out.sumsq += stats::lane_sum((q[0] + q[1]) + (q[2] + q[3]));
-    for (int c = 0; c < 4; ++c) s[c] = q[c] = F16{};
-    in_block = 0;
-  };
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = p + r * len;
     F16 acc = F16{};  // sum_of's 16 lanes
@@ -83,33 +71,27 @@ inline void sum_rows_light(const float* p, int64_t rows, int64_t len, float* row
       for (int c = 0; c < 4; ++c) {
         const F16 v = stats::load16(row + k + 16 * c);
         acc += v;
-        add(c, v);
+        m.add(c, v);
       }
-      if ((in_block += 64) >= stats::kBlock) flush();
+      in_block += 64;
     }
     for (; k + 16 <= len; k += 16) {
       const F16 v = stats::load16(row + k);
       acc += v;
-      add(0, v);
+      m.add(0, v);
       in_block += 16;
     }
     for (int j = 0; k < len; ++k, ++j) {
-      const float v = row[k];
-      acc[j] += v;
-      out.sum += v;
-      out.sumsq += double(v) * v;
-      out.mn = v < out.mn ? v : out.mn;
-      out.mx = v > out.mx ? v : out.mx;
+      acc[j] += row[k];
+      stats::add_scalar(out, row[k]);
     }
     for (int w = reduce_detail::kLanes / 2; w > 0; w /= 2)
       for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
     row_sums[r] += acc[0];
-    if (in_block >= stats::kBlock) flush();
+    if (in_block >= stats::kBlock) m.flush(out), in_block = 0;
   }
-  flush();
-  const F16 lo = stats::vmin(stats::vmin(mn[0], mn[1]), stats::vmin(mn[2], mn[3]));
-  const F16 hi = stats::vmax(stats::vmax(mx[0], mx[1]), stats::vmax(mx[2], mx[3]));
-  for (int j = 0; j < 16; ++j) out.mn = std::min(out.mn, lo[j]), out.mx = std::max(out.mx, hi[j]);
+  m.flush(out);
+  m.finish(out);
 }
 
 // sum (p[k] - m)^2

@@ -37,10 +37,10 @@ class UnaryOp : public Op {
   // computing it (out[0] forward, dout[0] backward).
   void forward(FwdCtx& ctx) override {
     Pass p{this, ctx.in[0]->f(), nullptr, nullptr, ctx.out[0]->f(), ctx.in[0]->numel(), ctx.out_stats,
-                 [](const Pass& p, int64_t lo, int64_t hi) -> const float* {
-                   for (int64_t k = lo; k < hi; ++k) p.out[k] = p.op->fwd_(p.x[k]);
-                   return p.out + lo;
-                 }};
+           [](const Pass& p, int64_t lo, int64_t hi) -> const float* {
+             for (int64_t k = lo; k < hi; ++k) p.out[k] = p.op->fwd_(p.x[k]);
+             return p.out + lo;
+           }};
     p.in_stats = ctx.in_stats;
     if constexpr (kVec) p.fused = [](const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums* in) {
       const float* x = p.x + lo;
@@ -73,10 +73,10 @@ class UnaryOp : public Op {
   void backward(BwdCtx& ctx) override {
     if (!ctx.din[0] || !ctx.dout[0]) return;
     Pass p{this, ctx.in[0]->f(), ctx.out[0]->f(), ctx.dout[0]->f(), ctx.din[0]->f(), ctx.in[0]->numel(),
-                 ctx.dout_stats, [](const Pass& p, int64_t lo, int64_t hi) -> const float* {
-                   for (int64_t k = lo; k < hi; ++k) p.out[k] += p.dy[k] * p.op->deriv_(p.x[k], p.y[k]);
-                   return p.dy + lo;
-                 }};
+           ctx.dout_stats, [](const Pass& p, int64_t lo, int64_t hi) -> const float* {
+             for (int64_t k = lo; k < hi; ++k) p.out[k] += p.dy[k] * p.op->deriv_(p.x[k], p.y[k]);
+             return p.dy + lo;
+           }};
     if constexpr (kVec) p.fused = [](const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums*) {
       const float *x = p.x + lo, *y = p.y + lo, *dy = p.dy + lo;
       float* dx = p.out + lo;
@@ -84,7 +84,8 @@ class UnaryOp : public Op {
           hi - lo,
           [&](int64_t k) {
             const stats::F16 g = stats::load16(dy + k);
-            stats::store16(dx + k, stats::load16(dx + k) + g * p.op->vderiv_(stats::load16(x + k), stats::load16(y + k)));
+            const stats::F16 d = p.op->vderiv_(stats::load16(x + k), stats::load16(y + k));
+            stats::store16(dx + k, stats::load16(dx + k) + g * d);
             return g;
           },
           [&](int64_t k) {

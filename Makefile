@@ -5,6 +5,9 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 RUN_MODEL ?= models/demo/model.onnx
 RUN_DATA ?= models/demo/data.csv
+# The faulty demo (a softmax over one unit): `make run` diagnoses it and verifies a fix.
+RUN_FAULTY_MODEL ?= models/demo/faulty/model.onnx
+RUN_FAULTY_DATA ?= models/demo/faulty/data.csv
 
 # Fuzzing (tests/fuzz): each target runs FUZZ_SECONDS on its corpus in build-fuzz.
 FUZZ_BUILD ?= build-fuzz
@@ -33,10 +36,16 @@ $(BUILD)/CMakeCache.txt: | deps
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# Builds only the executable (the tests are built by `make test`), then diagnoses the
+# healthy demo (exit 0 expected) and the faulty one (exit 1 expected, with a verified fix).
+run: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target deeplocalize
 	./$(BUILD)/deeplocalize inspect $(RUN_MODEL)
-	./$(BUILD)/deeplocalize train $(RUN_MODEL) $(RUN_DATA); status=$$?; \
-	  if [ $$status -gt 1 ]; then exit $$status; fi
+	@echo "==== make run: a healthy model ($(RUN_MODEL))"
+	./$(BUILD)/deeplocalize train $(RUN_MODEL) $(RUN_DATA)
+	@echo "==== make run: a faulty model ($(RUN_FAULTY_MODEL)), with verified fixes"
+	./$(BUILD)/deeplocalize train $(RUN_FAULTY_MODEL) $(RUN_FAULTY_DATA) --verify-fixes; status=$$?; \
+	  if [ $$status -ne 1 ]; then echo "make run: expected the faulty demo to be diagnosed (exit 1), got $$status" >&2; exit 1; fi
 
 CTEST_ARGS ?=
 test: build

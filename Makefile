@@ -23,7 +23,7 @@ export ASAN_OPTIONS ?= exitcode=86
 export LSAN_OPTIONS ?= suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1:exitcode=86
 
-.PHONY: all deps fuzz-deps build run test test-sanitize fuzz fuzz-ci bench clean
+.PHONY: all deps fuzz-deps build run test test-sanitize fuzz fuzz-ci bench suite clean
 
 all: build
 
@@ -56,6 +56,18 @@ bench: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target dl_bench_train
 	cmake --build $(BUILD) -j $(JOBS) --target dl_micro_bench || echo "dl_micro_bench not built (libbenchmark-dev missing?)"
 	bench/run.sh $(BUILD)
+
+# The generated fault suite (models/suite/README.md): generated once into $(BUILD)/suite
+# (PyTorch, ~1 h of CPU; SUITE_REGEN=1 regenerates), then both splits diagnosed and scored.
+SUITE ?= $(BUILD)/suite
+suite: build
+	@if [ ! -f $(SUITE)/heldout/manifest.json ] || [ -n "$(SUITE_REGEN)" ]; then \
+	  scripts/install-deps.sh --dev && /usr/bin/python3 models/suite/generate.py --out $(SUITE) --jobs $(JOBS); fi
+	./$(BUILD)/deeplocalize batch $(SUITE)/dev/manifest.json --jobs $(JOBS) -q --json $(SUITE)/dev.json; \
+	  status=$$?; if [ $$status -gt 1 ]; then exit $$status; fi
+	./$(BUILD)/deeplocalize batch $(SUITE)/heldout/manifest.json --jobs $(JOBS) -q --json $(SUITE)/heldout.json; \
+	  status=$$?; if [ $$status -gt 1 ]; then exit $$status; fi
+	/usr/bin/python3 models/suite/report.py $(SUITE)
 
 test-sanitize:
 	$(MAKE) test BUILD=$(SANITIZE_BUILD) CMAKE_FLAGS="-DDL_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDL_BUILD_BENCH=OFF" \

@@ -83,11 +83,20 @@ std::string md_cell(const std::string& s) {
   return out;
 }
 
+// "16/19 (84%, 95% CI 62-94%)": a rate with its Wilson interval (batch_scoring.h).
+std::string rate_with_interval(int a, int b) {
+  if (b == 0) return "n/a";
+  const auto [lo, hi] = wilson_interval(a, b);
+  const auto pct = [](double v) { return std::to_string(static_cast<int>(std::lround(100 * v))); };
+  return std::to_string(a) + "/" + std::to_string(b) + " (" + pct(double(a) / b) + "%, 95% CI " + pct(lo) + "-" +
+         pct(hi) + "%)";
+}
+
 std::string scores_line(const json& t) {
-  return "detected " + ratio(integer(t, "detected"), integer(t, "faulty")) + ", localized " +
-         ratio(integer(t, "localized"), integer(t, "localizable")) + ", root cause " +
-         ratio(integer(t, "root_cause"), integer(t, "root_cause_cases")) + ", false alarms " +
-         std::to_string(integer(t, "false_alarms")) + "/" + std::to_string(integer(t, "non_faulty"));
+  return "detected " + rate_with_interval(integer(t, "detected"), integer(t, "faulty")) + ", localized " +
+         rate_with_interval(integer(t, "localized"), integer(t, "localizable")) + ", root cause " +
+         rate_with_interval(integer(t, "root_cause"), integer(t, "root_cause_cases")) + ", false alarms " +
+         rate_with_interval(integer(t, "false_alarms"), integer(t, "non_faulty"));
 }
 
 std::string median_text(const json& t) {

@@ -1,7 +1,9 @@
 #include "cli/batch_scoring.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <tuple>
 
 #include "cli/output.h"
 #include "converter/errors.h"
@@ -158,8 +160,31 @@ json summary_totals(const json& cases) {
   t["as_expected"] = as_expected;
   t["unexpected"] = static_cast<int>(cases.size()) - as_expected;
   t["median_time_to_verdict_s"] = ttv.empty() ? json(nullptr) : json(median(ttv));
+  json intervals = json::object();
+  for (const auto& [name, k, n] : {std::tuple{"detected", "detected", "faulty"},
+                                   std::tuple{"localized", "localized", "localizable"},
+                                   std::tuple{"root_cause", "root_cause", "root_cause_cases"},
+                                   std::tuple{"false_alarms", "false_alarms", "non_faulty"}}) {
+    const long long nn = t[n].get<long long>();
+    if (nn == 0) {
+      intervals[name] = nullptr;
+      continue;
+    }
+    const auto [lo, hi] = wilson_interval(t[k].get<long long>(), nn);
+    intervals[name] = {lo, hi};
+  }
+  t["intervals"] = intervals;
   if (const json fixes = fix_totals(cases); !fixes.is_null()) t["fixes"] = fixes;
   return t;
+}
+
+std::pair<double, double> wilson_interval(long long k, long long n) {
+  if (n <= 0) return {0.0, 1.0};
+  const double z = 1.959963984540054, z2 = z * z;  // the normal quantile of 97.5%
+  const double p = static_cast<double>(k) / static_cast<double>(n), nd = static_cast<double>(n);
+  const double centre = (p + z2 / (2 * nd)) / (1 + z2 / nd);
+  const double half = z / (1 + z2 / nd) * std::sqrt(p * (1 - p) / nd + z2 / (4 * nd * nd));
+  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
 }
 
 json make_summary(const json& cases, const SummaryInfo& info) {

@@ -35,8 +35,15 @@ nlohmann::json score_record(const nlohmann::json& record);
 // Totals over records: cases, ran, input_errors, crashed, timeouts, faults, faulty
 // (expected faulty), detected, localizable, localized, root_cause_cases, root_cause,
 // non_faulty, false_alarms, with_expectation, as_expected, unexpected,
-// median_time_to_verdict_s (null without a case that ran).
+// median_time_to_verdict_s (null without a case that ran), intervals {detected,
+// localized, root_cause, false_alarms: [low, high] or null}: 95% Wilson score intervals
+// of the rates, so that two runs (or a development and a held-out split) can be compared.
 nlohmann::json summary_totals(const nlohmann::json& cases);
+
+// The 95% Wilson score interval of k successes in n trials, as {low, high} in [0, 1];
+// {0, 1} when n is 0. Unlike the normal approximation it stays inside [0, 1] and is
+// sensible at k = 0 or k = n, where small benchmarks' rates often sit.
+std::pair<double, double> wilson_interval(long long k, long long n);
 
 struct SummaryInfo {
   std::string input, detector = "deeplocalize";

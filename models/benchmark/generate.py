@@ -205,6 +205,9 @@ def keras_optimizer(cfg, params):
         return torch.optim.Adam(params, lr=lr if lr is not None else 1e-3, eps=1e-7)
     if name == "rmsprop":
         return torch.optim.RMSprop(params, lr=lr if lr is not None else 1e-3, alpha=0.9, eps=1e-7)
+    if name == "adagrad":  # Keras: initial_accumulator_value 0.1, epsilon 1e-7
+        return torch.optim.Adagrad(params, lr=lr if lr is not None else 0.01, initial_accumulator_value=0.1,
+                                   eps=1e-7)
     raise ValueError(name)
 
 

@@ -1,0 +1,70 @@
+#!/usr/bin/python3
+"""Tables of a suite run: per split (development, held-out) the detection, localization,
+root-cause and false-alarm rates with 95% Wilson intervals, then per mutation operator
+and per benign change, as Markdown.
+
+Run: /usr/bin/python3 models/suite/report.py DIR   (DIR holds dev.json and heldout.json,
+the `deeplocalize batch --json` summaries of DIR/dev and DIR/heldout; `make suite`).
+"""
+import json
+import math
+import os
+import sys
+from collections import defaultdict
+
+
+def wilson(k, n, z=1.959963984540054):
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    c = (p + z * z / (2 * n)) / (1 + z * z / n)
+    h = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, c - h), min(1.0, c + h)
+
+
+def rate(k, n):
+    if n == 0:
+        return "n/a"
+    lo, hi = wilson(k, n)
+    return f"{k}/{n} = {100 * k / n:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
+
+
+def main(d):
+    rows, per_op, per_benign = [], defaultdict(lambda: defaultdict(lambda: [0, 0])), defaultdict(lambda: [0, 0])
+    for split in ("dev", "heldout"):
+        path = os.path.join(d, split + ".json")
+        if not os.path.exists(path):
+            continue
+        s = json.load(open(path))
+        t = s["totals"]
+        rows.append((split, t))
+        for c in s["cases"]:
+            sc, name = c["scores"], c["name"]
+            change = name.split("__", 1)[1] if "__" in name else "(base)"
+            if c["kind"] == "buggy":
+                for key in ("detected", "localized", "root_cause"):
+                    if sc.get(key) is not None:
+                        per_op[change][key][0] += bool(sc[key])
+                        per_op[change][key][1] += 1
+            elif sc.get("false_alarm") is not None:
+                per_benign[change][0] += bool(sc["false_alarm"])
+                per_benign[change][1] += 1
+    print("| split | detected (killed mutants) | localized (layer mutants) | accepted root cause | "
+          "false alarms (healthy runs) |")
+    print("|---|---|---|---|---|")
+    for split, t in rows:
+        print(f"| {split} | {rate(t['detected'], t['faulty'])} | {rate(t['localized'], t['localizable'])} | "
+              f"{rate(t['root_cause'], t['root_cause_cases'])} | {rate(t['false_alarms'], t['non_faulty'])} |")
+    print("\n| mutation operator (both splits) | detected | localized | root cause |")
+    print("|---|---|---|---|")
+    for op in sorted(per_op):
+        r = per_op[op]
+        print(f"| {op} | {rate(*r['detected'])} | {rate(*r['localized'])} | {rate(*r['root_cause'])} |")
+    print("\n| healthy case (both splits) | false alarms |")
+    print("|---|---|")
+    for ch in sorted(per_benign):
+        print(f"| {ch} | {rate(*per_benign[ch])} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "build/suite")

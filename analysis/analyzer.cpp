@@ -3,16 +3,14 @@
 #include <algorithm>
 
 #include "analysis/context.h"
+#include "analysis/symptoms.h"
 
 namespace dl::an {
 namespace {
 
 int stage_rank(Stage s) { return static_cast<int>(s); }
 
-bool numerical(const Finding& f) {
-  return f.symptom.rfind("nan_", 0) == 0 || f.symptom.rfind("inf_", 0) == 0 ||
-         f.symptom.rfind("exploding", 0) == 0;
-}
+bool numerical(const Finding& f) { return symptom_info(f.symptom).numerical; }
 
 }  // namespace
 

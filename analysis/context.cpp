@@ -103,11 +103,11 @@ std::string AnalysisContext::layer_label(int layer) const {
   return s + ")";
 }
 
-Finding AnalysisContext::make(const Rule& rule, const std::string& symptom, Stage stage, int layer,
+Finding AnalysisContext::make(const Rule& rule, const Symptom& symptom, Stage stage, int layer,
                               std::optional<size_t> record) const {
   Finding f;
   f.rule = rule.id();
-  f.symptom = symptom;
+  f.symptom = symptom.id;
   f.stage = stage;
   f.layer = layer;
   if (layer >= 0 && layer < static_cast<int>(trace_.header.layers.size()))

@@ -7,6 +7,7 @@
 
 #include "analysis/finding.h"
 #include "analysis/rule.h"
+#include "analysis/symptoms.h"
 #include "analysis/trace.h"
 
 namespace dl::an {
@@ -50,7 +51,7 @@ class AnalysisContext {
   }
 
   // A finding pre-filled with the rule id, layer nodes and the record's iteration/epoch.
-  Finding make(const Rule& rule, const std::string& symptom, Stage stage, int layer,
+  Finding make(const Rule& rule, const Symptom& symptom, Stage stage, int layer,
                std::optional<size_t> record) const;
   std::string layer_label(int layer) const;  // "layer 2 (/4/Gemm, /5/Softmax)"
   // Records before the first one whose loss or any probe holds NaN/Inf (all records when

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "analysis/rules/rule_util.h"
+#include "analysis/symptoms.h"
 
 namespace dl::an {
 namespace {
@@ -97,15 +98,14 @@ std::string current_output(const Facts& f) {
   return f.last < 0 || f.activation[f.last].empty() ? "Identity" : f.activation[f.last];
 }
 
-bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-
-// Direction of a learning-rate change from the symptom: -1 lower, +1 higher, 0 unclear.
+// Direction of a learning-rate change from the symptom (analysis/symptom_list.def): -1
+// lower, +1 higher, 0 unclear.
 int lr_direction(const Finding& primary) {
-  const std::string& s = primary.symptom;
-  for (const char* down : {"nan", "inf", "explod", "oscillat", "diverg", "too_high", "large", "overflow"})
-    if (contains(s, down)) return -1;
-  for (const char* up : {"plateau", "not_decreasing", "unchanged", "too_low", "small", "slow", "not_increasing", "short"})
-    if (contains(s, up)) return +1;
+  switch (symptom_info(primary.symptom).pace) {
+    case Symptom::Pace::kTooFast: return -1;
+    case Symptom::Pace::kTooSlow: return +1;
+    case Symptom::Pace::kNone: return 0;
+  }
   return 0;
 }
 
@@ -208,7 +208,7 @@ class Proposer {
     std::vector<FixAction> to_relu, to_leaky, to_elu;
     for (int l = 0; l < last; ++l) {
       if (facts_.saturating[l]) to_relu.push_back(act(Kind::kActivation, l, "Relu"));
-      if (facts_.dead_zone[l] && (f.layer == l || f.layer < 0 || contains(f.symptom, "dead"))) {
+      if (facts_.dead_zone[l] && (f.layer == l || f.layer < 0 || symptom_info(f.symptom).dead_units)) {
         to_leaky.push_back(act(Kind::kActivation, l, "LeakyRelu"));
         to_elu.push_back(act(Kind::kActivation, l, "Elu"));
       }

@@ -49,7 +49,7 @@ class AccuracyNotIncreasing : public Rule {
         -trend.t >= threshold(ctx, "learning_t"))
       return;
 
-    Finding f = ctx.make(*this, "accuracy_not_increasing", Stage::kAccuracy, -1, std::nullopt);
+    Finding f = ctx.make(*this, sym::accuracy_not_increasing, Stage::kAccuracy, -1, std::nullopt);
     ru::place_at_end(ctx, f);
     f.conclusive = false;
     f.message = "the training accuracy went from " + ru::num(p.first_metric) + " to " + ru::num(p.last_metric) +

@@ -40,7 +40,7 @@ class BadInitialization : public Rule {
     }
     for (const WeightInit& w : weights) {
       if (w.nonfinite) {
-        emit(ctx, out, w, "nonfinite_initialization", true, 1.0,
+        emit(ctx, out, w, sym::nonfinite_initialization, true, 1.0,
              ctx.layer_label(w.layer) + " starts with " + std::to_string(w.init->nan + w.init->inf) +
                  " NaN/Inf weights in " + w.init->name,
              "re-initialise " + w.init->name + " (e.g. glorot_uniform) and check the code that produced it");
@@ -60,7 +60,7 @@ class BadInitialization : public Rule {
                         "the same gradient";
       if (stacked)
         msg += ", and so do the next " + std::to_string(best_run - 1) + " weighted layer(s): the symmetry can never break";
-      Finding& f = emit(ctx, out, w, w.zero ? "zero_initialization" : "constant_initialization", stacked,
+      Finding& f = emit(ctx, out, w, w.zero ? sym::zero_initialization : sym::constant_initialization, stacked,
                         stacked ? 0.95 : 0.7, msg,
                         "initialise " + w.init->name + " randomly (glorot_uniform, or he_normal before ReLU) instead of a " +
                             std::string(w.zero ? "zero" : "constant") + " value" +
@@ -71,7 +71,7 @@ class BadInitialization : public Rule {
     for (const WeightInit& w : weights) {
       if (!w.too_wide) continue;
       const double he = std::sqrt(2.0 / double(w.fan_in));
-      emit(ctx, out, w, "wide_initialization", false, 0.6,
+      emit(ctx, out, w, sym::wide_initialization, false, 0.6,
            ctx.layer_label(w.layer) + " starts with weights of std " + ru::num(w.init->std) + " for a fan-in of " +
                std::to_string(w.fan_in) + " (He would use " + ru::num(he) + "): activations grow ~" +
                ru::num(w.init->std / he) + "x per layer",
@@ -109,7 +109,7 @@ class BadInitialization : public Rule {
     return out;
   }
 
-  Finding& emit(const AnalysisContext& ctx, std::vector<Finding>& out, const WeightInit& w, const std::string& symptom,
+  Finding& emit(const AnalysisContext& ctx, std::vector<Finding>& out, const WeightInit& w, const Symptom& symptom,
                 bool conclusive, double confidence, const std::string& message, const std::string& fix) const {
     Finding f = ctx.make(*this, symptom, Stage::kStatic, w.layer, std::nullopt);
     f.root_cause = RootCause::kInitialization;

@@ -96,7 +96,7 @@ class DeadUnits : public Rule {
     const Probe& p = ctx.header().probes[probe];
     const size_t last = ru::finite_prefix(ctx) - 1;
     const TensorStats& s = t.at(last, probe);
-    Finding f = ctx.make(*this, "dead_units", Stage::kForward, p.layer, onset);
+    Finding f = ctx.make(*this, sym::dead_units, Stage::kForward, p.layer, onset);
     f.conclusive = dead;
     f.confidence = dead ? 0.95 : 0.6;
     const int64_t units = p.op.units;

@@ -77,7 +77,7 @@ class ExplodingTensor : public Rule {
       for (size_t i = 0; i < fwd.size() && !value; ++i)
         if (values[i][r] > v_abs && values[i][r] > v_growth * values[i][0])
           value = Hit{r, probes[fwd[i]].layer, probes[fwd[i]].node, values[i][0], values[i][r], values[i]};
-    if (value) report(ctx, *value, "exploding_values", Stage::kForward, end, diverged_to_nan, out);
+    if (value) report(ctx, *value, sym::exploding_values, Stage::kForward, end, diverged_to_nan, out);
     // Gradients: the first record, then the deepest layer (backward order). Weights: the
     // first record, then the first layer.
     std::optional<Hit> grad, weight;
@@ -91,8 +91,8 @@ class ExplodingTensor : public Rule {
       if (auto h = first_hit(weights[j], w0, w_growth, 0.0, layer, &param_fresh))
         if (!weight || h->record < weight->record) weight = h;
     }
-    if (grad) report(ctx, *grad, "exploding_gradients", Stage::kBackward, end, diverged_to_nan, out);
-    if (weight) report(ctx, *weight, "exploding_weights", Stage::kWeights, end, diverged_to_nan, out);
+    if (grad) report(ctx, *grad, sym::exploding_gradients, Stage::kBackward, end, diverged_to_nan, out);
+    if (weight) report(ctx, *weight, sym::exploding_weights, Stage::kWeights, end, diverged_to_nan, out);
   }
 
  private:
@@ -119,7 +119,7 @@ class ExplodingTensor : public Rule {
     return std::nullopt;
   }
 
-  void report(const AnalysisContext& ctx, const Hit& h, const std::string& symptom, Stage stage, size_t end,
+  void report(const AnalysisContext& ctx, const Hit& h, const Symptom& symptom, Stage stage, size_t end,
               bool diverged_to_nan, std::vector<Finding>& out) const {
     const double abs = stage == Stage::kForward ? threshold(ctx, "value_abs")
                      : stage == Stage::kBackward ? threshold(ctx, "grad_abs") : 0.0;

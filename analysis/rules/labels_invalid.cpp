@@ -52,7 +52,7 @@ class LabelsInvalid : public Rule {
       if (bad(d.target_columns[c]) > 0 && first_target < 0) first_target = static_cast<int>(c);
     }
     if (features + targets == 0) return;
-    Finding f = ctx.make(*this, "nonfinite_data", Stage::kStatic, -1, std::nullopt);
+    Finding f = ctx.make(*this, sym::nonfinite_data, Stage::kStatic, -1, std::nullopt);
     f.root_cause = RootCause::kData;
     f.conclusive = true;
     std::string what;
@@ -93,7 +93,7 @@ class LabelsInvalid : public Rule {
       negative = negative || *id < 0;
       all_at_c = all_at_c && *id == double(classes);
     }
-    Finding f = ctx.make(*this, "invalid_labels", Stage::kStatic, -1, std::nullopt);
+    Finding f = ctx.make(*this, sym::invalid_labels, Stage::kStatic, -1, std::nullopt);
     f.root_cause = RootCause::kLabels;
     f.conclusive = true;
     const std::string range = "0.." + std::to_string(classes - 1);
@@ -139,7 +139,7 @@ class LabelsInvalid : public Rule {
       tmax = std::max(tmax, col.max);
     }
     if (column < 0) return;
-    Finding f = ctx.make(*this, "targets_outside_loss_domain", Stage::kStatic, -1, std::nullopt);
+    Finding f = ctx.make(*this, sym::targets_outside_loss_domain, Stage::kStatic, -1, std::nullopt);
     f.root_cause = RootCause::kLabels;
     f.conclusive = true;
     f.message = loss + " needs targets in [0, 1] but the targets span [" + ru::num(tmin) + ", " + ru::num(tmax) +

@@ -30,7 +30,7 @@ class LinearStack : public Rule {
     bool any_nonlinear = false;
     for (const Probe& p : h.probes)
       any_nonlinear = any_nonlinear || (p.kind == ProbeKind::kForward && (p.op.role == "activation" || !p.op.linear));
-    Finding f = ctx.make(*this, "linear_stack", Stage::kStatic, first, std::nullopt);
+    Finding f = ctx.make(*this, sym::linear_stack, Stage::kStatic, first, std::nullopt);
     f.root_cause = RootCause::kActivation;
     f.conclusive = false;
     f.confidence = any_nonlinear ? threshold(ctx, "confidence") : std::min(1.0, threshold(ctx, "confidence") + 0.2);

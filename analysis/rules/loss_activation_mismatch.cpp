@@ -45,7 +45,7 @@ class LossActivationMismatch : public Rule {
     const std::string where = ctx.layer_label(o.layer);
     const std::string node = o.node.empty() ? "its output" : o.node;
 
-    auto emit = [&](const std::string& symptom, RootCause cause, bool conclusive, double confidence,
+    auto emit = [&](const Symptom& symptom, RootCause cause, bool conclusive, double confidence,
                     const std::string& message, const std::string& fix) {
       Finding f = ctx.make(*this, symptom, Stage::kStatic, o.layer, std::nullopt);
       f.root_cause = cause;
@@ -65,7 +65,7 @@ class LossActivationMismatch : public Rule {
                             ? "remove the softmax (" + node + ") so " + where + " has a linear output for " + loss
                             : "replace the softmax (" + node + ") with a sigmoid and use binary_crossentropy, or "
                               "give " + where + " one unit per class for categorical_crossentropy";
-      emit("softmax_single_unit", RootCause::kActivation, true, 1.0,
+      emit(sym::softmax_single_unit, RootCause::kActivation, true, 1.0,
            where + " applies softmax to a single unit: its output is always 1.0 and the loss cannot change",
            fix);
       return;
@@ -73,7 +73,7 @@ class LossActivationMismatch : public Rule {
     // Categorical cross-entropy over one output: the prediction is normalised to 1.0
     // (or soft-maxed over one logit), so the loss is constantly 0.
     if (categorical && o.units == 1) {
-      emit("categorical_single_unit", RootCause::kLoss, true, 1.0,
+      emit(sym::categorical_single_unit, RootCause::kLoss, true, 1.0,
            where + " has one output unit but the loss is " + loss +
                ", which normalises each prediction over the units: the loss is always 0",
            "use binary_crossentropy with a sigmoid output for two classes, or make " + where + " " +
@@ -89,7 +89,7 @@ class LossActivationMismatch : public Rule {
     const bool multi_label = d.target_columns.size() > 1 && d.label_issue_count == 0 &&
                              off > threshold(ctx, "row_sum_tolerance");
     if (multi_label && (loss == "categorical_crossentropy" || op.normalizes)) {
-      emit(loss == "categorical_crossentropy" ? "multilabel_categorical" : "multilabel_softmax",
+      emit(loss == "categorical_crossentropy" ? sym::multilabel_categorical : sym::multilabel_softmax,
            loss == "categorical_crossentropy" ? RootCause::kLoss : RootCause::kActivation,
            off >= threshold(ctx, "conclusive_row_sum"), 0.9,
            "the targets have " + ru::num(row_sum) + " labels per row on average (multi-label) but " +
@@ -100,7 +100,7 @@ class LossActivationMismatch : public Rule {
       return;
     }
     if (logits && probabilities) {
-      emit("probabilities_to_logits_loss", RootCause::kLoss, false, threshold(ctx, "logits_confidence"),
+      emit(sym::probabilities_to_logits_loss, RootCause::kLoss, false, threshold(ctx, "logits_confidence"),
            where + " outputs probabilities in " + ru::range_text(op.out_lo, op.out_hi) + " but " + loss +
                " is configured with from_logits=true, so they are squashed a second time and the gradients "
                "become tiny",
@@ -109,7 +109,7 @@ class LossActivationMismatch : public Rule {
       return;
     }
     if (op.normalizes && loss == "binary_crossentropy" && o.units > 1) {
-      emit("softmax_binary_crossentropy", RootCause::kLoss, false, 0.7,
+      emit(sym::softmax_binary_crossentropy, RootCause::kLoss, false, 0.7,
            where + " applies softmax over " + std::to_string(o.units) +
                " units but the loss is binary_crossentropy, which treats each unit as an independent yes/no",
            "use categorical_crossentropy for one class per sample, or sigmoid outputs of " + where +
@@ -118,7 +118,7 @@ class LossActivationMismatch : public Rule {
     }
     if (categorical && probabilities && !op.normalizes && !logits &&
         double(o.units) >= threshold(ctx, "many_classes")) {
-      emit("sigmoid_categorical_crossentropy", RootCause::kActivation, false, 0.7,
+      emit(sym::sigmoid_categorical_crossentropy, RootCause::kActivation, false, 0.7,
            where + " outputs " + std::to_string(o.units) + " independent values in " +
                ru::range_text(op.out_lo, op.out_hi) + " (no softmax) but the loss is " + loss +
                ", which expects one probability distribution per sample",
@@ -131,7 +131,7 @@ class LossActivationMismatch : public Rule {
       const bool divides = categorical && !logits;
       const std::string act = logits ? "no activation (raw logits)"
                                      : (loss == "binary_crossentropy" ? "a sigmoid" : "a softmax");
-      emit("relu_output_crossentropy", RootCause::kActivation, divides, divides ? 0.9 : 0.8,
+      emit(sym::relu_output_crossentropy, RootCause::kActivation, divides, divides ? 0.9 : 0.8,
            where + " ends in a ReLU-like activation with output " + ru::range_text(op.out_lo, op.out_hi) +
                " and a dead zone at 0, which cannot express " + (logits ? "negative logits" : "probabilities") +
                " for " + loss +
@@ -142,7 +142,7 @@ class LossActivationMismatch : public Rule {
     if (!logits && unbounded) {
       const bool has_activation = op.role == "activation";
       const std::string act = loss == "binary_crossentropy" ? "sigmoid" : "softmax";
-      emit("logits_to_probability_loss", has_activation ? RootCause::kActivation : RootCause::kLoss, false, 0.8,
+      emit(sym::logits_to_probability_loss, has_activation ? RootCause::kActivation : RootCause::kLoss, false, 0.8,
            where + " outputs values in " + ru::range_text(op.out_lo, op.out_hi) + ", not probabilities, but " + loss +
                " with from_logits=false expects probabilities and clips them to [1e-7, 1 - 1e-7]",
            has_activation ? "replace the final activation (" + node + ") of " + where + " with " + act

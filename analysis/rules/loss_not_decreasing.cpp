@@ -41,7 +41,7 @@ class LossNotDecreasing : public Rule {
     const ru::Curve c = ru::curve(ctx);
     const double steady = falling_share(c.loss);
 
-    Finding f = ctx.make(*this, "loss_not_decreasing", Stage::kLoss, -1, std::nullopt);
+    Finding f = ctx.make(*this, sym::loss_not_decreasing, Stage::kLoss, -1, std::nullopt);
     ru::place_at_end(ctx, f);
     f.conclusive = false;
     f.message = "the training loss went from " + ru::num(p.first_loss) + " to " + ru::num(p.last_loss) + " over " +

@@ -63,7 +63,7 @@ class LossPlateau : public Rule {
     const bool high_lr = lr >= threshold(ctx, "high_lr_factor") * default_lr;
     if (verdict != ru::LrVerdict::kTooLarge && !high_lr) return;
 
-    Finding f = ctx.make(*this, "loss_plateau", Stage::kLoss, -1, std::nullopt);
+    Finding f = ctx.make(*this, sym::loss_plateau, Stage::kLoss, -1, std::nullopt);
     ru::place_at_end(ctx, f);
     f.conclusive = true;
     f.confidence = 0.7;

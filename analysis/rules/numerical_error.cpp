@@ -13,7 +13,7 @@ namespace dl::an {
 namespace {
 
 struct Site {
-  std::string symptom;
+  const Symptom* symptom = &sym::nan_loss;
   Stage stage = Stage::kForward;
   int layer = -1;
   std::optional<size_t> probe;
@@ -54,10 +54,10 @@ class NumericalError : public Rule {
     if (in_record) {
       site = locate(ctx, r);
     } else {
-      site.symptom = "nan_loss";
+      site.symptom = &sym::nan_loss;
       site.stage = Stage::kLoss;
     }
-    Finding f = ctx.make(*this, site.symptom, site.stage, site.layer, in_record ? std::optional<size_t>(r) : std::nullopt);
+    Finding f = ctx.make(*this, *site.symptom, site.stage, site.layer, in_record ? std::optional<size_t>(r) : std::nullopt);
     if (!in_record) {
       f.iteration = *loss_it;
       const int64_t b = ctx.header().batches_per_epoch;
@@ -87,8 +87,8 @@ class NumericalError : public Rule {
     const Trace& t = ctx.trace();
     const auto& probes = ctx.header().probes;
     Site s;
-    auto take = [&](size_t k, const char* symptom, Stage stage) {
-      s.symptom = symptom;
+    auto take = [&](size_t k, const Symptom& symptom, Stage stage) {
+      s.symptom = &symptom;
       s.stage = stage;
       s.layer = probes[k].layer;
       s.probe = k;
@@ -97,11 +97,11 @@ class NumericalError : public Rule {
     };
     for (size_t k : ctx.probes(ProbeKind::kForward))
       if (!t.at(r, k).finite()) {
-        take(k, t.at(r, k).nan == 0 ? "inf_forward" : "nan_forward", Stage::kForward);
+        take(k, t.at(r, k).nan == 0 ? sym::inf_forward : sym::nan_forward, Stage::kForward);
         return s;
       }
     if (!std::isfinite(t.records[r].loss)) {
-      s.symptom = "nan_loss";
+      s.symptom = &sym::nan_loss;
       s.stage = Stage::kLoss;
       return s;
     }
@@ -113,20 +113,20 @@ class NumericalError : public Rule {
       for (size_t k : ctx.probes(kind))
         if (!t.at(r, k).finite() && (!deepest || depth(k) > depth(*deepest))) deepest = k;
     if (deepest) {
-      take(*deepest, "nan_backward", Stage::kBackward);
+      take(*deepest, sym::nan_backward, Stage::kBackward);
       return s;
     }
     for (size_t k : ctx.probes(ProbeKind::kUpdate))
       if (!t.at(r, k).finite()) {
-        take(k, "nan_update", Stage::kWeights);
+        take(k, sym::nan_update, Stage::kWeights);
         return s;
       }
     for (size_t k : ctx.probes(ProbeKind::kWeight))
       if (!t.at(r, k).finite()) {
-        take(k, "nan_weights", Stage::kWeights);
+        take(k, sym::nan_weights, Stage::kWeights);
         return s;
       }
-    s.symptom = "nan_loss";
+    s.symptom = &sym::nan_loss;
     s.stage = Stage::kLoss;
     return s;
   }

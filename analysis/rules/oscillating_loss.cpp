@@ -48,7 +48,7 @@ class OscillatingLoss : public Rule {
     const TraceHeader& h = ctx.header();
     const double lr = ru::learning_rate(h);
     const double batch = ru::config_number(h, "batch_size", 32);
-    Finding f = ctx.make(*this, "oscillating_loss", Stage::kLoss, -1, std::nullopt);
+    Finding f = ctx.make(*this, sym::oscillating_loss, Stage::kLoss, -1, std::nullopt);
     ru::place_at_end(ctx, f);
     f.conclusive = false;
     f.confidence = 0.7;

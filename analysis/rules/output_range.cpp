@@ -70,7 +70,7 @@ class OutputRange : public Rule {
     const bool out_of_range = (tmin < lo || tmax > hi) && std::min(1.0, excess) >= threshold(ctx, "min_excess");
     if (!out_of_range && !bad_sum) return;
 
-    Finding f = ctx.make(*this, bad_sum && !out_of_range ? "softmax_regression" : "output_range", Stage::kStatic,
+    Finding f = ctx.make(*this, bad_sum && !out_of_range ? sym::softmax_regression : sym::output_range, Stage::kStatic,
                          o.layer, std::nullopt);
     const bool unscaled = std::max(std::fabs(tmin), std::fabs(tmax)) > threshold(ctx, "unscaled_target");
     f.root_cause = unscaled ? RootCause::kData : RootCause::kActivation;

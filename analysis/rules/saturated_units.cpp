@@ -76,7 +76,7 @@ class SaturatedUnits : public Rule {
       update = ru::median(v);
     }
     const bool vanished = std::isfinite(update) && update < threshold(ctx, "vanish_update");
-    Finding f = ctx.make(*this, "saturated_units", Stage::kForward, p.layer, onset);
+    Finding f = ctx.make(*this, sym::saturated_units, Stage::kForward, p.layer, onset);
     f.conclusive = vanished;
     f.confidence = vanished ? 0.9 : 0.65;
     f.message = ctx.layer_label(p.layer) + ": " + ru::num(100 * mean) + "% of the outputs of " + p.node +

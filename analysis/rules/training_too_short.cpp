@@ -68,7 +68,7 @@ class TrainingTooShort : public Rule {
     const double chance = judged.chance;
     const std::string& metric_text = judged.text;
 
-    Finding f = ctx.make(*this, "training_too_short", Stage::kLoss, -1, std::nullopt);
+    Finding f = ctx.make(*this, sym::training_too_short, Stage::kLoss, -1, std::nullopt);
     ru::place_at_end(ctx, f);
     f.conclusive = true;
     const double done = epochs > 0 ? epochs : std::max<double>(1, double(t.epochs.size()));

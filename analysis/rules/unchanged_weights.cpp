@@ -54,7 +54,7 @@ class UnchangedWeights : public Rule {
       ++run;
     }
     if (run >= window && mean_loss(t, end - run, end) > threshold(ctx, "loss_floor")) {
-      Finding f = ctx.make(*this, "unchanged_weights", Stage::kWeights, -1, end - run);
+      Finding f = ctx.make(*this, sym::unchanged_weights, Stage::kWeights, -1, end - run);
       f.conclusive = true;
       f.confidence = 0.95;
       f.message = std::string(updates_zero ? "no weight of the model changed" : "every parameter gradient is exactly zero") +
@@ -79,7 +79,7 @@ class UnchangedWeights : public Rule {
       if (still < end - start) continue;
       double g = 0;
       for (size_t r = end - still; r < end; ++r) g = std::max(g, ru::combined_l2(t, r, it->grad));
-      Finding f = ctx.make(*this, "unchanged_weights", Stage::kWeights, it->layer, end - still);
+      Finding f = ctx.make(*this, sym::unchanged_weights, Stage::kWeights, it->layer, end - still);
       f.conclusive = false;
       f.confidence = 0.6;
       f.message = ctx.layer_label(it->layer) + ": its weights change by less than " + ru::num(limit) +

@@ -81,7 +81,7 @@ class UnnormalizedInputs : public Rule {
     // Pixel data: non-negative, at most 255 (the usual unscaled image encoding).
     const bool pixels = d.all_features.min >= 0 && d.all_features.max <= 255 && d.all_features.max > 127;
 
-    Finding f = ctx.make(*this, "unnormalized_inputs", Stage::kStatic, -1, std::nullopt);
+    Finding f = ctx.make(*this, sym::unnormalized_inputs, Stage::kStatic, -1, std::nullopt);
     f.root_cause = RootCause::kData;
     f.conclusive = false;
     f.confidence = threshold(ctx, "confidence");
@@ -123,7 +123,7 @@ class UnnormalizedInputs : public Rule {
     const ru::OutputLayer o = ru::output_layer(ctx);
     if (std::isfinite(o.op.out_lo) || std::isfinite(o.op.out_hi)) return;
     const ColumnSummary& col = h.data_summary.target_columns[size_t(column)];
-    Finding f = ctx.make(*this, "unnormalized_targets", Stage::kStatic, -1, std::nullopt);
+    Finding f = ctx.make(*this, sym::unnormalized_targets, Stage::kStatic, -1, std::nullopt);
     f.root_cause = RootCause::kData;
     f.conclusive = false;
     f.confidence = threshold(ctx, "confidence");

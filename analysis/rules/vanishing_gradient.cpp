@@ -61,7 +61,7 @@ class VanishingGradient : public Rule {
           break;
         }
       }
-      Finding f = ctx.make(*this, "vanishing_gradient", Stage::kBackward, p.layer, first);
+      Finding f = ctx.make(*this, sym::vanishing_gradient, Stage::kBackward, p.layer, first);
       f.conclusive = false;
       f.confidence = 0.75;
       std::string why, fix;

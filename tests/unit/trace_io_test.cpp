@@ -364,7 +364,7 @@ TEST_CASE("trace file: records out of order are rejected") {
 
 TEST_CASE("trace file: unwritable and unreadable paths are DataErrors naming the file") {
   const Trace t = synthetic_trace(1, 1);
-  CHECK_THROWS_AS(write_trace(t, "/nonexistent-dir/x.dltrace"), dl::DataError);
+  CHECK_THROWS_AS(write_trace(t, "/nonexistent-dir/x.dltrace"), dl::ConfigError);
   try {
     read_trace("/nonexistent-dir/x.dltrace");
     FAIL("no error");

@@ -187,6 +187,9 @@ for f in h.md batch.txt h.xml; do
   grep -qF 'h\x1b[31m\x07' "$f" || fail "$f does not show the escaped case name"
 done
 grep -qF '\u{ffff}' h.xml || fail "JUnit does not show U+FFFF visibly"
+"$bin" train m.onnx $'no\x1b[2Jsuch\xff.csv' > /dev/null 2> err.txt
+clean_text err.txt || fail "an error message carries raw control characters or invalid UTF-8"
+grep -qF 'no\x1b[2Jsuch\xff.csv' err.txt || fail "the error message does not show the file name visibly"
 
 # --- 8. stdout that cannot be written --------------------------------------------------
 full() {

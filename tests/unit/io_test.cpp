@@ -186,7 +186,7 @@ TEST_CASE("output guard: special files, symlinks, inputs and duplicate outputs a
   put(data, "data");
   const std::vector<dl::cli::InputPath> inputs{{"the model", model}, {"the data", data}};
   const auto refused = [&](const std::vector<dl::cli::OutputPath>& outs, const std::string& part, bool force = false) {
-    CHECK_THROWS_WITH_AS(check_outputs(inputs, outs, force), doctest::Contains(part), dl::ConfigError);
+    CHECK_THROWS_WITH_AS(check_outputs(inputs, outs, force), doctest::Contains(part.c_str()), dl::ConfigError);
   };
   check_outputs(inputs, {{"--report", dir.file("r.json"), true}, {"--trace", dir.file("t.trace")}}, false);
   refused({{"--report", model, true}}, "--report " + model + ": it is the same file as the model " + model);

@@ -54,14 +54,14 @@ std::string report_path(const std::string& dir, const CaseSpec& c) {
 // Every file a batch reads and writes, checked before any case runs (cli/output_guard.h).
 void check_batch_outputs(const BatchOptions& o, const std::vector<CaseSpec>& cases) {
   std::vector<InputPath> inputs{{"the manifest", o.input}};
-  if (std::filesystem::is_directory(o.input)) inputs.push_back({"the manifest", o.input + "/manifest.json"});
+  std::error_code ec;
+  if (std::filesystem::is_directory(o.input, ec)) inputs.push_back({"the manifest", o.input + "/manifest.json"});
   for (const CaseSpec& c : cases) {
     inputs.push_back({"the model of case '" + c.name + "'", c.options.model});
     inputs.push_back({"the data of case '" + c.name + "'", c.options.data});
   }
   std::vector<OutputPath> outputs = summary_outputs(o.json_file, o.junit_file, o.md_file);
   if (!o.reports_dir.empty()) {
-    std::error_code ec;
     if (std::filesystem::exists(o.reports_dir, ec) && !std::filesystem::is_directory(o.reports_dir, ec))
       throw ConfigError("--reports " + o.reports_dir + ": it exists and is not a directory");
     std::filesystem::create_directories(o.reports_dir, ec);

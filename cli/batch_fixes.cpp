@@ -126,9 +126,16 @@ std::string fixes_markdown(const json& cases) {
     const std::string metric = goal.is_object() ? field(goal, "metric_name").get<std::string>() + " " : "";
     std::string change = io::visible(ok ? field(fix, "change").get<std::string>() : "none");
     std::string name = io::visible(field(c, "name").get<std::string>());  // from the manifest: untrusted
-    for (std::string* s : {&change, &name})
-      for (char& ch : *s)
-        if (ch == '|') ch = '/';
+    for (std::string* s : {&change, &name}) {
+      std::string cell;
+      for (char ch : *s) {
+        if (ch == '|') cell += '/';
+        else if (ch == '<') cell += "&lt;";
+        else if (ch == '>') cell += "&gt;";
+        else cell += ch;
+      }
+      *s = cell;
+    }
     out += "| " + name + " | " + change + " | " +
            (ok ? field(fix, "root_cause").get<std::string>() +
                      (field(fix, "root_cause_matches") == json(true) ? " \u2705" : field(fix, "root_cause_matches") == json(false) ? " \u274C" : "")

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "io/text_escape.h"
+
 namespace dl::an {
 namespace {
 
@@ -132,7 +134,7 @@ std::string report_layer_stats(const Diagnosis& d, const Trace& t, bool color) {
   for (size_t k = 0; k < t.header.layers.size(); ++k) {
     const LayerInfo& l = t.header.layers[k];
     std::string ops;
-    for (size_t j = 0; j < l.op_types.size(); ++j) ops += (j ? "+" : "") + l.op_types[j];
+    for (size_t j = 0; j < l.op_types.size(); ++j) ops += (j ? "+" : "") + io::visible(l.op_types[j]);  // a trace may come from anywhere
     if (ops.size() > 22) ops = ops.substr(0, 21) + "~";
     const LayerValues v = layer_values(t, probes[k], last);
     std::string row = "  " + pad(std::to_string(l.index), 5) + "  " + pad(ops, 22, false) + pad(num(v.act_mean), 10) +

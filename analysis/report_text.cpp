@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "analysis/report.h"
+#include "io/text_escape.h"
 
 namespace dl::an {
 namespace {
@@ -171,6 +172,51 @@ std::string change(const std::vector<double>& epochs, const std::vector<float>& 
   return "n/a";
 }
 
+// Everything the report quotes from the model, the trace or the command line (node
+// names, paths, messages that embed them) is made visible before the report is built
+// (io/text_escape.h), so only Style's own sequences reach a terminal.
+nlohmann::json visible_json(const json& j) {
+  if (j.is_string()) return io::visible(j.get<std::string>());
+  if (j.is_array()) {
+    json out = json::array();
+    for (const json& v : j) out.push_back(visible_json(v));
+    return out;
+  }
+  if (!j.is_object()) return j;
+  json out = json::object();
+  for (auto it = j.begin(); it != j.end(); ++it) out[io::visible(it.key())] = visible_json(it.value());
+  return out;
+}
+
+Finding visible_finding(const Finding& f, const Trace& t) {
+  Finding v = f;
+  v.nodes = report_detail::layer_nodes(f, t);
+  for (std::string* s : {&v.symptom, &v.rule, &v.message, &v.recommendation}) *s = io::visible(*s);
+  for (std::string& n : v.nodes) n = io::visible(n);
+  v.evidence = visible_json(f.evidence);
+  for (FixOutcome& x : v.fixes) {
+    for (std::string* s : {&x.change, &x.reason, &x.metric_name}) *s = io::visible(*s);
+    x.python_code = io::visible_multiline(x.python_code);
+  }
+  return v;
+}
+
+Diagnosis visible_diagnosis(const Diagnosis& d, const Trace& t) {
+  Diagnosis v;
+  v.fault = d.fault;
+  for (const Finding& f : d.findings) v.findings.push_back(visible_finding(f, t));
+  for (const Finding& f : d.warnings) v.warnings.push_back(visible_finding(f, t));
+  return v;
+}
+
+RunInfo visible_run(const RunInfo& run) {
+  RunInfo v = run;
+  for (std::string* s : {&v.tool_version, &v.model, &v.data, &v.metric_name, &v.detector}) *s = io::visible(*s);
+  return v;
+}
+
+std::string report_text_visible(const Diagnosis& d, const Trace& t, const RunInfo& run, bool color);
+
 }  // namespace
 
 std::string sparkline(const std::vector<float>& values, size_t width, double& lo, double& hi, bool& log_scale) {
@@ -215,6 +261,12 @@ std::string sparkline(const std::vector<float>& values, size_t width, double& lo
 }
 
 std::string report_text(const Diagnosis& d, const Trace& t, const RunInfo& run, bool color) {
+  return report_text_visible(visible_diagnosis(d, t), t, visible_run(run), color);
+}
+
+namespace {
+
+std::string report_text_visible(const Diagnosis& d, const Trace& t, const RunInfo& run, bool color) {
   const Style st{color};
   std::string out = "deeplocalize " + run.tool_version + ": " + run.model +
                     (run.data.empty() ? "" : " with " + run.data) + "\n";
@@ -245,5 +297,7 @@ std::string report_text(const Diagnosis& d, const Trace& t, const RunInfo& run, 
          num(run.analysis_s) + " s" + (run.fixes_s >= 0 ? ", fix trials " + num(run.fixes_s) + " s" : "") + "\n";
   return out;
 }
+
+}  // namespace
 
 }  // namespace dl::an

@@ -10,6 +10,7 @@
 
 #include "analysis/trace_header_json.h"
 #include "converter/errors.h"
+#include "io/atomic_file.h"
 
 namespace dl::an {
 namespace {
@@ -32,10 +33,10 @@ float bits_float(uint32_t u) {
   return f;
 }
 
-// Appends little-endian fields to a buffer, flushing it to a stream when one is given.
+// Appends little-endian fields to a buffer, flushing it to a file when one is given.
 class Writer {
  public:
-  explicit Writer(std::ostream* out) : out_(out) {}
+  explicit Writer(io::AtomicFile* out) : out_(out) {}
   void bytes(const std::string& s) {
     buf_ += s;
     maybe_flush();
@@ -52,12 +53,12 @@ class Writer {
     if (out_ && buf_.size() >= kFlushBytes) flush();
   }
   void flush() {
-    if (out_) out_->write(buf_.data(), static_cast<std::streamsize>(buf_.size())), buf_.clear();
+    if (out_) out_->write(buf_), buf_.clear();
   }
   std::string& buffer() { return buf_; }
 
  private:
-  std::ostream* out_;
+  io::AtomicFile* out_;
   std::string buf_;
 };
 
@@ -168,29 +169,10 @@ std::string trace_bytes(const Trace& trace) {
 }
 
 void write_trace(const Trace& trace, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw DataError(path + ": cannot write trace: cannot create " + tmp + ": " + std::strerror(errno));
-    Writer w(&out);
-    try {
-      emit(trace, w);
-    } catch (...) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw;
-    }
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw DataError(path + ": cannot write trace: writing " + tmp + " failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw DataError(path + ": cannot write trace: cannot rename " + tmp + ": " + reason);
-  }
+  io::AtomicFile out(path);  // removes its temporary file if emit() throws
+  Writer w(&out);
+  emit(trace, w);
+  out.commit();
 }
 
 Trace read_trace(const std::string& path) {

@@ -17,9 +17,10 @@ namespace dl::an {
 // The format version this build writes and the newest it reads.
 constexpr int kTraceFormatVersion = 1;
 
-// Writes `trace` to `path` atomically: the bytes go to `path + ".tmp"`, which is then
-// renamed over `path`, so an interrupted run never leaves a half-written trace behind.
-// Throws dl::DataError "PATH: cannot write trace: ..." when the file cannot be written.
+// Writes `trace` to `path` through io::AtomicFile (io/atomic_file.h): a unique temporary
+// file renamed over `path`, so an interrupted run or a concurrent writer never leaves a
+// half-written trace behind, and a symlink or special file at `path` is never replaced.
+// Throws dl::ConfigError "PATH: cannot write (...)" when the file cannot be written.
 void write_trace(const Trace& trace, const std::string& path);
 
 // The bytes write_trace() would write (used by write_trace and by tests).

@@ -15,6 +15,7 @@
 #include "cli/batch_outputs.h"
 #include "cli/batch_scoring.h"
 #include "cli/output.h"
+#include "cli/output_guard.h"
 #include "converter/errors.h"
 #include "runtime/train_config.h"
 
@@ -29,9 +30,14 @@ std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handl
 // Writes the summary files that were asked for.
 void write_outputs(const json& summary, const std::string& json_file, const std::string& junit_file,
                    const std::string& md_file) {
-  if (!json_file.empty()) write_text_atomically(json_file, dump(summary));
-  if (!junit_file.empty()) write_text_atomically(junit_file, junit_xml(summary));
-  if (!md_file.empty()) write_text_atomically(md_file, summary_markdown(summary));
+  if (!json_file.empty()) write_text_output(json_file, dump(summary));
+  if (!junit_file.empty()) write_text_output(junit_file, junit_xml(summary));
+  if (!md_file.empty()) write_text_output(md_file, summary_markdown(summary));
+}
+
+std::vector<OutputPath> summary_outputs(const std::string& json_file, const std::string& junit_file,
+                                        const std::string& md_file) {
+  return {{"--json", json_file, true}, {"--junit", junit_file, true}, {"--summary-md", md_file, true}};
 }
 
 // A case name as a file name: letters, digits, '-', '_' and '.'; others become '_'.
@@ -39,6 +45,31 @@ std::string file_stem(const std::string& name) {
   std::string s;
   for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
   return s.empty() || s[0] == '.' ? "_" + s : s;
+}
+
+std::string report_path(const std::string& dir, const CaseSpec& c) {
+  return (std::filesystem::path(dir) / (file_stem(c.name) + ".json")).string();
+}
+
+// Every file a batch reads and writes, checked before any case runs (cli/output_guard.h).
+void check_batch_outputs(const BatchOptions& o, const std::vector<CaseSpec>& cases) {
+  std::vector<InputPath> inputs{{"the manifest", o.input}};
+  std::error_code ec;
+  if (std::filesystem::is_directory(o.input, ec)) inputs.push_back({"the manifest", o.input + "/manifest.json"});
+  for (const CaseSpec& c : cases) {
+    inputs.push_back({"the model of case '" + c.name + "'", c.options.model});
+    inputs.push_back({"the data of case '" + c.name + "'", c.options.data});
+  }
+  std::vector<OutputPath> outputs = summary_outputs(o.json_file, o.junit_file, o.md_file);
+  if (!o.reports_dir.empty()) {
+    if (std::filesystem::exists(o.reports_dir, ec) && !std::filesystem::is_directory(o.reports_dir, ec))
+      throw ConfigError("--reports " + o.reports_dir + ": it exists and is not a directory");
+    std::filesystem::create_directories(o.reports_dir, ec);
+    if (ec) throw ConfigError("--reports " + o.reports_dir + ": cannot create the directory (" + ec.message() + ")");
+    for (const CaseSpec& c : cases)
+      outputs.push_back({"--reports (case '" + c.name + "')", report_path(o.reports_dir, c)});
+  }
+  check_outputs(inputs, outputs, o.force);
 }
 
 bool stdout_color() { return isatty(1) && !std::getenv("NO_COLOR"); }
@@ -106,6 +137,7 @@ CLI::App* add_batch_command(CLI::App& app, BatchOptions& o) {
   c->add_option("--trial-budget", o.trial_budget_s, "Wall seconds for the trials of one case (default: see train)")
       ->check(CLI::PositiveNumber);
   c->add_flag("-q,--quiet", o.quiet, "Print only the summary, not one line per case");
+  c->add_flag("--force", o.force, "Allow an output to overwrite an input (manifest, model, data) or another output");
   return c;
 }
 
@@ -116,6 +148,7 @@ CLI::App* add_merge_command(CLI::App& app, MergeOptions& o) {
   c->add_option("--junit", o.junit_file, "Write JUnit XML of the merged summary to FILE");
   c->add_option("--summary-md", o.md_file, "Write a Markdown summary of the merged summary to FILE");
   c->add_flag("-q,--quiet", o.quiet, "Print nothing");
+  c->add_flag("--force", o.force, "Allow an output to overwrite one of the summaries read or another output");
   return c;
 }
 
@@ -140,7 +173,7 @@ int run_batch(const BatchOptions& o) {
     if (o.trial_budget_s > 0) c.options.trial_budget_s = o.trial_budget_s;
     c.options.settings.insert(c.options.settings.end(), o.settings.begin(), o.settings.end());
   }
-  if (!o.reports_dir.empty()) std::filesystem::create_directories(o.reports_dir);
+  check_batch_outputs(o, cases);
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
   size_t width = 0;
@@ -152,8 +185,7 @@ int run_batch(const BatchOptions& o) {
   run_cases(cases, jobs, o.timeout_s, o.in_process, [&](size_t k, const CaseOutcome& outcome) {
     records.push_back(case_record(cases[k], outcome));
     if (!o.reports_dir.empty() && outcome.status == "ok")
-      write_text_atomically((std::filesystem::path(o.reports_dir) / (file_stem(cases[k].name) + ".json")).string(),
-                            dump(outcome.report));
+      write_text_output(report_path(o.reports_dir, cases[k]), dump(outcome.report));
     if (!o.quiet) std::cout << case_line(records.back(), k + 1, cases.size(), width, color) << std::flush;
   });
 
@@ -171,6 +203,9 @@ int run_batch(const BatchOptions& o) {
 }
 
 int run_merge(const MergeOptions& o) {
+  std::vector<InputPath> inputs;
+  for (const std::string& file : o.inputs) inputs.push_back({"the summary", file});
+  check_outputs(inputs, summary_outputs(o.json_file, o.junit_file, o.md_file), o.force);
   std::vector<json> summaries;
   for (const std::string& file : o.inputs) {
     std::ifstream f(file, std::ios::binary);

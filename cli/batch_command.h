@@ -31,12 +31,13 @@ struct BatchOptions {
   bool verify_fixes = false;  // try the candidate repairs of every fault
   int64_t max_trials = 12;
   double trial_budget_s = 0;
+  bool force = false;  // --force: an output may overwrite an input or another output
 };
 
 struct MergeOptions {
   std::vector<std::string> inputs;
   std::string json_file, junit_file, md_file;
-  bool quiet = false;
+  bool quiet = false, force = false;
 };
 
 // One case of a batch, as read from the manifest or directory.

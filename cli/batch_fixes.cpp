@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "cli/batch_scoring.h"
+#include "io/text_escape.h"
 
 namespace dl::cli {
 namespace {
@@ -123,10 +124,19 @@ std::string fixes_markdown(const json& cases) {
     const json goal = goal_of(cases, c), near = close_to_goal(goal, fix);
     const bool ok = field(fix, "verified") == json(true);
     const std::string metric = goal.is_object() ? field(goal, "metric_name").get<std::string>() + " " : "";
-    std::string change = ok ? field(fix, "change").get<std::string>() : "none";
-    for (char& ch : change)
-      if (ch == '|') ch = '/';
-    out += "| " + field(c, "name").get<std::string>() + " | " + change + " | " +
+    std::string change = io::visible(ok ? field(fix, "change").get<std::string>() : "none");
+    std::string name = io::visible(field(c, "name").get<std::string>());  // from the manifest: untrusted
+    for (std::string* s : {&change, &name}) {
+      std::string cell;
+      for (char ch : *s) {
+        if (ch == '|') cell += '/';
+        else if (ch == '<') cell += "&lt;";
+        else if (ch == '>') cell += "&gt;";
+        else cell += ch;
+      }
+      *s = cell;
+    }
+    out += "| " + name + " | " + change + " | " +
            (ok ? field(fix, "root_cause").get<std::string>() +
                      (field(fix, "root_cause_matches") == json(true) ? " \u2705" : field(fix, "root_cause_matches") == json(false) ? " \u274C" : "")
                : "") +

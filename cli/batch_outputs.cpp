@@ -1,6 +1,7 @@
 #include "cli/batch_outputs.h"
 
 #include "cli/batch_scoring.h"
+#include "io/text_escape.h"
 
 #include <cstdio>
 
@@ -10,9 +11,11 @@ namespace {
 using nlohmann::json;
 
 json field(const json& r, const char* key) { return r.is_object() && r.contains(key) ? r[key] : json(); }
+// Every string of a summary comes from a manifest, a model or a message quoting them:
+// made visible here (io/text_escape.h), once for the terminal, JUnit and Markdown alike.
 std::string text(const json& r, const char* key) {
   const json v = field(r, key);
-  return v.is_string() ? v.get<std::string>() : "";
+  return v.is_string() ? io::visible(v.get<std::string>()) : "";
 }
 int integer(const json& r, const char* key) {
   const json v = field(r, key);
@@ -46,7 +49,8 @@ std::string layer_text(const json& primary, const char* quote) {
   if (!nodes.is_array() || nodes.empty()) return s;
   s += " (";
   for (size_t k = 0; k < nodes.size(); ++k)
-    s += (k ? ", " : "") + std::string(quote) + (nodes[k].is_string() ? nodes[k].get<std::string>() : "") + quote;
+    s += (k ? ", " : "") + std::string(quote) + (nodes[k].is_string() ? io::visible(nodes[k].get<std::string>()) : "") +
+         quote;
   return s + ")";
 }
 
@@ -104,48 +108,9 @@ std::string median_text(const json& t) {
   return m.is_number() ? fixed(m.get<double>(), 2) + " s" : "n/a";
 }
 
-// Utf-8 sequence length at s[i], 0 when invalid.
-size_t utf8_length(const std::string& s, size_t i) {
-  const unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
-  return n;
-}
-
 }  // namespace
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    const size_t n = utf8_length(s, i);
-    if (n == 0) {
-      out += '?';
-      ++i;
-      continue;
-    }
-    if (n > 1) {
-      out.append(s, i, n);
-      i += n;
-      continue;
-    }
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        if (c >= 0x20 || c == '\t' || c == '\n' || c == '\r') out += static_cast<char>(c);
-        else out += '?';
-    }
-    ++i;
-  }
-  return out;
-}
+std::string xml_escape(const std::string& s) { return io::xml_escape(s); }
 
 std::string case_line(const json& r, size_t position, size_t count, size_t name_width, bool color) {
   const std::string digits = std::to_string(count);

@@ -16,7 +16,8 @@ std::string summary_text(const nlohmann::json& summary);
 std::string junit_xml(const nlohmann::json& summary);
 std::string summary_markdown(const nlohmann::json& summary);
 
-// Escapes &, <, >, " and '; drops characters XML 1.0 forbids and invalid UTF-8.
+// io::xml_escape: &, <, >, " and ' as entities, and every character XML 1.0 forbids
+// (and invalid UTF-8) written visibly as "\x1b" / "\u{fffe}" (io/text_escape.h).
 std::string xml_escape(const std::string& text);
 
 }  // namespace dl::cli

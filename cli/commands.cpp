@@ -7,6 +7,7 @@
 #include "cli/batch_command.h"
 #include "cli/model_view.h"
 #include "cli/output.h"
+#include "cli/output_guard.h"
 #include "cli/train_command.h"
 #include "converter/errors.h"
 #include "converter/import.h"
@@ -15,8 +16,13 @@
 namespace dl::cli {
 
 int CommandSet::run() const {
-  for (const auto& [sub, fn] : commands)
-    if (sub->parsed()) return fn();
+  StdoutCheck out;  // a report lost to a full disk or a closed pipe is an error, not exit 0
+  for (const auto& [sub, fn] : commands) {
+    if (!sub->parsed()) continue;
+    const int code = fn();
+    out.finish();
+    return code;
+  }
   return 2;
 }
 
@@ -25,6 +31,7 @@ namespace {
 struct ModelArgs {
   std::string model;
   std::string out;
+  bool force = false;
 };
 
 }  // namespace
@@ -45,14 +52,16 @@ CommandSet register_commands(CLI::App& app) {
   CLI::App* convert = app.add_subcommand("convert", "Print the imperative, instrumented program built from a model");
   convert->add_option("model", convert_args->model, "ONNX model")->required();
   convert->add_option("-o,--output", convert_args->out, "Write the program to this file instead of stdout");
+  convert->add_flag("--force", convert_args->force, "Allow -o to overwrite the input model");
   set.commands.emplace_back(convert, [convert_args] {
+    check_outputs({{"the model", convert_args->model}}, {{"-o", convert_args->out, true}}, convert_args->force);
     ir::Model m = conv::import_model(convert_args->model);
     std::ostringstream text;
     print_program(m, text);
     if (convert_args->out.empty())
       std::cout << text.str();
     else
-      write_text_atomically(convert_args->out, text.str());
+      write_text_output(convert_args->out, text.str());
     return 0;
   });
 

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "converter/errors.h"
+#include "io/text_escape.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"deeplocalize: find and explain faults in deep-learning models while they train"};
@@ -23,13 +24,14 @@ int main(int argc, char** argv) {
   try {
     return commands.run();
   } catch (const dl::Error& e) {
-    std::cerr << "deeplocalize: error: " << e.what() << "\n";
+    // Messages quote names from the input files: shown visibly, never as terminal escapes.
+    std::cerr << "deeplocalize: error: " << dl::io::visible_multiline(e.what()) << "\n";
     return dl::exit_code_for(e.kind());
   } catch (const std::bad_alloc&) {
     std::cerr << "deeplocalize: error: out of memory\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "deeplocalize: internal error: " << e.what() << "\n";
+    std::cerr << "deeplocalize: internal error: " << dl::io::visible_multiline(e.what()) << "\n";
     return 3;
   }
 }

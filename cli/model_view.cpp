@@ -5,10 +5,21 @@
 #include <map>
 #include <memory>
 
+#include "io/text_escape.h"
 #include "runtime/graph.h"
 
 namespace dl::cli {
 namespace {
+
+// Names, paths and strings come from the model file: shown visibly, never as the
+// terminal escape sequences or invalid UTF-8 they may hold (io/text_escape.h).
+using io::visible;
+
+std::string visible_join(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t k = 0; k < names.size(); ++k) s += (k ? ", " : "") + visible(names[k]);
+  return s;
+}
 
 // Plans the graph at batch sizes 1 and 2: a dimension that differs between the two
 // follows the batch and is printed as N.
@@ -43,7 +54,7 @@ std::string attr_str(const ir::Attribute& a) {
   switch (a.kind) {
     case K::kFloat: return fmt::format("{:g}", a.f);
     case K::kInt: return std::to_string(a.i);
-    case K::kString: return "\"" + a.s + "\"";
+    case K::kString: return "\"" + visible(a.s) + "\"";
     case K::kInts: return fmt::format("[{}]", fmt::join(a.ints, ","));
     case K::kFloats: return fmt::format("[{}]", fmt::join(a.floats, ","));
     case K::kTensor: return fmt::format("<tensor {}>", a.t.numel());
@@ -65,14 +76,14 @@ const char* kConfigKeys[] = {"loss", "from_logits", "optimizer", "learning_rate"
 void print_inspect(const ir::Model& model, std::ostream& out) {
   PlannedPair p = plan_pair(model);
   const rt::ExecutionGraph& g = *p.one;
-  out << fmt::format("model    {}\nproducer {} {}, ONNX opset {}{}\n", model.path, model.producer_name,
-                     model.producer_version, model.opset,
+  out << fmt::format("model    {}\nproducer {} {}, ONNX opset {}{}\n", visible(model.path), visible(model.producer_name),
+                     visible(model.producer_version), model.opset,
                      model.original_opset != model.opset ? fmt::format(" (upgraded from {})", model.original_opset) : "");
   for (const std::string& name : g.input_names())
-    out << fmt::format("input    {}: {} {}\n", name, rt::dtype_name(g.value(g.slot_of(name)).dtype()),
+    out << fmt::format("input    {}: {} {}\n", visible(name), rt::dtype_name(g.value(g.slot_of(name)).dtype()),
                        shape_of(p, g.slot_of(name)));
   for (const std::string& name : g.output_names())
-    out << fmt::format("output   {}: {} {}\n", name, rt::dtype_name(g.value(g.slot_of(name)).dtype()),
+    out << fmt::format("output   {}: {} {}\n", visible(name), rt::dtype_name(g.value(g.slot_of(name)).dtype()),
                        shape_of(p, g.slot_of(name)));
   int64_t total = 0;
   out << fmt::format("\nlayers ({}):\n", g.layers().size());
@@ -80,7 +91,7 @@ void print_inspect(const ir::Model& model, std::ostream& out) {
     const rt::Step& last = g.steps()[l.output_step];
     int64_t n = layer_param_count(g, l);
     total += n;
-    out << fmt::format("  {:>3}  {:<44} out {:<14} params {}\n", l.index, fmt::format("{}", fmt::join(l.nodes, ", ")),
+    out << fmt::format("  {:>3}  {:<44} out {:<14} params {}\n", l.index, visible_join(l.nodes),
                        shape_of(p, last.outputs[0]), n);
   }
   out << fmt::format("parameters: {} in {} tensors\n", total, g.store()->values.size());
@@ -89,7 +100,7 @@ void print_inspect(const ir::Model& model, std::ostream& out) {
   for (const char* key : kConfigKeys) {
     auto it = model.metadata.find(std::string("deeplocalize.") + key);
     if (it == model.metadata.end()) continue;
-    out << fmt::format("  {:<14} {}\n", key, it->second);
+    out << fmt::format("  {:<14} {}\n", key, visible(it->second));
     any = true;
   }
   if (!any) out << "  (none: defaults and command-line options apply)\n";
@@ -103,10 +114,10 @@ void print_program(const ir::Model& model, std::ostream& out) {
   auto ref = [&](int slot) -> std::string {
     if (slot < 0) return "_";
     const std::string& name = g.value_name(slot);
-    return (is_param.count(name) ? "@" : "%") + name;
+    return (is_param.count(name) ? "@" : "%") + visible(name);
   };
-  out << fmt::format("# deeplocalize program for {} (opset {}, {} {})\n", model.path, model.opset,
-                     model.producer_name, model.producer_version);
+  out << fmt::format("# deeplocalize program for {} (opset {}, {} {})\n", visible(model.path), model.opset,
+                     visible(model.producer_name), visible(model.producer_version));
   out << "# N is the batch size. %x is a value, @w a trainable parameter.\n"
          "# ◆ marks a probe: statistics of the value just written are recorded after the\n"
          "#   step (forward) and of its gradient when the backward sweep reaches it.\n";
@@ -115,7 +126,7 @@ void print_program(const ir::Model& model, std::ostream& out) {
     out << fmt::format("# {} node(s) computing only shapes and constants were evaluated at load time.\n", folded);
   out << "\nprogram forward(";
   for (size_t k = 0; k < g.input_names().size(); ++k)
-    out << (k ? ", " : "") << "%" << g.input_names()[k] << ": " << shape_of(p, g.slot_of(g.input_names()[k]));
+    out << (k ? ", " : "") << "%" << visible(g.input_names()[k]) << ": " << shape_of(p, g.slot_of(g.input_names()[k]));
   out << "):\n";
   for (const rt::Layer& l : g.layers()) {
     out << fmt::format("\n  # layer {} ({} parameters)\n", l.index, layer_param_count(g, l));
@@ -123,7 +134,7 @@ void print_program(const ir::Model& model, std::ostream& out) {
       const rt::Step& st = g.steps()[k];
       std::vector<std::string> args;
       for (int s : st.inputs) args.push_back(ref(s));
-      for (const auto& [name, a] : st.node->attrs) args.push_back(name + "=" + attr_str(a));
+      for (const auto& [name, a] : st.node->attrs) args.push_back(visible(name) + "=" + attr_str(a));
       std::vector<std::string> outs;
       for (int s : st.outputs)
         if (s >= 0) outs.push_back(ref(s));
@@ -133,10 +144,10 @@ void print_program(const ir::Model& model, std::ostream& out) {
     }
   }
   out << "\n  return ";
-  for (size_t k = 0; k < g.output_names().size(); ++k) out << (k ? ", " : "") << "%" << g.output_names()[k];
+  for (size_t k = 0; k < g.output_names().size(); ++k) out << (k ? ", " : "") << "%" << visible(g.output_names()[k]);
   out << "\n\nprogram update():  # after backward, for each trainable parameter\n";
   for (const rt::Param& prm : p.one->params())
-    out << fmt::format("  @{} -= optimizer_step(grad @{})  # {} ◆ weight, update ratio\n", prm.name, prm.name,
+    out << fmt::format("  @{} -= optimizer_step(grad @{})  # {} ◆ weight, update ratio\n", visible(prm.name), visible(prm.name),
                        rt::shape_str(prm.value->shape()));
 }
 

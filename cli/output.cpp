@@ -1,34 +1,77 @@
 #include "cli/output.h"
 
-#include <cctype>
-#include <cstdio>
-#include <fstream>
 #include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "analysis/layer_stats.h"
 #include "analysis/report_html.h"
+#include "cli/output_guard.h"
 #include "converter/errors.h"
 #include "converter/import.h"
+#include "io/atomic_file.h"
 
 namespace dl::cli {
 
-void write_text_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw ConfigError("cannot write '" + path + "': cannot create '" + tmp + "'");
-    f << text;
-    f.close();  // close errors (a full disk noticed late) count too
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw ConfigError("cannot write '" + path + "' (disk full?)");
+void write_text_output(const std::string& path, const std::string& text) {
+  const int fd = stream_target_fd(path);
+  if (fd < 0) return io::write_file_atomically(path, text);
+  std::ostream& out = fd == 1 ? std::cout : std::cerr;
+  out << text;
+  out.flush();
+}
+
+// std::cout's buffer: plain write(2) calls on descriptor 1, keeping the first error's
+// errno (iostreams and stdio forget it: after a failed write to /dev/full, fflush
+// returns 0 and errno is long overwritten).
+struct StdoutCheck::Buffer : std::streambuf {
+  char data[1 << 16];
+  int error = 0;
+  Buffer() { setp(data, data + sizeof data); }
+  bool drain() {
+    // std::cerr is tied to std::cout, so every message on stderr (from any thread) flushes
+    // this buffer: with nothing to write, touch nothing.
+    if (pptr() == pbase()) return error == 0;
+    const char* p = pbase();
+    size_t left = static_cast<size_t>(pptr() - pbase());
+    while (left > 0 && error == 0) {
+      const ssize_t n = ::write(1, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error = n < 0 ? errno : EIO;
+        break;
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
     }
+    setp(data, data + sizeof data);  // after an error the rest is dropped, as nothing can be written
+    return error == 0;
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw ConfigError("cannot write '" + path + "': rename failed");
+  int_type overflow(int_type c) override {
+    if (!drain()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) sputc(traits_type::to_char_type(c));
+    return traits_type::not_eof(c);
   }
+  int sync() override { return drain() ? 0 : -1; }
+};
+
+StdoutCheck::StdoutCheck() : buffer_(new Buffer), previous_(std::cout.rdbuf(buffer_)) {}
+
+StdoutCheck::~StdoutCheck() {
+  std::cout.flush();
+  std::cout.rdbuf(previous_);
+  std::cout.clear();
+  delete buffer_;
+}
+
+void StdoutCheck::finish() {
+  std::cout.flush();
+  if (buffer_->error != 0)
+    throw ConfigError(std::string("cannot write to standard output: ") + std::strerror(buffer_->error));
 }
 
 namespace {
@@ -61,8 +104,8 @@ void emit_report(const an::Diagnosis& diagnosis, const an::Trace& trace, const a
                  const std::string& format, const std::string& file, bool quiet, const TerminalStyle& style,
                  bool verbose) {
   if (!file.empty())
-    write_text_atomically(file, render(report_file_format(format, file), diagnosis, trace, info, false, verbose));
-  if (quiet && !file.empty()) return;
+    write_text_output(file, render(report_file_format(format, file), diagnosis, trace, info, false, verbose));
+  if ((quiet && !file.empty()) || stream_target_fd(file) == 1) return;
   // With an HTML file, stdout gets the text report (HTML only when asked by --format html).
   const std::string out_format = format;
   const bool color = out_format == "text" && style.color && isatty(STDOUT_FILENO);

@@ -1,6 +1,6 @@
 // Writing what the CLI produces: reports (stdout and/or file), saved models, text
-// files. Files are written to a temporary name and renamed, so a reader never sees a
-// half-written one.
+// files. Files go through io::AtomicFile (io/atomic_file.h), so a reader never sees a
+// half-written one; check_outputs (cli/output_guard.h) has vetted the paths up front.
 #pragma once
 
 #include <string>
@@ -17,14 +17,34 @@
 
 namespace dl::cli {
 
-void write_text_atomically(const std::string& path, const std::string& text);
+// Writes a text output: to stdout for "-" or "/dev/stdout", to stderr for "/dev/stderr"
+// (cli/output_guard.h stream_target_fd), else atomically to the file.
+void write_text_output(const std::string& path, const std::string& text);
+
+// Installs a buffer for std::cout that remembers why writing failed, for the life of the
+// object. finish() flushes it and throws ConfigError "cannot write to standard output:
+// REASON" (e.g. "No space left on device" for >/dev/full) when any write failed, so a
+// command whose output was lost exits 2 instead of 0.
+class StdoutCheck {
+ public:
+  StdoutCheck();
+  ~StdoutCheck();  // flushes and restores std::cout (never throws)
+  StdoutCheck(const StdoutCheck&) = delete;
+  StdoutCheck& operator=(const StdoutCheck&) = delete;
+  void finish();
+
+ private:
+  struct Buffer;
+  Buffer* buffer_;
+  std::streambuf* previous_;
+};
 
 // The format of a report file: "html" when the name ends in .html/.htm or format is
 // "html", else `format` ("text" or "json").
 std::string report_file_format(const std::string& format, const std::string& file);
 
 // Prints the report on stdout (unless quiet and a file is given) and writes it to
-// `file` when set. format: "text", "json" or "html"; the file is HTML whenever its name
+// `file` when set; a `file` naming stdout ("-", "/dev/stdout") replaces the stdout report. format: "text", "json" or "html"; the file is HTML whenever its name
 // ends in .html (stdout then gets the text report, or JSON with format "json").
 // `verbose` adds the per-layer statistics table to text reports. ANSI colour only when
 // style.color (stderr is a terminal and NO_COLOR is unset) and stdout is a terminal.

@@ -17,6 +17,7 @@
 #include "cli/fix_trials.h"
 #include "cli/online_analysis.h"
 #include "cli/output.h"
+#include "cli/output_guard.h"
 #include "cli/progress.h"
 #include "converter/errors.h"
 #include "converter/import.h"
@@ -186,6 +187,7 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
       ->check(CLI::PositiveNumber);
   c->add_option("--trial-jobs", o.trial_jobs, "Trials run at once (default: one per core)")->check(CLI::Range(int64_t{1}, int64_t{256}));
   c->add_option("--export-fixed", o.export_fixed, "Write the model with the best verified fix applied to FILE.onnx (implies --verify-fixes)");
+  c->add_flag("--force", o.force, "Allow an output to overwrite an input (the model, the data) or another output");
   return c;
 }
 
@@ -338,6 +340,10 @@ CaseResult diagnose_case(const TrainOptions& o, const CaseRunOptions& run) {
 }
 
 int run_train(const TrainOptions& o) {
+  check_outputs({{"the model", o.model}, {"the data", o.data}},
+                {{"--trace", o.trace_file}, {"--report", o.report_file, true}, {"--save", o.save_file},
+                 {"--export-fixed", o.export_fixed}},
+                o.force);
   CaseResult r = diagnose_case(o);
   emit_report(r.diagnosis, r.trace, r.info, o.format, o.report_file, o.quiet, TerminalStyle::detect(), o.verbose);
   if (r.interrupted) return r.signal == SIGTERM ? 143 : 130;
@@ -352,10 +358,12 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeOptions& o) {
   c->add_option("--set", o.settings, "Override a rule threshold: rule.key=value (repeatable)");
   c->add_flag("-q,--quiet", o.quiet, "Print nothing when writing --report");
   c->add_flag("-v,--verbose", o.verbose, "Add per-layer statistics to the text report");
+  c->add_flag("--force", o.force, "Allow --report to overwrite the trace");
   return c;
 }
 
 int run_analyze(const AnalyzeOptions& o) {
+  check_outputs({{"the trace", o.trace_file}}, {{"--report", o.report_file, true}}, o.force);
   const auto t0 = Clock::now();
   an::Trace trace = an::read_trace(o.trace_file);
   an::Settings settings;

@@ -41,6 +41,7 @@ struct TrainOptions {
   double trial_budget_s = 0;  // 0: automatic (see fix_trials.h)
   int64_t trial_jobs = 0;     // 0: one per core
   std::string export_fixed;   // implies verify_fixes
+  bool force = false;         // --force: an output may overwrite an input or another output
 };
 
 // How diagnose_case runs: `train` shows progress and catches SIGINT/SIGTERM while
@@ -95,7 +96,7 @@ struct AnalyzeOptions {
   std::string trace_file, report_file;
   std::string format = "text";
   std::vector<std::string> settings;
-  bool quiet = false, verbose = false;
+  bool quiet = false, verbose = false, force = false;
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainOptions& options);

@@ -14,8 +14,9 @@ namespace dl::conv::detail {
 // Reads a whole file into memory; throws ModelError "PATH: cannot open (...)".
 std::string read_file(const std::string& path);
 
-// Serializes `model` to OUT_PATH.tmp and renames it over `out_path`, so a failed write
-// never leaves a partial model at `out_path` (the temp file is removed). Throws
+// Serializes `model` through io::AtomicFile (io/atomic_file.h: a unique temporary file,
+// fsynced and renamed over `out_path`; a failed write leaves no partial model and no
+// temporary file; a symlink or special file at `out_path` is refused). Throws
 // ConfigError "OUT_PATH: cannot write (...)".
 void write_model_atomically(const onnx::ModelProto& model, const std::string& out_path);
 

@@ -16,6 +16,7 @@
 #include "converter/errors.h"
 #include "converter/import.h"
 #include "converter/onnx_util.h"
+#include "io/atomic_file.h"
 
 namespace dl::conv {
 namespace detail {
@@ -134,22 +135,11 @@ std::string read_file(const std::string& path) {
 }
 
 void write_model_atomically(const onnx::ModelProto& model, const std::string& out_path) {
-  const std::string tmp = out_path + ".tmp";
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    if (!file) throw ConfigError(out_path + ": cannot write (" + std::strerror(errno) + ")");
-    const bool ok = model.SerializeToOstream(&file);
-    file.close();
-    if (!ok || !file) {
-      std::remove(tmp.c_str());
-      throw ConfigError(out_path + ": cannot write the model (disk full, or larger than 2 GB)");
-    }
-  }
-  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw ConfigError(out_path + ": cannot write (" + std::strerror(err) + ")");
-  }
+  io::AtomicFile file(out_path);
+  errno = 0;
+  if (!model.SerializeToFileDescriptor(file.fd()))
+    file.fail(errno != 0 ? std::strerror(errno) : "the model could not be serialized (larger than 2 GB?)");
+  file.commit();
 }
 
 onnx::ModelProto parse_model(const std::string& bytes, const std::string& label) {

@@ -77,7 +77,7 @@ for sig in INT TERM; do
         || fail "$name: the text report does not say interrupted"
       tail -1 "$name.report" | grep -q '^Timing:' || fail "$name: the text report does not end with its timing line"
     fi
-    [[ -e "$name.report.tmp" ]] && fail "$name: $name.report.tmp left behind after a clean stop"
+    compgen -G "$name.report.*.tmp" > /dev/null && fail "$name: a temporary $name.report.*.tmp left behind after a clean stop"
     "$bin" analyze "$name.trace" --format json --report "$name.reanalyzed" -q > /dev/null 2>&1
     [[ $? -le 1 ]] || fail "$name: the trace written on interruption does not load (deeplocalize analyze)"
     "$bin" inspect "$name.onnx" > /dev/null 2>&1 || fail "$name: the model saved on interruption does not load"

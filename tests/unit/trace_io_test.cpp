@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <string>
@@ -232,8 +233,8 @@ TEST_CASE("trace file: round trip keeps every field, NaN statistics and infinite
 
   const std::string path = std::string(DL_BINARY_DIR) + "/roundtrip.dltrace";
   write_trace(t, path);
-  std::ifstream tmp(path + ".tmp");
-  CHECK_FALSE(tmp.good());  // renamed away
+  for (const auto& e : std::filesystem::directory_iterator(DL_BINARY_DIR))  // the temporary file was renamed away
+    CHECK(e.path().filename().string().rfind("roundtrip.dltrace.", 0) != 0);
   const Trace back = read_trace(path);
   check_equal(t, back);
   CHECK(std::isinf(back.header.probes[0].op.out_lo));
@@ -364,7 +365,7 @@ TEST_CASE("trace file: records out of order are rejected") {
 
 TEST_CASE("trace file: unwritable and unreadable paths are DataErrors naming the file") {
   const Trace t = synthetic_trace(1, 1);
-  CHECK_THROWS_AS(write_trace(t, "/nonexistent-dir/x.dltrace"), dl::DataError);
+  CHECK_THROWS_AS(write_trace(t, "/nonexistent-dir/x.dltrace"), dl::ConfigError);
   try {
     read_trace("/nonexistent-dir/x.dltrace");
     FAIL("no error");

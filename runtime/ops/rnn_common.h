@@ -88,6 +88,8 @@ class RnnOp : public Op {
   OpTraits traits() const override;
   // sequence_lens is an index, not differentiable.
   bool differentiable_input(size_t i) const override { return i != 4; }
+  // W, R, B and LSTM's peepholes P; not the initial states (runtime/op.h).
+  bool trainable_input(size_t i) const override { return (i >= 1 && i <= 3) || i == 7; }
 
  protected:
   struct Dir {  // one direction's view of the inputs and its slices of the buffers

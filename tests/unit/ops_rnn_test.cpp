@@ -4,6 +4,7 @@
 // weights. Forward values against the ONNX references: the conformance test.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -11,6 +12,7 @@
 #include "converter/import.h"
 #include "converter/transform.h"
 #include "runtime/attrs.h"
+#include "runtime/graph.h"
 #include "tests/unit/op_harness.h"
 
 using dl::rt::attr_i;
@@ -215,4 +217,27 @@ TEST_CASE("recurrent ops: W, R, B of an exported LSTM are trainable and re-initi
   CHECK(change.find(names[1] + " [1, 24, 6] U(+-" + std::to_string(std::sqrt(6.0 / 30)).substr(0, 6)) !=
         std::string::npos);
   CHECK(change.find(names[2] + " zeros") != std::string::npos);
+}
+
+// A fixed-batch export folds torch's zero initial state into an initializer: it is the
+// layer's state, not a weight (torch does not train it), while W, R, B are.
+TEST_CASE("recurrent ops: an initializer as initial_h is not a trainable parameter") {
+  dl::ir::Model m = dl::conv::import_model(std::string(DL_SOURCE_DIR) + "/tests/fixtures/parity/lstm_classifier_scce_sgd.onnx");
+  dl::ir::Node* lstm = nullptr;
+  for (auto& n : m.graph.nodes)
+    if (n.op_type == "LSTM") lstm = &n;
+  REQUIRE(lstm != nullptr);
+  m.graph.initializers["h0"] = dl::ir::TensorData{"h0", dl::ir::DType::kFloat32, {1, 2, 6}, std::vector<float>(12, 0.0f), {}};
+  lstm->inputs.resize(4);
+  lstm->inputs.push_back("");
+  lstm->inputs.push_back("h0");
+  dl::rt::GraphOptions go;
+  go.training = true;
+  go.batch_size = 2;
+  dl::rt::ExecutionGraph g(m, go);
+  std::vector<std::string> names;
+  for (const auto& p : g.params()) names.push_back(p.name);
+  CHECK(std::find(names.begin(), names.end(), "h0") == names.end());
+  for (size_t k = 1; k < 4; ++k) CHECK(std::find(names.begin(), names.end(), lstm->inputs[k]) != names.end());
+  CHECK(names.size() == 5);  // W, R, B and the Gemm's weight and bias
 }

@@ -241,3 +241,29 @@ TEST_CASE("recurrent ops: an initializer as initial_h is not a trainable paramet
   for (size_t k = 1; k < 4; ++k) CHECK(std::find(names.begin(), names.end(), lstm->inputs[k]) != names.end());
   CHECK(names.size() == 5);  // W, R, B and the Gemm's weight and bias
 }
+
+// clip bounds every gate input; a clipped input has zero gradient.
+TEST_CASE("recurrent ops: LSTM clip bounds the gate inputs and stops their gradient") {
+  const Tensor x = Tensor::floats({1, 1, 2}, {3.0f, 3.0f});
+  const Tensor w = Tensor::floats({1, 4, 2}, std::vector<float>(8, 1.0f));  // every gate input is 6
+  const Tensor r = Tensor::floats({1, 4, 1}, std::vector<float>(4, 0.5f));
+  auto run = [&](bool clip) {
+    std::map<std::string, dl::ir::Attribute> attrs{{"hidden_size", attr_i(1)}};
+    if (clip) attrs["clip"] = dl::rt::attr_f(1.0f);
+    dl::test::OpRun op(sample_node("LSTM", 3, 2, attrs, 14), {x, w, r});
+    op.forward();
+    Tensor one = Tensor::floats({1, 1, 1}, {1.0f});
+    std::vector<Tensor> g = op.backward({nullptr, &one}, {true, true, true});
+    return std::make_pair(op.outputs[1].f()[0], g);
+  };
+  const auto [clipped, g] = run(true);
+  const float s1 = 1.0f / (1.0f + std::exp(-1.0f));
+  CHECK(clipped == doctest::Approx(s1 * std::tanh(s1 * std::tanh(1.0f))).epsilon(1e-6));
+  for (size_t i = 0; i < 3; ++i)
+    for (float v : g[i].fvec()) CHECK(v == 0.0f);
+  const auto [free, g2] = run(false);
+  CHECK(free > clipped);
+  float largest = 0.0f;  // saturated, not clipped: small but non-zero gradients
+  for (float v : g2[1].fvec()) largest = std::max(largest, std::fabs(v));
+  CHECK(largest > 1e-5f);
+}

@@ -245,8 +245,8 @@ int64_t int_attr(const ir::Node& n, const std::string& name, int64_t fallback) {
 }
 
 // Fans of a weight for the node reading it as input `k`; kZeros for biases. Throws for
-// an initializer no Gemm, MatMul, Conv(Transpose) or BatchNormalization reads, unless it
-// is rank 1 (a bias, e.g. of MatMul + Add).
+// an initializer no Gemm, MatMul, Conv(Transpose), BatchNormalization, LSTM, GRU or RNN
+// reads, unless it is rank 1 (a bias, e.g. of MatMul + Add).
 Role role_of(const ir::Graph& g, const ir::TensorData& t, const std::string& label) {
   const auto& d = t.dims;
   const size_t r = d.size();
@@ -264,6 +264,12 @@ Role role_of(const ir::Graph& g, const ir::TensorData& t, const std::string& lab
       }
       if (op == "MatMul" && r >= 2 && k < 2) {
         return k == 1 ? Role{Role::kWeight, d[r - 2], d[r - 1]} : Role{Role::kWeight, d[r - 1], d[r - 2]};
+      }
+      // Recurrent layers: W [D, G*H, I] and R [D, G*H, H] feed I (or H) inputs into G*H
+      // gate units; B [D, 2*G*H] and the peepholes P (LSTM input 7) are biases.
+      if (op == "LSTM" || op == "GRU" || op == "RNN") {
+        if ((k == 1 || k == 2) && r == 3) return {Role::kWeight, d[2], d[1]};
+        if (k == 3 || (op == "LSTM" && k == 7)) return {Role::kZeros};
       }
       if ((op == "Conv" || op == "ConvTranspose") && r >= 3 && k == 1) {
         int64_t field = 1;

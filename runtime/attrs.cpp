@@ -35,6 +35,11 @@ std::vector<float> Attrs::floats(const std::string& name, std::vector<float> def
   return a ? a->floats : def;
 }
 
+std::vector<std::string> Attrs::strings(const std::string& name, std::vector<std::string> def) {
+  const ir::Attribute* a = get(name, ir::Attribute::Kind::kStrings);
+  return a ? a->strings : def;
+}
+
 const ir::TensorData* Attrs::tensor(const std::string& name) {
   const ir::Attribute* a = get(name, ir::Attribute::Kind::kTensor);
   return a ? &a->t : nullptr;
@@ -92,6 +97,13 @@ ir::Attribute attr_floats(std::vector<float> v) {
   ir::Attribute a;
   a.kind = ir::Attribute::Kind::kFloats;
   a.floats = std::move(v);
+  return a;
+}
+
+ir::Attribute attr_strings(std::vector<std::string> v) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kStrings;
+  a.strings = std::move(v);
   return a;
 }
 

@@ -21,6 +21,7 @@ class Attrs {
   std::string s(const std::string& name, const std::string& def);
   std::vector<int64_t> ints(const std::string& name, std::vector<int64_t> def = {});
   std::vector<float> floats(const std::string& name, std::vector<float> def = {});
+  std::vector<std::string> strings(const std::string& name, std::vector<std::string> def = {});
   const ir::TensorData* tensor(const std::string& name);  // nullptr when absent
 
   // Throws ModelError listing attributes that were present but never read.
@@ -42,5 +43,6 @@ ir::Attribute attr_i(int64_t v);
 ir::Attribute attr_s(const std::string& v);
 ir::Attribute attr_ints(std::vector<int64_t> v);
 ir::Attribute attr_floats(std::vector<float> v);
+ir::Attribute attr_strings(std::vector<std::string> v);
 
 }  // namespace dl::rt

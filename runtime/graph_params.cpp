@@ -56,7 +56,7 @@ std::set<std::string> trainable_initializers(const ir::Graph& g, const std::vect
     if (t.role == OpTraits::Role::kParameterized) {
       for (size_t i = 0; i < n.inputs.size(); ++i)
         if (const std::string* init = init_of(n.inputs[i]))
-          if (ops[k]->differentiable_input(i)) out.insert(*init);
+          if (ops[k]->trainable_input(i)) out.insert(*init);
     } else if (t.role == OpTraits::Role::kElementwise && t.linear) {
       bool after_parameterized = false;
       for (const std::string& in : n.inputs) {

@@ -131,6 +131,11 @@ class Op {
   virtual bool reports_input() const { return false; }
   // Whether a gradient can flow into input i (false for indices, shapes, BN running stats).
   virtual bool differentiable_input(size_t i) const { (void)i; return true; }
+  // Whether an initializer read as input i of a parameterised op is a trainable weight.
+  // Default: any differentiable input; LSTM/GRU/RNN say no for their initial states
+  // (state, not weights: a fixed-batch export folds torch's zeros into an initializer),
+  // which still get a gradient when computed by other nodes.
+  virtual bool trainable_input(size_t i) const { return differentiable_input(i); }
   // Output depends on a random stream in training mode (Dropout): never folded.
   virtual bool stochastic() const { return false; }
 

@@ -1,0 +1,161 @@
+// Shared machinery of the recurrent ops (RNN, GRU, LSTM; ONNX since 7 and 14): the
+// attributes they have in common, the gate activations, and RnnOp, the time loop all
+// three run. A cell (runtime/ops/lstm.cpp, gru.cpp, rnn.cpp) supplies one step forward
+// and one step backward; RnnOp does the rest.
+//
+// Inputs X, W [D, G*H, I], R [D, G*H, H], B [D, 2*G*H], sequence_lens [batch],
+// initial_h [D, batch, H] (cells may take more: LSTM's initial_c and P), with layout 0
+// X [T, batch, I], Y [T, D, batch, H], Y_h [D, batch, H], or layout 1 (opset 14)
+// X [batch, T, I], Y [batch, T, D, H], Y_h [batch, D, H]. D = 2 for bidirectional
+// (direction 0 forward, 1 reverse), G the number of gates.
+//
+// Forward, per direction: one GEMM projects every time step's input (xw_ = X W^T + the
+// biases that can be folded there), then per step the cell runs its GEMM with R and the
+// fused gate activations. Steps are numbered s = 0..T-1 in processing order; batch row b
+// with length L_b processes time t = s (forward) or t = L_b - 1 - s (reverse) while
+// s < L_b, and is inactive afterwards: its state passes through unchanged, so the final
+// state hs_[d][T] is Y_h for every row, and Y is zero at t >= L_b. Every step's gates and
+// states are kept (planned once in infer) for backward through time.
+//
+// Backward, per direction, s = T-1..0: the cell turns dh (and its own carried state
+// gradient) into the gradients of its gates' pre-activations: the W side (what the
+// input projection saw) goes into xw_ at the row of X it came from, the R side into
+// dgates_ in step order. Then dX, dW, dB come from one GEMM / column sum each over all
+// steps, dR from one GEMM of dgates_ with the states that entered each step.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "runtime/attrs.h"
+#include "runtime/op.h"
+
+namespace dl::rt::rnn {
+
+// The gate activations the recurrent ops run (those PyTorch and Keras export). Others
+// in the ONNX list (Affine, LeakyRelu, HardSigmoid, ...) are refused by name.
+enum class Act { kSigmoid, kTanh, kRelu };
+
+inline float act_apply(Act a, float x) {
+  switch (a) {
+    case Act::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
+    case Act::kTanh: return std::tanh(x);
+    case Act::kRelu: return x > 0.0f ? x : 0.0f;
+  }
+  return x;
+}
+
+// The derivative, from the activation's output y.
+inline float act_grad(Act a, float y) {
+  switch (a) {
+    case Act::kSigmoid: return y * (1.0f - y);
+    case Act::kTanh: return 1.0f - y * y;
+    case Act::kRelu: return y > 0.0f ? 1.0f : 0.0f;
+  }
+  return 1.0f;
+}
+
+// An activation of one gate in one direction, with the cell clip applied to its input
+// (the ONNX `clip` attribute; infinite when absent).
+struct Gate {
+  Act act = Act::kSigmoid;
+  float clip = INFINITY;
+  float lo = 0.0f, hi = 0.0f;  // act(-clip), act(clip): the outputs of a clipped input
+
+  // std::max/min keep a NaN input (fmax/fmin would replace it by the bound).
+  float operator()(float x) const { return act_apply(act, std::min(std::max(x, -clip), clip)); }
+  // d out / d x from the output. A clipped input has zero gradient; it is recognised by
+  // its output (activations are monotone, so only inputs beyond the clip, or where the
+  // activation is flat in float32 and the gradient vanishes anyway, give act(+-clip)).
+  float grad(float y) const {
+    if (std::isfinite(clip) && (y == lo || y == hi)) return 0.0f;
+    return act_grad(act, y);
+  }
+};
+
+class RnnOp : public Op {
+ public:
+  // gates: G; inputs: how many the op takes at most (RNN/GRU 6, LSTM 8); outputs likewise
+  // (2, 3); default_acts: the activations of one direction when the attribute is absent.
+  RnnOp(const ir::Node& node, Attrs& a, int64_t gates, size_t inputs, size_t outputs,
+        std::vector<std::string> default_acts);
+
+  void infer(InferCtx& ctx) final;
+  void forward(FwdCtx& ctx) final;
+  void backward(BwdCtx& ctx) final;
+  OpTraits traits() const override;
+  // sequence_lens is an index, not differentiable.
+  bool differentiable_input(size_t i) const override { return i != 4; }
+  // W, R, B and LSTM's peepholes P; not the initial states (runtime/op.h).
+  bool trainable_input(size_t i) const override { return (i >= 1 && i <= 3) || i == 7; }
+
+ protected:
+  struct Dir {  // one direction's view of the inputs and its slices of the buffers
+    int d = 0;
+    bool reverse = false;
+    const float* w = nullptr;  // [G*H, I]
+    const float* r = nullptr;  // [G*H, H]
+    const float* b = nullptr;  // [2*G*H] or nullptr (zeros)
+    float* xw = nullptr;       // [T*batch, G*H] by X row; the W-side gradient in backward
+    float* gates = nullptr;    // [T][batch][G*H] what the cell keeps of each step
+    float* dgates = nullptr;   // [T][batch][G*H] R-side gradient of each step
+    float* hs = nullptr;       // [T+1][batch][H]: hs[0] initial, hs[s+1] after step s
+    const Gate* acts = nullptr;  // this direction's activations, in attribute order
+  };
+  // Whether row b takes part in step s, and at which time step.
+  int64_t time_of(const Dir& dir, int64_t s, int64_t b) const {
+    if (s >= lens_[static_cast<size_t>(b)]) return -1;
+    return dir.reverse ? lens_[static_cast<size_t>(b)] - 1 - s : s;
+  }
+  int64_t x_row(int64_t t, int64_t b) const { return layout_ == 0 ? t * batch_ + b : b * seq_ + t; }
+  // Offset of (d, b) in a state tensor [D, batch, H] (layout 0) or [batch, D, H] (1).
+  int64_t state_at(int d, int64_t b) const { return (layout_ == 0 ? d * batch_ + b : b * dirs_ + d) * hidden_; }
+  float* step_gates(const Dir& dir, int64_t s) const { return dir.gates + s * batch_ * gh(); }
+  float* step_dgates(const Dir& dir, int64_t s) const { return dir.dgates + s * batch_ * gh(); }
+  int64_t gh() const { return gates_ * hidden_; }
+
+  // Cell hooks. Cells read hs[s] (and their own state) and write hs[s+1] for every row,
+  // active or not.
+  virtual void check_cell_inputs(const InferCtx&) {}
+  virtual void plan_cell(InferCtx& ctx, int64_t& floats) = 0;  // plans extra outputs and
+  // sizes its buffers (adds their floats to `floats` for the memory check)
+  virtual void begin_forward(const FwdCtx&, const Dir&) {}
+  virtual void step_forward(const Dir& dir, int64_t s) = 0;
+  virtual void end_forward(FwdCtx&, const Dir&) {}
+  virtual void begin_backward(const BwdCtx&, const Dir&) {}
+  // dh: gradient of hs[s+1] (dY of the step already added); writes dh_prev (gradient of
+  // hs[s]), the step's xw_ rows (W side) and dgates rows (R side, zero when inactive).
+  virtual void step_backward(const Dir& dir, int64_t s, const float* dh, float* dh_prev) = 0;
+  virtual void end_backward(BwdCtx&, const Dir&) {}
+  // dR += the R-side gradients against what entered each step; default: hs[0..T-1].
+  virtual void grad_recurrent(const Dir& dir, float* dr);
+  // Gates whose R bias (Rb) is folded into xw_ with Wb (GRU with linear_before_reset
+  // keeps Rb of its h gate out).
+  virtual int64_t folded_bias_gates() const { return gates_; }
+
+  int64_t gates_ = 1;
+  int64_t seq_ = 0, batch_ = 0, input_ = 0, hidden_ = 0;
+  int dirs_ = 1;
+  int64_t layout_ = 0;
+  bool forward_only_ = true;           // direction "forward" (else reverse or both)
+  std::vector<Gate> acts_;             // n_acts per direction, direction 0 first
+  std::vector<int64_t> lens_;          // per batch row (T without sequence_lens)
+  std::vector<float> scratch_;         // B*H, for the cells
+
+ private:
+  Dir dir_view(const std::vector<const Tensor*>& in, int d);
+  void read_lengths(const Tensor* seq_lens);
+
+  int version_ = 0;
+  size_t max_inputs_ = 6, max_outputs_ = 2;
+  int64_t hidden_attr_ = 0;
+  bool reverse_only_ = false;
+  std::vector<float> xw_, gates_buf_, dgates_, hs_, dh_, dh_prev_, bias_;
+};
+
+// Sample-case helpers: a deterministic, kink-free ramp of n values in [shift, shift + 8 scale].
+std::vector<float> sample_ramp(int64_t n, float scale, float shift);
+
+}  // namespace dl::rt::rnn

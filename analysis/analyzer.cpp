@@ -16,6 +16,10 @@ bool numerical(const Finding& f) { return symptom_info(f.symptom).numerical; }
 
 void order_findings(std::vector<Finding>& findings) {
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    // A confirmed upstream condition (unscaled data, too wide initial weights) is the first
+    // cause of the dynamic symptoms that follow it (symptom_list.def).
+    const bool ua = symptom_info(a.symptom).upstream, ub = symptom_info(b.symptom).upstream;
+    if (ua != ub) return ua;
     if (a.conclusive != b.conclusive) return a.conclusive;
     const bool sa = a.stage == Stage::kStatic, sb = b.stage == Stage::kStatic;
     if (sa != sb) return sa;

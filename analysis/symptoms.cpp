@@ -6,7 +6,7 @@ namespace dl::an {
 
 const std::vector<Symptom>& all_symptoms() {
   static const std::vector<Symptom> all = {
-#define DL_SYMPTOM(id, pace, numerical, dead) sym::id,
+#define DL_SYMPTOM(id, pace, numerical, dead, upstream) sym::id,
 #include "analysis/symptom_list.def"
 #undef DL_SYMPTOM
   };
@@ -16,7 +16,7 @@ const std::vector<Symptom>& all_symptoms() {
 Symptom symptom_info(const std::string& id) {
   const auto& all = all_symptoms();
   const auto it = std::find_if(all.begin(), all.end(), [&](const Symptom& s) { return id == s.id; });
-  return it != all.end() ? *it : Symptom{"", Symptom::Pace::kNone, false, false};
+  return it != all.end() ? *it : Symptom{"", Symptom::Pace::kNone, false, false, false};
 }
 
 }  // namespace dl::an

@@ -16,11 +16,12 @@ struct Symptom {
   Pace pace;
   bool numerical;
   bool dead_units;
+  bool upstream;  // see analysis/symptom_list.def
 };
 
 namespace sym {
-#define DL_SYMPTOM(id, pace, numerical, dead) \
-  inline constexpr Symptom id{#id, Symptom::Pace::pace, numerical, dead};
+#define DL_SYMPTOM(id, pace, numerical, dead, upstream) \
+  inline constexpr Symptom id{#id, Symptom::Pace::pace, numerical, dead, upstream};
 #include "analysis/symptom_list.def"
 #undef DL_SYMPTOM
 }  // namespace sym

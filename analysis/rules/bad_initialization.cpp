@@ -26,6 +26,8 @@ class BadInitialization : public Rule {
     return {{"max_std", 1.0, "a weight std above 1 with a wide fan-in multiplies the signal's variance by "
                              "fan_in * std^2 per layer (Glorot/He use std ~ sqrt(2 / fan_in))"},
             {"min_fan_in", 100, "the width check applies from this fan-in: N(0, 1) on a narrow layer is tolerable"},
+            {"max_he_ratio", 10, "whatever the fan-in, a weight std this many times He's sqrt(2 / fan_in) multiplies "
+                                 "the signal's variance by 100x per layer or more (Glorot and He stay near 1x)"},
             {"conclusive_stacked", 2, "this many consecutive layers with constant weights can never break "
                                       "their symmetry: conclusive"}};
   }
@@ -103,7 +105,10 @@ class BadInitialization : public Rule {
       w.nonfinite = init->nan + init->inf > 0;
       w.constant = !w.nonfinite && init->std <= 1e-12 * std::max(1.0, std::fabs(init->mean));
       w.zero = w.constant && init->min == 0 && init->max == 0;
-      w.too_wide = !w.nonfinite && w.fan_in >= threshold(ctx, "min_fan_in") && init->std > threshold(ctx, "max_std");
+      const double he = w.fan_in > 0 ? std::sqrt(2.0 / double(w.fan_in)) : 0.0;
+      w.too_wide = !w.nonfinite && w.fan_in > 0 &&
+                   ((w.fan_in >= threshold(ctx, "min_fan_in") && init->std > threshold(ctx, "max_std")) ||
+                    init->std > threshold(ctx, "max_he_ratio") * he);
       out.push_back(w);
     }
     return out;

@@ -35,9 +35,9 @@ std::vector<std::string> numbered_files(const fs::path& dir, const std::string& 
 
 dl::ir::TensorData load_data(const std::string& path) {
   const int64_t t = peek_tensor_dtype(path);
-  if (t != 1 && t != 7) {
+  if (t != 1 && t != 7 && t != 9) {
     throw DtypeSkip{fs::path(path).filename().string() + " holds " + onnx_type_name(t) +
-                    " data (the runtime computes in float32 and int64)"};
+                    " data (the runtime computes in float32, int64 and bool)"};
   }
   return dl::conv::load_tensor_file(path);
 }
@@ -63,7 +63,8 @@ std::string compare(const std::string& name, const Tensor& got, const dl::ir::Te
     return err.str();
   }
   const bool want_float = want.dtype == dl::ir::DType::kFloat32;
-  if ((got.dtype() == DType::kFloat32) != want_float) {
+  const DType want_type = want_float ? DType::kFloat32 : want.dtype == dl::ir::DType::kBool ? DType::kBool : DType::kInt64;
+  if (got.dtype() != want_type) {
     err << "output '" << name << "': dtype " << dl::rt::dtype_name(got.dtype()) << ", expected "
         << dl::ir::dtype_name(want.dtype);
     return err.str();
@@ -170,6 +171,8 @@ Outcome run_data_set(const dl::ir::Model& model, const fs::path& set_dir) {
     opts.input_shapes[name] = d.dims;
     if (d.dtype == dl::ir::DType::kInt64)
       opts.known_inputs[name] = Tensor::ints(d.dims, d.ints);
+    else if (d.dtype == dl::ir::DType::kBool)
+      opts.known_inputs[name] = Tensor::bools(d.dims, d.ints);
     else
       fed[name] = &d;
   }

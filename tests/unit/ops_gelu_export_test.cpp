@@ -4,6 +4,7 @@
 // reference of the formula.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -90,5 +91,51 @@ TEST_CASE("exported GELU MLP (Div/Erf/Add/Mul/Mul) matches the formula at opsets
     const dl::rt::Tensor& y = graph.output(0);
     REQUIRE(y.shape() == dl::rt::Shape{batch, 2});
     for (size_t k = 0; k < want.size(); ++k) CHECK(y.fvec()[k] == doctest::Approx(want[k]).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("exported GELU MLP: all four weights train and their gradients match finite differences") {
+  const std::vector<float> w1 = {0.3f, -0.2f, 0.5f, 0.1f, -0.4f, 0.6f, 0.2f, -0.3f, 0.7f, 0.1f, -0.5f, 0.25f};
+  const std::vector<float> x = {1.0f, -2.0f, 0.5f, 3.0f, -1.5f, 0.2f, 2.5f, -0.7f};
+  const dl::ir::Model model = import_model_bytes(
+      bytes_of(gelu_mlp(13, w1, {0.1f, -0.2f, 0.05f}, {0.4f, -0.6f, 0.3f, -0.1f, 0.5f, 0.2f}, {0.01f, -0.02f})),
+      "gelu.onnx");
+  dl::rt::GraphOptions options;
+  options.batch_size = 2;
+  options.training = true;
+  dl::rt::ExecutionGraph graph(model, options);
+  graph.input("x").fvec() = x;
+  std::vector<std::string> names;
+  for (const auto& p : graph.params()) names.push_back(p.name);
+  std::sort(names.begin(), names.end());
+  REQUIRE(names == std::vector<std::string>{"B1", "B2", "W1", "W2"});
+
+  // L = sum_k c_k y_k with fixed c.
+  const std::vector<float> c = {0.7f, -1.1f, 0.4f, 0.9f};
+  auto loss = [&] {
+    graph.forward();
+    double s = 0;
+    for (size_t k = 0; k < c.size(); ++k) s += double(c[k]) * graph.output(0).fvec()[k];
+    return s;
+  };
+  loss();
+  graph.output_grad(0).fvec() = c;
+  graph.backward();
+  const dl::rt::Param* w = nullptr;
+  for (const auto& p : graph.params())
+    if (p.name == "W1") w = &p;
+  REQUIRE(w);
+  const std::vector<float> analytic = w->grad->fvec();
+  for (size_t k = 0; k < analytic.size(); ++k) {
+    float& v = w->value->fvec()[k];
+    const float orig = v, h = 1e-2f;
+    v = orig + h;
+    const double up = loss();
+    v = orig - h;
+    const double down = loss();
+    v = orig;
+    const double numeric = (up - down) / (2.0 * h);
+    INFO("W1[" << k << "]: analytic " << analytic[k] << ", numeric " << numeric);
+    CHECK(std::fabs(analytic[k] - numeric) <= 1e-2 * std::max(1.0, std::fabs(numeric)));
   }
 }

@@ -1,7 +1,8 @@
-// Cast (since 6, 9, 13) onto the runtime's two dtypes: FLOAT and DOUBLE become float32;
+// Cast (since 6, 9, 13) onto the runtime's dtypes: FLOAT and DOUBLE become float32;
 // INT64, INT32, INT16, INT8, UINT32, UINT16, UINT8 become int64 holding the value the
-// target type would hold, and BOOL becomes bool (0/1 in the int64 storage). Float -> integer truncates toward zero (NaN -> 0,
-// out of int64 range saturates), narrowing integers wrap like C/NumPy, BOOL is x != 0.
+// target type would hold, and BOOL becomes bool (0/1 in the int64 storage). Float ->
+// integer truncates toward zero (NaN -> 0, out of int64 range saturates), narrowing
+// integers wrap like C/NumPy, BOOL is x != 0.
 // Other targets (FLOAT16, BFLOAT16, STRING, UINT64, complex) are rejected by name.
 #include <cmath>
 #include <cstdint>

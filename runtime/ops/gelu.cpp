@@ -38,7 +38,9 @@ std::unique_ptr<Op> make(const ir::Node& node) {
         });
   return make_unary(
       node, t, [](float x) { return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2)); },
-      [](float x, float) { return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x); });
+      [](float x, float) {
+        return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
+      });
 }
 
 std::vector<OpSample> samples() {

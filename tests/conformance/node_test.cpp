@@ -64,7 +64,8 @@ std::string compare(const std::string& name, const Tensor& got, const dl::ir::Te
     return err.str();
   }
   const bool want_float = want.dtype == dl::ir::DType::kFloat32;
-  const DType want_type = want_float ? DType::kFloat32 : want.dtype == dl::ir::DType::kBool ? DType::kBool : DType::kInt64;
+  const DType want_type =
+      want_float ? DType::kFloat32 : want.dtype == dl::ir::DType::kBool ? DType::kBool : DType::kInt64;
   if (got.dtype() != want_type) {
     err << "output '" << name << "': dtype " << dl::rt::dtype_name(got.dtype()) << ", expected "
         << dl::ir::dtype_name(want.dtype);

@@ -35,7 +35,7 @@ class ConstantOfShape : public Op {
     for (int64_t d : shape)
       if (d < 0) throw ShapeError(where() + ": negative dimension in shape " + shape_str(shape));
     ctx.out[0]->plan(value_.dtype(), shape);
-    if (shape_numel(shape) * 8 > ctx.max_bytes) return;  // the graph reports the memory cap
+    if (shape_numel(shape) > ctx.max_bytes / 8) return;  // the graph reports the memory cap
     ctx.out[0]->allocate();
     fill(*ctx.out[0]);
     if (!ctx.out_known.empty()) ctx.out_known[0] = true;

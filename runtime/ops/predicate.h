@@ -5,6 +5,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "converter/errors.h"
 #include "runtime/attrs.h"

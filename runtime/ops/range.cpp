@@ -36,7 +36,7 @@ class RangeOp : public Op {
     if (!(count < 1e12)) throw ShapeError(where() + ": the range has too many values (" + std::to_string(count) + ")");
     const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
     ctx.out[0]->plan(t, {n});
-    if (n * 8 > ctx.max_bytes) return;  // the graph reports the memory cap
+    if (n > ctx.max_bytes / 8) return;  // the graph reports the memory cap
     ctx.out[0]->allocate();
     fill(ctx.in, *ctx.out[0]);
     if (!ctx.out_known.empty()) ctx.out_known[0] = true;

@@ -8,8 +8,9 @@
 // exports those as ONNX Max / Min), so each gets dy / (number of tied inputs).
 #pragma once
 
-#include <cmath>
+#include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "converter/errors.h"
@@ -49,7 +50,7 @@ class VariadicOp : public Op {
     ctx.out[0]->plan(t, bc_.out);
     if (t == DType::kFloat32 && (kind_ == VariadicKind::kMax || kind_ == VariadicKind::kMin)) {
       const int64_t n = shape_numel(bc_.out);
-      if (n * 4 > ctx.max_bytes)
+      if (n > ctx.max_bytes / 4)
         throw ResourceError(where() + ": the tie counts for output " + shape_str(bc_.out) +
                             " do not fit in what the memory cap leaves; raise it with --max-memory");
       ties_.assign(static_cast<size_t>(n), 0.0f);

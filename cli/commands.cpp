@@ -67,12 +67,7 @@ CommandSet register_commands(CLI::App& app) {
 
   CLI::App* ops = app.add_subcommand("ops", "List the supported ONNX operators and the since-versions each implements");
   set.commands.emplace_back(ops, [] {
-    std::cout << "| operator | since-versions implemented |\n|---|---|\n";
-    for (const rt::OpInfo& info : rt::all_ops()) {
-      std::string versions;
-      for (int v : info.versions) versions += (versions.empty() ? "" : ", ") + std::to_string(v);
-      std::cout << "| " << info.type << " | " << versions << " |\n";
-    }
+    std::cout << rt::operator_table();
     return 0;
   });
 

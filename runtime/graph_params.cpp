@@ -17,8 +17,9 @@ DType runtime_dtype(ir::DType t, const std::string& what) {
       return DType::kFloat32;
     case ir::DType::kInt64:
     case ir::DType::kInt32:
-    case ir::DType::kBool:
       return DType::kInt64;
+    case ir::DType::kBool:
+      return DType::kBool;
     default:
       throw ModelError(what + ": element type " + ir::dtype_name(t) + " is not supported");
   }
@@ -26,7 +27,8 @@ DType runtime_dtype(ir::DType t, const std::string& what) {
 
 Tensor tensor_from(const ir::TensorData& d) {
   DType t = runtime_dtype(d.dtype, "initializer '" + d.name + "'");
-  return t == DType::kFloat32 ? Tensor::floats(d.dims, d.floats) : Tensor::ints(d.dims, d.ints);
+  if (t == DType::kFloat32) return Tensor::floats(d.dims, d.floats);
+  return t == DType::kBool ? Tensor::bools(d.dims, d.ints) : Tensor::ints(d.dims, d.ints);
 }
 
 std::set<std::string> trainable_initializers(const ir::Graph& g, const std::vector<std::unique_ptr<Op>>& ops) {

@@ -25,6 +25,16 @@ const OpInfo* find_op(const std::string& type) {
   return nullptr;
 }
 
+std::string operator_table() {
+  std::string out = "| operator | since-versions implemented |\n|---|---|\n";
+  for (const OpInfo& info : all_ops()) {
+    std::string versions;
+    for (int v : info.versions) versions += (versions.empty() ? "" : ", ") + std::to_string(v);
+    out += "| " + std::string(info.type) + " | " + versions + " |\n";
+  }
+  return out;
+}
+
 std::string unsupported_reason(const ir::Node& node) {
   if (!node.domain.empty() && node.domain != "ai.onnx")
     return "operator domain '" + node.domain + "' is not supported";

@@ -6,7 +6,14 @@
 
 namespace dl::rt {
 
-const char* dtype_name(DType t) { return t == DType::kFloat32 ? "float32" : "int64"; }
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::kFloat32: return "float32";
+    case DType::kInt64: return "int64";
+    case DType::kBool: return "bool";
+  }
+  return "unknown";
+}
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
@@ -38,6 +45,12 @@ Tensor Tensor::ints(Shape shape, std::vector<int64_t> values) {
   Tensor t(DType::kInt64, std::move(shape));
   t.i_ = std::move(values);
   t.i_.resize(static_cast<size_t>(t.numel_));
+  return t;
+}
+
+Tensor Tensor::bools(Shape shape, std::vector<int64_t> values) {
+  Tensor t = ints(std::move(shape), std::move(values));
+  t.dtype_ = DType::kBool;
   return t;
 }
 

@@ -10,7 +10,10 @@ namespace dl::rt {
 
 using Shape = std::vector<int64_t>;
 
-enum class DType { kFloat32, kInt64 };
+// kBool (ONNX BOOL: comparisons, Not/And/Or, Where's condition) holds 0 or 1 in the
+// int64 storage, so every dtype-generic copy treats it as an integer; ops that need a
+// boolean check for kBool by name.
+enum class DType { kFloat32, kInt64, kBool };
 
 const char* dtype_name(DType t);
 int64_t shape_numel(const Shape& s);
@@ -22,6 +25,7 @@ class Tensor {
   Tensor(DType dtype, Shape shape) { reset(dtype, std::move(shape)); }
   static Tensor floats(Shape shape, std::vector<float> values);
   static Tensor ints(Shape shape, std::vector<int64_t> values);
+  static Tensor bools(Shape shape, std::vector<int64_t> values);  // values 0 or 1
 
   // Sets dtype and shape and sizes the storage (zero-filled). Planning only.
   void reset(DType dtype, Shape shape);

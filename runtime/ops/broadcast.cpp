@@ -90,6 +90,13 @@ BroadcastPlan BroadcastPlan::make(const Shape& a, const Shape& b, const std::str
   return p;
 }
 
+MultiBroadcast MultiBroadcast::make(const std::vector<Shape>& shapes, const std::string& where) {
+  MultiBroadcast m;
+  for (const Shape& s : shapes) m.out = broadcast_shape(m.out, s, where);
+  for (const Shape& s : shapes) m.plans.push_back(BroadcastPlan::make(m.out, s, where));
+  return m;
+}
+
 void reduce_to_shape(const float* g, const Shape& out_shape, float* din, const Shape& in_shape) {
   BroadcastPlan p = BroadcastPlan::make(in_shape, out_shape, "reduce_to_shape");
   if (p.out != out_shape)

@@ -124,6 +124,18 @@ void broadcast_accumulate(const BroadcastPlan& p, int which, float* din, G g) {
   });
 }
 
+// Broadcasting for ops with any number of inputs (Where, Sum, Max, Min, Mean): the
+// shape all inputs broadcast to, and each input's plan against it with the output as
+// operand a and the input as operand b. So broadcast_apply(plans[k], y, x_k, y, f) folds
+// input k into y in place (a's offsets are the output's), and
+// broadcast_accumulate(plans[k], 1, din_k, g) reduces a gradient back to input k.
+struct MultiBroadcast {
+  Shape out;
+  std::vector<BroadcastPlan> plans;
+  // Throws ShapeError (naming `where` and the first pair that does not fit).
+  static MultiBroadcast make(const std::vector<Shape>& shapes, const std::string& where);
+};
+
 // din (shape in_shape) += g (shape out_shape) summed over the dimensions in which
 // in_shape was broadcast to out_shape. Builds a plan: for tests and cold paths; ops
 // keep their plan from infer() and call broadcast_accumulate.

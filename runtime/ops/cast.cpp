@@ -1,7 +1,8 @@
-// Cast (since 6, 9, 13) onto the runtime's two dtypes: FLOAT and DOUBLE become float32;
-// INT64, INT32, INT16, INT8, UINT32, UINT16, UINT8 and BOOL become int64 holding the
-// value the target type would hold. Float -> integer truncates toward zero (NaN -> 0,
-// out of int64 range saturates), narrowing integers wrap like C/NumPy, BOOL is x != 0.
+// Cast (since 6, 9, 13) onto the runtime's dtypes: FLOAT and DOUBLE become float32;
+// INT64, INT32, INT16, INT8, UINT32, UINT16, UINT8 become int64 holding the value the
+// target type would hold, and BOOL becomes bool (0/1 in the int64 storage). Float ->
+// integer truncates toward zero (NaN -> 0, out of int64 range saturates), narrowing
+// integers wrap like C/NumPy, BOOL is x != 0.
 // Other targets (FLOAT16, BFLOAT16, STRING, UINT64, complex) are rejected by name.
 #include <cmath>
 #include <cstdint>
@@ -69,7 +70,7 @@ class Cast : public Op {
 
   void infer(InferCtx& ctx) override {
     check_inputs(ctx, 1, 1, 1, where());
-    ctx.out[0]->plan(to_float_ ? DType::kFloat32 : DType::kInt64, ctx.in[0]->shape());
+    ctx.out[0]->plan(to_float_ ? DType::kFloat32 : (to_ == kBool ? DType::kBool : DType::kInt64), ctx.in[0]->shape());
   }
 
   void forward(FwdCtx& ctx) override {
@@ -128,7 +129,17 @@ std::vector<OpSample> samples() {
   c.node = sample_node("Cast", 1, 1, {{"to", attr_i(kFloat)}});
   c.inputs = {Tensor::ints({3}, {-3, 0, 70000})};
   c.check_grad = {false};
-  return {a, b, c};
+  OpSample d;
+  d.label = "cast float to BOOL (bool, x != 0)";
+  d.node = sample_node("Cast", 1, 1, {{"to", attr_i(kBool)}});
+  d.inputs = {Tensor::floats({3}, {0.0f, -0.5f, 2.0f})};
+  d.check_grad = {false};
+  OpSample e;
+  e.label = "cast bool to FLOAT";
+  e.node = sample_node("Cast", 1, 1, {{"to", attr_i(kFloat)}});
+  e.inputs = {Tensor::bools({3}, {1, 0, 1})};
+  e.check_grad = {false};
+  return {a, b, c, d, e};
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Constant (since 9, 11, 12, 13): exactly one of value (tensor), value_float,
 // value_floats, value_int, value_ints (the value_* forms from 12). Float tensors become
-// float32, integer and bool tensors int64. The output is known at plan time, so infer()
+// float32, integer tensors int64, bool tensors bool. The output is known at plan time, so infer()
 // computes it and the graph folds the node; sparse and string constants are rejected.
 #include <algorithm>
 
@@ -26,7 +26,7 @@ class Constant : public Op {
         value_ = Tensor::floats(shape_, t->floats);
         check_count(t->floats.size());
       } else if (t->dtype == ir::DType::kInt64 || t->dtype == ir::DType::kInt32 || t->dtype == ir::DType::kBool) {
-        value_ = Tensor::ints(shape_, t->ints);
+        value_ = t->dtype == ir::DType::kBool ? Tensor::bools(shape_, t->ints) : Tensor::ints(shape_, t->ints);
         check_count(t->ints.size());
       } else {
         a.fail("value", std::string("has unsupported data type ") + ir::dtype_name(t->dtype));

@@ -36,7 +36,7 @@ class DropoutOp : public Op {
                          " must be a scalar, got shape " + shape_str(ctx.in[k]->shape()));
     ctx.out[0]->plan(DType::kFloat32, x.shape());
     if (ctx.out.size() > 1 && ctx.out[1])
-      ctx.out[1]->plan(version_ >= 10 ? DType::kInt64 : DType::kFloat32, x.shape());
+      ctx.out[1]->plan(version_ >= 10 ? DType::kBool : DType::kFloat32, x.shape());
     keep_.assign(static_cast<size_t>(x.numel()), 0.0f);
   }
 
@@ -93,7 +93,7 @@ class DropoutOp : public Op {
  private:
   // keep == nullptr: every element kept.
   static void fill_mask(Tensor* mask, int64_t n, const float* keep) {
-    if (mask->dtype() == DType::kInt64) {
+    if (mask->dtype() == DType::kBool) {
       int64_t* m = mask->i();
       for (int64_t k = 0; k < n; ++k) m[k] = !keep || keep[k] != 0.0f;
     } else {

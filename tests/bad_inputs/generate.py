@@ -129,8 +129,8 @@ e.key, e.value = "location", "weights.bin"
 mlp("external_data.onnx", init=[ext, numpy_helper.from_array(np.zeros(3, np.float32), "B")])
 mlp("unsupported_op.onnx", nodes=[
     helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1),
-    helper.make_node("Erf", ["h"], ["e1"], name="erf_1"),
-    helper.make_node("Erf", ["e1"], ["e2"], name="erf_2"),
+    helper.make_node("Asinh", ["h"], ["e1"], name="asinh_1"),
+    helper.make_node("Asinh", ["e1"], ["e2"], name="asinh_2"),
     helper.make_node("Relu", ["e2"], ["y"], name="act")])
 nanw = np.ones((3, 4), np.float32)
 nanw[1, 2] = np.nan

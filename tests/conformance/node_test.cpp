@@ -35,9 +35,10 @@ std::vector<std::string> numbered_files(const fs::path& dir, const std::string& 
 
 dl::ir::TensorData load_data(const std::string& path) {
   const int64_t t = peek_tensor_dtype(path);
-  if (t != 1 && t != 7) {
+  // int32 data runs as int64, as the runtime holds int32 initializers and inputs.
+  if (t != 1 && t != 6 && t != 7 && t != 9) {
     throw DtypeSkip{fs::path(path).filename().string() + " holds " + onnx_type_name(t) +
-                    " data (the runtime computes in float32 and int64)"};
+                    " data (the runtime computes in float32, int64 (also holding int32) and bool)"};
   }
   return dl::conv::load_tensor_file(path);
 }
@@ -63,7 +64,9 @@ std::string compare(const std::string& name, const Tensor& got, const dl::ir::Te
     return err.str();
   }
   const bool want_float = want.dtype == dl::ir::DType::kFloat32;
-  if ((got.dtype() == DType::kFloat32) != want_float) {
+  const DType want_type =
+      want_float ? DType::kFloat32 : want.dtype == dl::ir::DType::kBool ? DType::kBool : DType::kInt64;
+  if (got.dtype() != want_type) {
     err << "output '" << name << "': dtype " << dl::rt::dtype_name(got.dtype()) << ", expected "
         << dl::ir::dtype_name(want.dtype);
     return err.str();
@@ -168,8 +171,10 @@ Outcome run_data_set(const dl::ir::Model& model, const fs::path& set_dir) {
     const std::string& name = g.inputs[k].name;
     const auto& d = inputs[k];
     opts.input_shapes[name] = d.dims;
-    if (d.dtype == dl::ir::DType::kInt64)
+    if (d.dtype == dl::ir::DType::kInt64 || d.dtype == dl::ir::DType::kInt32)
       opts.known_inputs[name] = Tensor::ints(d.dims, d.ints);
+    else if (d.dtype == dl::ir::DType::kBool)
+      opts.known_inputs[name] = Tensor::bools(d.dims, d.ints);
     else
       fed[name] = &d;
   }

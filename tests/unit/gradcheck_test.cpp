@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "tests/unit/op_harness.h"
 
@@ -74,4 +75,23 @@ TEST_CASE("gradient checker: every registered op, every sample case") {
     }
   }
   CHECK(checked >= 1);
+}
+
+// An op has a backward when one of its sample cases gives it a float32 input that it
+// declares differentiable; each such op must have a case the checker above runs.
+TEST_CASE("gradient checker: every op with a backward has at least one gradient case") {
+  std::string missing;
+  for (const dl::rt::OpInfo& info : dl::rt::all_ops()) {
+    bool differentiable = false, checked = false;
+    for (const dl::rt::OpSample& sample : info.samples()) {
+      const auto op = dl::rt::make_op(sample.node);
+      for (size_t i = 0; i < sample.inputs.size(); ++i) {
+        if (sample.inputs[i].dtype() == dl::rt::DType::kFloat32 && op->differentiable_input(i)) differentiable = true;
+        if (i < sample.check_grad.size() && sample.check_grad[i]) checked = true;
+      }
+    }
+    if (differentiable && !checked) missing += std::string(missing.empty() ? "" : ", ") + info.type;
+  }
+  INFO("ops with a differentiable float input but no gradient case: " << missing);
+  CHECK(missing.empty());
 }

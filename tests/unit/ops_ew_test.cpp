@@ -131,7 +131,7 @@ TEST_CASE("ew ops: Dropout modes, mask and scaling") {
   OpRun inf(sample_node("Dropout", 1, 2, {}, 13), {x});
   inf.forward();
   CHECK(inf.outputs[0].fvec() == v);
-  CHECK(inf.outputs[1].dtype() == dl::rt::DType::kInt64);
+  CHECK(inf.outputs[1].dtype() == dl::rt::DType::kBool);
   for (int64_t m : inf.outputs[1].ivec()) REQUIRE(m == 1);
   CHECK(inf.op->stochastic());
   // Training via the training_mode input: about (1 - ratio) kept, kept values scaled.

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "converter/errors.h"
@@ -44,6 +45,8 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& where
 }
 
 nlohmann::json read_json_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ConfigError(path + ": a directory, not a JSON file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw ConfigError(path + ": cannot read the file" + (errno ? std::string(": ") + std::strerror(errno) : ""));
   std::string text;

@@ -185,8 +185,14 @@ int fuzz_merge(const uint8_t* data, size_t size) {
     for (size_t k = 0; k < summaries.size(); ++k) files.push_back("fuzz" + std::to_string(k) + ".json");
     uint64_t missing = 0;
     const nlohmann::json merged = cli::merge_summaries(summaries, files, missing);
-    // What merge writes must be a summary merge reads.
-    cli::check_summary(nlohmann::json::parse(merged.dump()), "merged.json");
+    // What merge writes must be a summary merge reads: a refusal here is a bug.
+    try {
+      cli::check_summary(nlohmann::json::parse(merged.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
+                         "merged.json");
+    } catch (const dl::Error& e) {
+      std::fprintf(stderr, "fuzz: merge wrote a summary it refuses: %s\n", e.what());
+      std::abort();
+    }
     cli::summary_text(merged);
     cli::junit_xml(merged);
     cli::summary_markdown(merged);

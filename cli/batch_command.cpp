@@ -40,6 +40,9 @@ void prepare_reports_dir(const std::string& dir) {
   std::error_code ec;
   const fs::file_status st = fs::status(dir, ec);
   if (st.type() == fs::file_type::not_found) {
+    if (fs::is_symlink(fs::symlink_status(dir, ec)))
+      throw ConfigError("--reports " + dir + ": a symbolic link to '" + fs::read_symlink(dir, ec).string() +
+                        "', which does not exist");
     fs::create_directories(dir, ec);
     if (ec) throw ConfigError("--reports " + dir + ": cannot create the directory: " + ec.message());
   } else if (ec) {

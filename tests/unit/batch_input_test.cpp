@@ -157,6 +157,9 @@ TEST_CASE("batch: --reports onto a file is a usage error; report names are uniqu
   CHECK_THROWS_WITH_AS(run_batch(o), doctest::Contains("not a directory"), dl::ConfigError);
   o.reports_dir = (dir / "file" / "below").string();
   CHECK_THROWS_AS(run_batch(o), dl::ConfigError);
+  fs::create_directory_symlink(dir / "gone", dir / "dangling");
+  o.reports_dir = (dir / "dangling").string();
+  CHECK_THROWS_WITH_AS(run_batch(o), doctest::Contains("a symbolic link to"), dl::ConfigError);
 
   o.reports_dir = (dir / "reports").string();
   CHECK(run_batch(o) == 0);

@@ -249,6 +249,9 @@ TEST_CASE("merge: shards of one batch merge; every field is checked") {
   has(merge_error([](json& s) { s.erase("totals"); }), "s1.json: totals: missing");
   has(merge_error([](json& s) { s["shard"] = nullptr; }), "s1.json: shard: null");
   CHECK(merge_error([](json&) {}) == "(accepted)");
+  // More shards than cases is pointless but what batch may write: merge reads it back.
+  CHECK_NOTHROW(merge_summaries({summary_of(0, 20000000, 5)}, {"s.json"}, missing));
+  CHECK(missing == 4);
 }
 
 TEST_CASE("batch outputs: counts print as 64-bit numbers") {

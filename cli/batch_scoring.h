@@ -41,11 +41,11 @@ nlohmann::json summary_totals(const nlohmann::json& cases);
 
 // The version of the summary batch writes (2: with manifest and options); merge reads
 // only this one.
-constexpr int kSummaryVersion = 2;
+inline constexpr int kSummaryVersion = 2;
 // The largest manifest a summary may describe: the bound of total_cases and case indices.
-constexpr uint64_t kMaxCases = 10'000'000;
+inline constexpr uint64_t kMaxCases = 10'000'000;
 // The statuses of a case (CaseOutcome::status).
-constexpr const char* kCaseStatuses[] = {"ok", "input_error", "crashed", "timeout"};
+inline constexpr const char* kCaseStatuses[] = {"ok", "input_error", "crashed", "timeout"};
 
 struct SummaryInfo {
   std::string input, detector = "deeplocalize";

@@ -12,7 +12,7 @@ RUN_FAULTY_DATA ?= models/demo/faulty/data.csv
 # Fuzzing (tests/fuzz): each target runs FUZZ_SECONDS on its corpus in build-fuzz.
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS ?= onnx csv npy trace manifest
+FUZZ_TARGETS ?= onnx csv npy trace manifest merge
 # Sanitizer runs: known third-party leaks (tests/lsan.supp); SANITIZE_CTEST_ARGS narrows
 # the test set (CI passes -E conformance when time is short). A sanitizer report (ASan,
 # LSan, UBSan) exits 86: the default, 1, is also deeplocalize's "faults found", which the

@@ -2,12 +2,13 @@
 // kind, source, pair}]} with paths relative to it, or a directory of case folders
 // (model.onnx, data.csv|data.npz|data.npy, optional options.json and expected.json).
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "cli/batch_command.h"
+#include "cli/json_input.h"
 #include "converter/errors.h"
 #include "runtime/train_config.h"
 
@@ -17,16 +18,49 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-json read_json_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ConfigError(path + ": cannot read the file");
-  std::stringstream text;
-  text << f.rdbuf();
-  try {
-    return json::parse(text.str());
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
-    throw ConfigError(path + ": invalid JSON: " + e.what());
+// What `p` is, following symbolic links. A path that exists but cannot be examined (a
+// link loop, a link to nothing, no permission to search its folder) sets `problem`, so
+// that it becomes an input error instead of being skipped or ending the batch.
+fs::file_type probe(const fs::path& p, std::string& problem) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(p, ec);
+  if (st.type() == fs::file_type::not_found) {
+    std::error_code link_ec;
+    if (fs::is_symlink(fs::symlink_status(p, link_ec)))
+      problem = p.string() + ": a symbolic link to '" + fs::read_symlink(p, link_ec).string() + "', which does not exist";
+    return fs::file_type::not_found;
   }
+  if (ec) {
+    problem = p.string() + ": " + ec.message();
+    return fs::file_type::unknown;
+  }
+  return st.type();
+}
+
+bool present(const fs::path& p) {
+  std::string problem;
+  const fs::file_type t = probe(p, problem);
+  if (!problem.empty()) throw ConfigError(problem);
+  return t != fs::file_type::not_found;
+}
+
+// Control characters in a case name would break the one line per case of the output
+// (a newline) or drive the terminal (ESC): they are shown escaped, "\n", "\x1b".
+std::string visible_name(const std::string& name) {
+  std::string out;
+  for (const char ch : name) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7f) {
+      out += ch;
+    } else if (c == '\n' || c == '\t' || c == '\r') {
+      out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : "\\r";
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
 }
 
 std::string resolve(const fs::path& base, const std::string& p) {
@@ -107,26 +141,28 @@ std::vector<CaseSpec> from_manifest(const std::string& path) {
   return cases;
 }
 
-CaseSpec folder_case(const fs::path& dir, size_t k) {
+// `problem`: why the folder could not be examined; the case then does not run.
+CaseSpec folder_case(const fs::path& dir, size_t k, const std::string& problem) {
   CaseSpec spec;
   spec.index = k;
   spec.name = dir.filename().string();
   spec.options.model = (dir / "model.onnx").string();
   try {
-    if (fs::exists(dir / "expected.json")) {
+    if (!problem.empty()) throw ConfigError(problem);
+    if (present(dir / "expected.json")) {
       const std::string path = (dir / "expected.json").string();
       const json e = read_json_file(path);
       spec.expected = normalize_expected(e, path);
       if (e.contains("kind") && e["kind"].is_string()) spec.kind = e["kind"].get<std::string>();
     }
     for (const char* name : {"data.csv", "data.npz", "data.npy"})
-      if (fs::exists(dir / name)) {
+      if (present(dir / name)) {
         spec.options.data = (dir / name).string();
         break;
       }
     if (spec.options.data.empty())
       throw ConfigError(dir.string() + ": no data file (data.csv, data.npz or data.npy)");
-    if (fs::exists(dir / "options.json")) {
+    if (present(dir / "options.json")) {
       const std::string path = (dir / "options.json").string();
       apply_case_options(read_json_file(path), path, spec.options);
     }
@@ -137,35 +173,49 @@ CaseSpec folder_case(const fs::path& dir, size_t k) {
   return spec;
 }
 
+// The sub-folders holding a model.onnx, and the entries that cannot be examined (each
+// with its problem): those may be cases, and are reported rather than skipped.
 std::vector<CaseSpec> from_directory(const fs::path& dir) {
-  std::vector<fs::path> folders;
+  std::vector<std::pair<fs::path, std::string>> folders;
   std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
-    if (e.is_directory() && fs::exists(e.path() / "model.onnx")) folders.push_back(e.path());
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path p = it->path();
+    std::string problem;
+    const fs::file_type t = probe(p, problem);
+    if (problem.empty()) {
+      if (t != fs::file_type::directory) continue;  // a file: not a case
+      if (probe(p / "model.onnx", problem) == fs::file_type::not_found && problem.empty()) continue;  // no model
+    }
+    folders.emplace_back(p, problem);
+  }
   if (ec) throw ConfigError(dir.string() + ": cannot list the directory: " + ec.message());
   std::sort(folders.begin(), folders.end());
   std::vector<CaseSpec> cases;
-  for (size_t k = 0; k < folders.size(); ++k) cases.push_back(folder_case(folders[k], k));
+  for (size_t k = 0; k < folders.size(); ++k) cases.push_back(folder_case(folders[k].first, k, folders[k].second));
   return cases;
 }
 
 }  // namespace
 
 std::vector<CaseSpec> load_cases(const std::string& input) {
-  std::error_code ec;
   std::vector<CaseSpec> cases;
-  if (fs::is_directory(input, ec))
-    cases = fs::exists(fs::path(input) / "manifest.json") ? from_manifest((fs::path(input) / "manifest.json").string())
-                                                          : from_directory(input);
-  else if (fs::exists(input, ec))
+  std::string problem;
+  const fs::file_type type = probe(input, problem);
+  if (!problem.empty()) throw ConfigError(problem);
+  if (type == fs::file_type::not_found) throw ConfigError(input + ": no such manifest or directory");
+  if (type == fs::file_type::directory) {
+    const fs::path manifest = fs::path(input) / "manifest.json";
+    cases = present(manifest) ? from_manifest(manifest.string()) : from_directory(input);
+  } else {
     cases = from_manifest(input);
-  else
-    throw ConfigError(input + ": no such manifest or directory");
+  }
   if (cases.empty())
     throw ConfigError(input + ": no cases (a manifest's \"cases\" is empty, or no sub-folder holds a model.onnx)");
   std::set<std::string> names;
-  for (const CaseSpec& c : cases)
+  for (CaseSpec& c : cases) {
+    c.name = visible_name(c.name);
     if (!names.insert(c.name).second) throw ConfigError(input + ": two cases are named '" + c.name + "'");
+  }
   return cases;
 }
 

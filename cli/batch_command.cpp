@@ -5,15 +5,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 #include "analysis/baselines.h"
 #include "analysis/rule.h"
 #include "cli/batch_outputs.h"
 #include "cli/batch_scoring.h"
+#include "cli/json_input.h"
 #include "cli/output.h"
 #include "cli/output_guard.h"
 #include "converter/errors.h"
@@ -40,19 +39,29 @@ std::vector<OutputPath> summary_outputs(const std::string& json_file, const std:
   return {{"--json", json_file, true}, {"--junit", junit_file, true}, {"--summary-md", md_file, true}};
 }
 
-// A case name as a file name: letters, digits, '-', '_' and '.'; others become '_'.
-std::string file_stem(const std::string& name) {
-  std::string s;
-  for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
-  return s.empty() || s[0] == '.' ? "_" + s : s;
-}
-
-std::string report_path(const std::string& dir, const CaseSpec& c) {
-  return (std::filesystem::path(dir) / (file_stem(c.name) + ".json")).string();
+// --reports DIR: an existing directory, or one that can be made now (not at the first
+// report, after cases have run).
+void prepare_reports_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (st.type() == fs::file_type::not_found) {
+    if (fs::is_symlink(fs::symlink_status(dir, ec)))
+      throw ConfigError("--reports " + dir + ": a symbolic link to '" + fs::read_symlink(dir, ec).string() +
+                        "', which does not exist");
+    fs::create_directories(dir, ec);
+    if (ec) throw ConfigError("--reports " + dir + ": cannot create the directory: " + ec.message());
+  } else if (ec) {
+    throw ConfigError("--reports " + dir + ": " + ec.message());
+  } else if (!fs::is_directory(st)) {
+    throw ConfigError("--reports " + dir + ": exists and is not a directory");
+  }
 }
 
 // Every file a batch reads and writes, checked before any case runs (cli/output_guard.h).
-void check_batch_outputs(const BatchOptions& o, const std::vector<CaseSpec>& cases) {
+// `report_names` are the cases' report file names (report_file_names), in `cases` order.
+void check_batch_outputs(const BatchOptions& o, const std::vector<CaseSpec>& cases,
+                         const std::vector<std::string>& report_names) {
   std::vector<InputPath> inputs{{"the manifest", o.input}};
   std::error_code ec;
   if (std::filesystem::is_directory(o.input, ec)) inputs.push_back({"the manifest", o.input + "/manifest.json"});
@@ -61,14 +70,10 @@ void check_batch_outputs(const BatchOptions& o, const std::vector<CaseSpec>& cas
     inputs.push_back({"the data of case '" + c.name + "'", c.options.data});
   }
   std::vector<OutputPath> outputs = summary_outputs(o.json_file, o.junit_file, o.md_file);
-  if (!o.reports_dir.empty()) {
-    if (std::filesystem::exists(o.reports_dir, ec) && !std::filesystem::is_directory(o.reports_dir, ec))
-      throw ConfigError("--reports " + o.reports_dir + ": it exists and is not a directory");
-    std::filesystem::create_directories(o.reports_dir, ec);
-    if (ec) throw ConfigError("--reports " + o.reports_dir + ": cannot create the directory (" + ec.message() + ")");
-    for (const CaseSpec& c : cases)
-      outputs.push_back({"--reports (case '" + c.name + "')", report_path(o.reports_dir, c)});
-  }
+  if (!o.reports_dir.empty())
+    for (size_t k = 0; k < cases.size(); ++k)
+      outputs.push_back({"--reports (case '" + cases[k].name + "')",
+                         (std::filesystem::path(o.reports_dir) / report_names[k]).string()});
   check_outputs(inputs, outputs, o.force);
 }
 
@@ -79,6 +84,11 @@ int parse_index(const char* value, const char* name) {
 }
 
 }  // namespace
+
+json batch_options_record(const BatchOptions& o) {
+  return {{"no_stop", o.no_stop},   {"verify_fixes", o.verify_fixes}, {"max_trials", o.max_trials},
+          {"trial_budget_s", o.trial_budget_s}, {"timeout_s", o.timeout_s}, {"set", o.settings}};
+}
 
 Shard resolve_shard(const std::string& flag, int shard_count, const std::function<const char*(const char*)>& env) {
   Shard s;
@@ -173,7 +183,11 @@ int run_batch(const BatchOptions& o) {
     if (o.trial_budget_s > 0) c.options.trial_budget_s = o.trial_budget_s;
     c.options.settings.insert(c.options.settings.end(), o.settings.begin(), o.settings.end());
   }
-  check_batch_outputs(o, cases);
+  if (!o.reports_dir.empty()) prepare_reports_dir(o.reports_dir);
+  const std::vector<std::string> all_report_names = report_file_names(all);
+  std::vector<std::string> report_names;
+  for (const CaseSpec& c : cases) report_names.push_back(all_report_names[c.index]);
+  check_batch_outputs(o, cases, report_names);
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
   size_t width = 0;
@@ -185,7 +199,7 @@ int run_batch(const BatchOptions& o) {
   run_cases(cases, jobs, o.timeout_s, o.in_process, [&](size_t k, const CaseOutcome& outcome) {
     records.push_back(case_record(cases[k], outcome));
     if (!o.reports_dir.empty() && outcome.status == "ok")
-      write_text_output(report_path(o.reports_dir, cases[k]), dump(outcome.report));
+      write_text_output((std::filesystem::path(o.reports_dir) / report_names[k]).string(), dump(outcome.report));
     if (!o.quiet) std::cout << case_line(records.back(), k + 1, cases.size(), width, color) << std::flush;
   });
 
@@ -194,6 +208,8 @@ int run_batch(const BatchOptions& o) {
   info.detector = o.detector;
   info.shard = shard;
   info.total_cases = all.size();
+  info.manifest = manifest_digest(all);
+  info.options = batch_options_record(o);
   info.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const json summary = make_summary(records, info);
   std::cout << summary_text(summary);
@@ -207,23 +223,13 @@ int run_merge(const MergeOptions& o) {
   for (const std::string& file : o.inputs) inputs.push_back({"the summary", file});
   check_outputs(inputs, summary_outputs(o.json_file, o.junit_file, o.md_file), o.force);
   std::vector<json> summaries;
-  for (const std::string& file : o.inputs) {
-    std::ifstream f(file, std::ios::binary);
-    if (!f) throw ConfigError(file + ": cannot read the file");
-    std::stringstream text;
-    text << f.rdbuf();
-    try {
-      summaries.push_back(json::parse(text.str()));
-    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
-      throw ConfigError(file + ": invalid JSON: " + e.what());
-    }
-  }
-  size_t missing = 0;
+  for (const std::string& file : o.inputs) summaries.push_back(read_json_file(file));
+  uint64_t missing = 0;
   const json merged = merge_summaries(summaries, o.inputs, missing);
   write_outputs(merged, o.json_file, o.junit_file, o.md_file);
   if (!o.quiet) std::cout << summary_text(merged);
   if (missing > 0) {
-    std::cerr << "deeplocalize: error: merge: " << missing << " of " << merged.value("total_cases", 0)
+    std::cerr << "deeplocalize: error: merge: " << missing << " of " << merged["total_cases"].get<uint64_t>()
               << " manifest cases are in none of the summaries (a shard missing?)\n";
     return 2;
   }

@@ -34,6 +34,11 @@ struct BatchOptions {
   bool force = false;  // --force: an output may overwrite an input or another output
 };
 
+// What a batch ran with besides the detector, as its summary records it ("options"):
+// {no_stop, verify_fixes, max_trials, trial_budget_s, timeout_s, set}. Shards must agree
+// on it to be merged.
+nlohmann::json batch_options_record(const BatchOptions& options);
+
 struct MergeOptions {
   std::vector<std::string> inputs;
   std::string json_file, junit_file, md_file;
@@ -65,6 +70,17 @@ std::vector<CaseSpec> load_cases(const std::string& input);
 // Maps train options given as a JSON object (options.json, a manifest's "options") onto
 // TrainOptions. Unknown keys and wrong types are ConfigErrors naming `where` and the key.
 void apply_case_options(const nlohmann::json& options, const std::string& where, TrainOptions& o);
+
+// The file name (NAME.json) of each case's report under --reports, one per case, in
+// the cases' order (cli/batch_names.cpp): the case name when it is all letters, digits,
+// '-', '_' and '.' (not leading) and at most 100 bytes; otherwise the name with every other
+// byte as '_', cut to 100 bytes, and "-" plus 8 hex digits of a hash of the name. A name
+// already taken (ignoring case) gets "-INDEX" appended. Computed over the whole manifest,
+// so every shard gives a case the same name.
+std::vector<std::string> report_file_names(const std::vector<CaseSpec>& cases);
+// 16 hex digits identifying a manifest by its cases' names, kinds, sources, pairs and
+// expectations (not paths, which differ between machines): shards of one batch agree.
+std::string manifest_digest(const std::vector<CaseSpec>& cases);
 
 struct Shard {
   int index = 0, count = 1;

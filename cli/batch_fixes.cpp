@@ -89,7 +89,7 @@ std::string cell(const json& v, int digits = 3) {
 }  // namespace
 
 json fix_totals(const json& cases) {
-  int tried = 0, verified = 0, matches = 0, compared = 0, close = 0;
+  int64_t tried = 0, verified = 0, matches = 0, compared = 0, close = 0;
   std::vector<double> seconds;
   for (const json& c : cases) {
     const json fix = field(c, "fix");

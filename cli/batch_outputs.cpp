@@ -17,9 +17,9 @@ std::string text(const json& r, const char* key) {
   const json v = field(r, key);
   return v.is_string() ? io::visible(v.get<std::string>()) : "";
 }
-int integer(const json& r, const char* key) {
+int64_t integer(const json& r, const char* key) {
   const json v = field(r, key);
-  return v.is_number() ? v.get<int>() : 0;
+  return v.is_number() ? v.get<int64_t>() : 0;
 }
 
 std::string fixed(double v, int digits) {
@@ -28,7 +28,7 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-std::string ratio(int a, int b) {
+std::string ratio(int64_t a, int64_t b) {
   if (b == 0) return "n/a";
   return std::to_string(a) + "/" + std::to_string(b) + " (" + std::to_string((200 * a + b) / (2 * b)) + "%)";
 }
@@ -88,11 +88,11 @@ std::string md_cell(const std::string& s) {
 }
 
 // "16/19 (84%, 95% CI 62-94%)": a rate with its Wilson interval (batch_scoring.h).
-std::string rate_with_interval(int a, int b) {
+std::string rate_with_interval(int64_t a, int64_t b) {
   if (b == 0) return "n/a";
   const auto [lo, hi] = wilson_interval(a, b);
   const auto pct = [](double v) { return std::to_string(static_cast<int>(std::lround(100 * v))); };
-  return std::to_string(a) + "/" + std::to_string(b) + " (" + pct(double(a) / b) + "%, 95% CI " + pct(lo) + "-" +
+  return std::to_string(a) + "/" + std::to_string(b) + " (" + pct(double(a) / double(b)) + "%, 95% CI " + pct(lo) + "-" +
          pct(hi) + "%)";
 }
 
@@ -133,7 +133,7 @@ std::string case_line(const json& r, size_t position, size_t count, size_t name_
 
 std::string summary_text(const json& s) {
   const json t = field(s, "totals"), shard = field(s, "shard");
-  const int cases = integer(t, "cases");
+  const int64_t cases = integer(t, "cases");
   std::string out = "\nSummary: " + std::to_string(cases) + " case" + (cases == 1 ? "" : "s");
   if (shard.is_object())
     out += " (shard " + std::to_string(integer(shard, "index")) + "/" + std::to_string(integer(shard, "count")) +
@@ -141,7 +141,7 @@ std::string summary_text(const json& s) {
   out += ", detector " + text(s, "detector") + "\n";
   out += "  ran " + std::to_string(integer(t, "ran")) + ", faults found in " + std::to_string(integer(t, "faults"));
   for (const auto& [key, label] : {std::pair{"input_errors", "input error"}, {"crashed", "crashed"}, {"timeouts", "timeout"}}) {
-    const int n = integer(t, key);
+    const int64_t n = integer(t, key);
     if (n > 0) out += ", " + std::to_string(n) + " " + label + (n > 1 && key[0] != 'c' ? "s" : "");
   }
   out += "\n";

@@ -35,15 +35,15 @@ json primary_of(const json& report) {
           {"iteration", f.value("iteration", json())}};
 }
 
-int count_true(const json& cases, const char* score) {
-  int n = 0;
+int64_t count_true(const json& cases, const char* score) {
+  int64_t n = 0;
   for (const json& c : cases)
     if (field(field(c, "scores"), score) == json(true)) ++n;
   return n;
 }
 
-int count_applicable(const json& cases, const char* score) {
-  int n = 0;
+int64_t count_applicable(const json& cases, const char* score) {
+  int64_t n = 0;
   for (const json& c : cases)
     if (!field(field(c, "scores"), score).is_null()) ++n;
   return n;
@@ -130,7 +130,7 @@ json score_record(const json& r) {
 
 json summary_totals(const json& cases) {
   json t = {{"cases", cases.size()}};
-  int ran = 0, input_errors = 0, crashed = 0, timeouts = 0, faults = 0, with_expectation = 0, as_expected = 0;
+  int64_t ran = 0, input_errors = 0, crashed = 0, timeouts = 0, faults = 0, with_expectation = 0, as_expected = 0;
   std::vector<double> ttv;
   for (const json& c : cases) {
     const std::string status = c.value("status", "");
@@ -158,7 +158,7 @@ json summary_totals(const json& cases) {
   t["non_faulty"] = count_applicable(cases, "false_alarm");
   t["false_alarms"] = count_true(cases, "false_alarm");
   t["as_expected"] = as_expected;
-  t["unexpected"] = static_cast<int>(cases.size()) - as_expected;
+  t["unexpected"] = static_cast<int64_t>(cases.size()) - as_expected;
   t["median_time_to_verdict_s"] = ttv.empty() ? json(nullptr) : json(median(ttv));
   json intervals = json::object();
   for (const auto& [name, k, n] : {std::tuple{"detected", "detected", "faulty"},
@@ -190,54 +190,21 @@ std::pair<double, double> wilson_interval(long long k, long long n) {
 json make_summary(const json& cases, const SummaryInfo& info) {
   return {{"tool", "deeplocalize"},
           {"version", DL_VERSION_STRING},
-          {"summary_version", 1},
+          {"summary_version", kSummaryVersion},
           {"input", info.input},
           {"detector", info.detector},
           {"shard", info.shard.count > 1 ? json{{"index", info.shard.index}, {"count", info.shard.count}} : json(nullptr)},
           {"total_cases", info.total_cases},
+          {"manifest", info.manifest},
+          {"options", info.options},
           {"cases", cases},
           {"totals", summary_totals(cases)},
           {"wall_s", info.wall_s}};
 }
 
 int summary_exit_code(const json& totals) {
-  if (totals.value("input_errors", 0) > 0) return 2;
-  return totals.value("unexpected", 0) > 0 ? 1 : 0;
-}
-
-json merge_summaries(const std::vector<json>& summaries, const std::vector<std::string>& files, size_t& missing) {
-  if (summaries.empty()) throw ConfigError("merge: no summaries given");
-  std::map<size_t, json> by_index;
-  const json& first = summaries.front();
-  double wall = 0;
-  for (size_t k = 0; k < summaries.size(); ++k) {
-    const json& s = summaries[k];
-    const std::string& file = files[k];
-    if (!s.is_object() || s.value("tool", "") != "deeplocalize" || !s.contains("cases") || !s["cases"].is_array())
-      throw ConfigError(file + ": not a deeplocalize batch summary (written by batch --json)");
-    if (s.value("detector", "") != first.value("detector", ""))
-      throw ConfigError(file + ": detector '" + s.value("detector", "") + "' differs from '" +
-                        first.value("detector", "") + "' in " + files.front());
-    if (s.value("total_cases", 0) != first.value("total_cases", 0))
-      throw ConfigError(file + ": a manifest of " + std::to_string(s.value("total_cases", 0)) + " cases, but " +
-                        files.front() + " has " + std::to_string(first.value("total_cases", 0)));
-    for (const json& c : s["cases"]) {
-      const size_t index = c.value("index", size_t(0));
-      if (!by_index.emplace(index, c).second)
-        throw ConfigError(file + ": case " + std::to_string(index) + " ('" + c.value("name", "") +
-                          "') is also in another summary (the same shard twice?)");
-    }
-    wall = std::max(wall, s.value("wall_s", 0.0));
-  }
-  json cases = json::array();
-  for (auto& [index, c] : by_index) cases.push_back(c);
-  SummaryInfo info;
-  info.input = first.value("input", "");
-  info.detector = first.value("detector", "deeplocalize");
-  info.total_cases = first.value("total_cases", size_t(0));
-  info.wall_s = wall;
-  missing = info.total_cases > cases.size() ? info.total_cases - cases.size() : 0;
-  return make_summary(cases, info);
+  if (totals.value("input_errors", int64_t{0}) > 0) return 2;
+  return totals.value("unexpected", int64_t{0}) > 0 ? 1 : 0;
 }
 
 }  // namespace dl::cli

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -45,25 +46,43 @@ nlohmann::json summary_totals(const nlohmann::json& cases);
 // sensible at k = 0 or k = n, where small benchmarks' rates often sit.
 std::pair<double, double> wilson_interval(long long k, long long n);
 
+// The version of the summary batch writes (2: with manifest and options); merge reads
+// only this one.
+inline constexpr int kSummaryVersion = 2;
+// The largest manifest a summary may describe: the bound of total_cases and case indices.
+inline constexpr uint64_t kMaxCases = 10'000'000;
+// The statuses of a case (CaseOutcome::status).
+inline constexpr const char* kCaseStatuses[] = {"ok", "input_error", "crashed", "timeout"};
+
 struct SummaryInfo {
   std::string input, detector = "deeplocalize";
   Shard shard;
-  size_t total_cases = 0;  // cases in the whole manifest (all shards)
+  uint64_t total_cases = 0;  // cases in the whole manifest (all shards)
+  std::string manifest;      // manifest_digest() of the whole manifest
+  nlohmann::json options = nlohmann::json::object();  // the batch-wide options (batch_options_record)
   double wall_s = 0;
 };
 // {tool, version, summary_version, input, detector, shard ({index, count} or null),
-//  total_cases, cases, totals, wall_s}
+//  total_cases, manifest, options, cases, totals, wall_s}
 nlohmann::json make_summary(const nlohmann::json& cases, const SummaryInfo& info);
+
+// Checks a summary read back from `file` (cli/summary_check.cpp): every field has the type
+// and range batch writes, statuses, verdicts and root causes are known, case indices are
+// below total_cases, in the summary's shard and not repeated, and scores and totals are
+// those its cases give. Throws ConfigError "FILE: FIELD: problem".
+void check_summary(const nlohmann::json& summary, const std::string& file);
 
 // 2 when a case had an input error, 1 when a case is not as expected (a fault without
 // expectations), 0 otherwise.
 int summary_exit_code(const nlohmann::json& totals);
 
-// Combines shard summaries: same detector and manifest size, no case twice; cases
-// sorted by manifest index, totals recomputed, shard null. Throws ConfigError naming
-// the file at fault. `missing` receives how many manifest cases no summary holds.
+// Combines shard summaries (cli/batch_merge.cpp): each passes check_summary; all have the
+// same version, detector, manifest, total_cases and options, distinct shards of one
+// count, no case twice; cases sorted by manifest index, totals recomputed, shard null.
+// Throws ConfigError naming the file and the field at fault. `missing` receives how many
+// manifest cases no summary holds.
 nlohmann::json merge_summaries(const std::vector<nlohmann::json>& summaries, const std::vector<std::string>& files,
-                               size_t& missing);
+                               uint64_t& missing);
 
 double median(std::vector<double> values);
 

@@ -3,6 +3,7 @@
 way; cases.txt says which command runs on it, the exit code it must give and the message
 fragment that names the problem. Run: /usr/bin/python3 tests/bad_inputs/generate.py
 (python3-onnx, numpy). Deterministic. tests/bad_inputs/run.sh checks every case."""
+import json
 import os
 import struct
 
@@ -187,4 +188,31 @@ write("number_overflow.json", '{"cases": [{"name": "a", "model": "m.onnx", "data
 write("not_a_trace.trace", b"DLTRACE 1\n\xff\xff\xff\xff\xff\xff\xff\x7f{}")
 write("trace_wrong_magic.trace", b"TRACE? 1\n")
 write("trace_future.trace", b"DLTRACE 2\n" + struct.pack("<Q", 2) + b"{}")
+# --- merge: summaries nested too deep, of another version, with counts out of range ---
+summary_record = {"index": 0, "name": "a", "kind": "", "source": "", "pair": "", "model": "m.onnx", "data": "d.csv",
+                  "status": "input_error", "error": "bad", "verdict": None, "findings": 0, "primary": None,
+                  "expected": None, "training": None, "timing": None, "time_to_verdict_s": None, "seconds": 0.0,
+                  "scores": {"detected": None, "false_alarm": None, "localized": None, "root_cause": None,
+                             "as_expected": False}}
+summary_totals = {"cases": 1, "ran": 0, "input_errors": 1, "crashed": 0, "timeouts": 0, "faults": 0,
+                  "with_expectation": 0, "faulty": 0, "detected": 0, "localizable": 0, "localized": 0,
+                  "root_cause_cases": 0, "root_cause": 0, "non_faulty": 0, "false_alarms": 0, "as_expected": 0,
+                  "unexpected": 1, "median_time_to_verdict_s": None}
+
+
+def summary(record=None, **fields):
+    s = {"tool": "deeplocalize", "version": "0", "summary_version": 2, "input": "cases", "detector": "deeplocalize",
+         "shard": None, "total_cases": 1, "manifest": "0123456789abcdef",
+         "options": {"no_stop": False, "verify_fixes": False, "max_trials": 12, "trial_budget_s": 0, "timeout_s": 0,
+                     "set": []},
+         "cases": [dict(summary_record, **(record or {}))], "totals": summary_totals, "wall_s": 1.0}
+    s.update(fields)
+    return json.dumps(s)
+
+
+write("summary_nested_100.json", summary().replace('"bad"', "[" * 100 + "]" * 100), "w")
+write("summary_version_99.json", summary(summary_version=99), "w")
+write("summary_index_minus_one.json", summary({"index": -1}), "w")
+write("summary_total_1e15.json", summary(total_cases=10**15), "w")
+write("summary_unknown_status.json", summary({"status": "exploded"}), "w")
 print("wrote", len(os.listdir(OUT)), "files to", OUT)

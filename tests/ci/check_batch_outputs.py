@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 source, binary, work = sys.argv[1:4]
@@ -80,5 +81,92 @@ def strip(s):
 
 merged = json.load(open(out("merged.json")))
 assert strip(merged) == strip(summary), "merged shards differ from the unsharded run"
+
+
+def refused(args, fragments, code=2):
+    p = subprocess.run([binary, *args], capture_output=True, text=True)
+    assert p.returncode == code, f"{' '.join(args)}: exit {p.returncode}, expected {code}\n{p.stdout}\n{p.stderr}"
+    for fragment in fragments:
+        assert fragment in p.stderr, f"{' '.join(args)}: '{fragment}' not in\n{p.stderr}"
+    return p
+
+
+def peak_rss_mb(args, kill_above_mb=1024):
+    """Runs deeplocalize ARGS; returns (exit code, stderr, its peak RSS in MB, from
+    wait4). A child that passes kill_above_mb is killed, so that a regression cannot
+    take the shared machine's memory."""
+    err = os.path.join(work, "peak.err")
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(fd, 2)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        os.execv(binary, [binary, *args])
+    killed = False
+    while True:
+        wpid, status, usage = os.wait4(pid, os.WNOHANG)
+        if wpid:
+            break
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                rss_kb = next((int(l.split()[1]) for l in f if l.startswith("VmRSS:")), 0)
+            if rss_kb > kill_above_mb * 1024 and not killed:
+                os.kill(pid, 9)
+                killed = True
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+        time.sleep(0.01)
+    return os.waitstatus_to_exitcode(status), open(err).read(), usage.ru_maxrss / 1024
+
+
+# merge: a 50,000-deep array inside a case of a valid summary (about 100 KB) is refused
+# at once, naming the file and the line, in bounded memory.
+text = open(out("s0.json")).read()
+deep = out("deep.json")
+with open(deep, "w") as f:
+    f.write(text.replace('"name":', '"deep": ' + "[" * 50000 + "]" * 50000 + ', "name":', 1))  # in cases[0]
+assert os.path.getsize(deep) < 1 << 20
+code, err, peak = peak_rss_mb(["merge", deep, out("s1.json"), "--json", out("deep-merged.json")])
+assert code == 2 and deep in err and "nested deeper than 64 levels" in err, (code, err)
+assert peak < 256, f"merge of a 50,000-deep summary peaked at {peak:.0f} MB"
+print(f"merge of a 50,000-deep summary: exit 2, peak RSS {peak:.0f} MB")
+
+
+def edited(name, edit):
+    s = json.load(open(out("s1.json")))
+    edit(s)
+    path = out(name)
+    with open(path, "w") as f:
+        json.dump(s, f)
+    return path
+
+
+# merge: fields out of range, unknown values, summaries of another version or manifest.
+s0 = out("s0.json")
+refused(["merge", s0, edited("v99.json", lambda s: s.update(summary_version=99))], [out("v99.json") + ": summary_version: 99"])
+refused(["merge", s0, edited("neg.json", lambda s: s["cases"][0].update(index=-1))], [out("neg.json") + ": cases[0].index"])
+refused(["merge", s0, edited("big.json", lambda s: s["cases"][0].update(index=10**18))], ["cases[0].index"])
+refused(["merge", s0, edited("status.json", lambda s: s["cases"][0].update(status="weird"))], ["cases[0].status"])
+refused(["merge", s0, edited("manifest.json", lambda s: s.update(manifest="0" * 16))], [out("manifest.json") + ": manifest"])
+p = refused(["merge", s0, edited("total.json", lambda s: s.update(total_cases=10**15))], ["total_cases"])
+assert "-1530494976" not in p.stdout + p.stderr
+
+# batch: --reports onto a file is a usage error, before any case runs.
+refused(["batch", cases, "--reports", out("r.xml")], ["--reports", "not a directory"])
+
+# batch: a symlink loop and a dangling link are errors of their cases; the rest runs;
+# names that are one file name ('a<b', 'a>b') get one report each.
+odd = os.path.join(work, "odd")
+for name in ("a<b", "a>b"):
+    shutil.copytree(os.path.join(cases, "healthy"), os.path.join(odd, name))
+os.symlink("loop", os.path.join(odd, "loop"))
+os.symlink(os.path.join(work, "nothing"), os.path.join(odd, "dangling"))
+p = subprocess.run([binary, "batch", odd, "--json", out("odd.json"), "--reports", out("reports"), "-q"],
+                   capture_output=True, text=True)
+assert p.returncode == 2, (p.returncode, p.stderr)
+odd_summary = json.load(open(out("odd.json")))
+status = {c["name"]: c["status"] for c in odd_summary["cases"]}
+assert status == {"a<b": "ok", "a>b": "ok", "dangling": "input_error", "loop": "input_error"}, status
+assert len(os.listdir(out("reports"))) == 2, os.listdir(out("reports"))
 shutil.rmtree(work)
 print("check_batch_outputs: ok")

@@ -12,6 +12,9 @@
 #include "analysis/report.h"
 #include "analysis/trace_io.h"
 #include "cli/batch_command.h"
+#include "cli/batch_outputs.h"
+#include "cli/batch_scoring.h"
+#include "cli/json_input.h"
 #include "converter/errors.h"
 #include "converter/import.h"
 #include "runtime/data/dataset.h"
@@ -170,15 +173,48 @@ int fuzz_manifest(const uint8_t* data, size_t size) {
   return 0;
 }
 
+int fuzz_merge(const uint8_t* data, size_t size) {
+  try {
+    const nlohmann::json input = cli::parse_json_text(as_string(data, size), "fuzz.json");
+    std::vector<nlohmann::json> summaries;
+    std::vector<std::string> files;
+    if (input.is_array() && !input.empty() && input.size() <= 8)
+      summaries.assign(input.begin(), input.end());
+    else
+      summaries.push_back(input);
+    for (size_t k = 0; k < summaries.size(); ++k) files.push_back("fuzz" + std::to_string(k) + ".json");
+    uint64_t missing = 0;
+    const nlohmann::json merged = cli::merge_summaries(summaries, files, missing);
+    // What merge writes must be a summary merge reads: a refusal here is a bug.
+    try {
+      cli::check_summary(nlohmann::json::parse(merged.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
+                         "merged.json");
+    } catch (const dl::Error& e) {
+      std::fprintf(stderr, "fuzz: merge wrote a summary it refuses: %s\n", e.what());
+      std::abort();
+    }
+    cli::summary_text(merged);
+    cli::junit_xml(merged);
+    cli::summary_markdown(merged);
+    merged.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    for (size_t k = 0; k < merged["cases"].size(); ++k)
+      cli::case_line(merged["cases"][k], k + 1, merged["cases"].size(), 40, k % 2 == 0);
+  } catch (const dl::Error& e) {
+    expected_error(e);
+  }
+  return 0;
+}
+
 Entry entry_named(const std::string& target) {
   if (target == "onnx") return fuzz_onnx;
   if (target == "csv") return fuzz_csv;
   if (target == "npy") return fuzz_npy;
   if (target == "trace") return fuzz_trace;
   if (target == "manifest") return fuzz_manifest;
+  if (target == "merge") return fuzz_merge;
   return nullptr;
 }
 
-std::vector<std::string> target_names() { return {"onnx", "csv", "npy", "trace", "manifest"}; }
+std::vector<std::string> target_names() { return {"onnx", "csv", "npy", "trace", "manifest", "merge"}; }
 
 }  // namespace dl::fuzz

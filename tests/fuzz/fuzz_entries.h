@@ -27,7 +27,12 @@ int fuzz_trace(const uint8_t* data, size_t size);
 // batch reader takes a path).
 int fuzz_manifest(const uint8_t* data, size_t size);
 
-// The targets by name ("onnx", "csv", "npy", "trace", "manifest"); null when unknown.
+// Summary JSON -> parse_json_text (the nesting limit) -> merge_summaries (every field
+// checked) -> the merged summary's text, JUnit, Markdown and JSON (what `deeplocalize
+// merge FILE` does). A top-level array of up to 8 summaries is merged as shards.
+int fuzz_merge(const uint8_t* data, size_t size);
+
+// The targets by name ("onnx", "csv", "npy", "trace", "manifest", "merge"); null when unknown.
 using Entry = int (*)(const uint8_t*, size_t);
 Entry entry_named(const std::string& target);
 std::vector<std::string> target_names();

@@ -7,14 +7,14 @@
 # fails if any failed. Logs: BUILD/fuzz-logs/<target>.log.
 #
 # Usage: tests/fuzz/run.sh BUILD_DIR SECONDS_PER_TARGET [TARGET...]
-#   TARGET: onnx csv npy trace manifest (default: all)
+#   TARGET: onnx csv npy trace manifest merge (default: all)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:?usage: run.sh BUILD_DIR SECONDS [TARGET...]}"
 seconds="${2:?usage: run.sh BUILD_DIR SECONDS [TARGET...]}"
 shift 2
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(onnx csv npy trace manifest)
+[[ ${#targets[@]} -eq 0 ]] && targets=(onnx csv npy trace manifest merge)
 
 export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"

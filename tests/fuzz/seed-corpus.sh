@@ -14,7 +14,7 @@ deeplocalize="${2:-}"
 corpus="$build/fuzz-corpus"
 max_bytes=$((256 * 1024))  # larger seeds slow every mutation; big CSVs are cut instead
 
-mkdir -p "$corpus"/{onnx,csv,npy,trace,manifest}
+mkdir -p "$corpus"/{onnx,csv,npy,trace,manifest,merge}
 
 # Copies FILE into corpus TARGET under a name made from its path.
 seed() {
@@ -53,6 +53,14 @@ printf '{"cases": []}' > "$corpus/manifest/seed_empty.json"
 printf '{"cases": [{"name": "x", "model": "m.onnx"}, 3, null, {"name": "x", "model": "m", "data": "d"}]}' \
   > "$corpus/manifest/seed_errors.json"
 
+# Nesting: JSON just within and far beyond the depth limit (cli/json_input.h, 64 levels).
+nest() { printf '%*s' "$1" '' | tr ' ' "$2"; }
+printf '{"cases": [{"name": "n", "model": "m", "data": "d", "expected": {"fault": true, "notes": %s1%s}}]}' \
+  "$(nest 60 '[')" "$(nest 60 ']')" > "$corpus/manifest/seed_nested_60.json"
+printf '{"cases": [%s%s]}' "$(nest 5000 '[')" "$(nest 5000 ']')" > "$corpus/manifest/seed_nested_5000.json"
+printf '{"tool": "deeplocalize", "summary_version": 2, "cases": [{"index": 0, "deep": %s%s}]}' \
+  "$(nest 5000 '[')" "$(nest 5000 ']')" > "$corpus/merge/seed_nested_5000.json"
+
 # Valid traces: short runs of the demo model and the MLP fixture.
 if [[ -n "$deeplocalize" && -x "$deeplocalize" ]]; then
   tmp="$(mktemp -d)"
@@ -65,6 +73,27 @@ if [[ -n "$deeplocalize" && -x "$deeplocalize" ]]; then
     --trace "$corpus/trace/seed_demo_decimated.trace" --report "$tmp/r" > /dev/null || true
 fi
 
-for t in onnx csv npy trace manifest; do
+# Valid summaries for merge: the two shards of a batch of two demo cases, one file
+# each and both as one array (fuzz_merge merges an array as shards).
+if [[ -n "$deeplocalize" && -x "$deeplocalize" ]]; then
+  cases="$(mktemp -d)"
+  for name in healthy diverging; do
+    mkdir -p "$cases/$name"
+    cp models/demo/model.onnx models/demo/data.csv "$cases/$name/"
+  done
+  echo '{"epochs": 1}' > "$cases/healthy/options.json"
+  echo '{"epochs": 2, "optimizer": "sgd", "lr": 50}' > "$cases/diverging/options.json"
+  echo '{"fault": true, "root_causes": ["learning_rate"]}' > "$cases/diverging/expected.json"
+  for shard in 0 1; do
+    "$deeplocalize" batch "$cases" --shard "$shard/2" --json "$corpus/merge/seed_shard$shard.json" -q > /dev/null || true
+  done
+  if [[ -f "$corpus/merge/seed_shard0.json" && -f "$corpus/merge/seed_shard1.json" ]]; then
+    { echo '['; cat "$corpus/merge/seed_shard0.json"; echo ','; cat "$corpus/merge/seed_shard1.json"; echo ']'; } \
+      > "$corpus/merge/seed_shards.json"
+  fi
+  rm -rf "$cases"
+fi
+
+for t in onnx csv npy trace manifest merge; do
   printf 'seed-corpus: %-9s %4d files\n' "$t" "$(find "$corpus/$t" -type f | wc -l)"
 done

@@ -2,6 +2,7 @@
 // kind, source, pair}]} with paths relative to it, or a directory of case folders
 // (model.onnx, data.csv|data.npz|data.npy, optional options.json and expected.json).
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -9,6 +10,7 @@
 
 #include "cli/batch_command.h"
 #include "converter/errors.h"
+#include "converter/input_file.h"
 #include "runtime/train_config.h"
 
 namespace dl::cli {
@@ -16,18 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-json read_json_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ConfigError(path + ": cannot read the file");
-  std::stringstream text;
-  text << f.rdbuf();
-  try {
-    return json::parse(text.str());
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
-    throw ConfigError(path + ": invalid JSON: " + e.what());
-  }
-}
 
 std::string resolve(const fs::path& base, const std::string& p) {
   const fs::path path(p);
@@ -150,6 +140,21 @@ std::vector<CaseSpec> from_directory(const fs::path& dir) {
 }
 
 }  // namespace
+
+json read_json_file(const std::string& path) {
+  const std::string text = input::read_whole_file(
+      path, input::kDefaultMaxJsonBytes,
+      "the cap of " + input::byte_text(double(input::kDefaultMaxJsonBytes)) + " for a JSON file",
+      [&](input::ReadStep, int err) { throw ConfigError(path + ": cannot read the file (" + std::strerror(err) + ")"); },
+      [&](const std::string& start) {  // JSON text never holds a raw NUL: /dev/zero is refused at once
+        if (start.find('\0') != std::string::npos) throw ConfigError(path + ": invalid JSON: binary data (a NUL byte)");
+      });
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
+    throw ConfigError(path + ": invalid JSON: " + input::escape_bytes(e.what()));
+  }
+}
 
 std::vector<CaseSpec> load_cases(const std::string& input) {
   std::error_code ec;

@@ -173,15 +173,7 @@ int run_batch(const BatchOptions& o) {
 int run_merge(const MergeOptions& o) {
   std::vector<json> summaries;
   for (const std::string& file : o.inputs) {
-    std::ifstream f(file, std::ios::binary);
-    if (!f) throw ConfigError(file + ": cannot read the file");
-    std::stringstream text;
-    text << f.rdbuf();
-    try {
-      summaries.push_back(json::parse(text.str()));
-    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
-      throw ConfigError(file + ": invalid JSON: " + e.what());
-    }
+    summaries.push_back(read_json_file(file));
   }
   size_t missing = 0;
   const json merged = merge_summaries(summaries, o.inputs, missing);

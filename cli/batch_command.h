@@ -61,6 +61,11 @@ struct CaseOutcome {
 // directory cannot be used at all; problems of one case go to its load_error.
 std::vector<CaseSpec> load_cases(const std::string& input);
 
+// Parses the JSON file (or stream) at path, read under a cap of input::kDefaultMaxJsonBytes.
+// Throws ConfigError "PATH: cannot read the file (...)" / "PATH: invalid JSON: ..." (bytes
+// of the file escaped), ResourceError for a larger file.
+nlohmann::json read_json_file(const std::string& path);
+
 // Maps train options given as a JSON object (options.json, a manifest's "options") onto
 // TrainOptions. Unknown keys and wrong types are ConfigErrors naming `where` and the key.
 void apply_case_options(const nlohmann::json& options, const std::string& where, TrainOptions& o);

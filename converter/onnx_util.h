@@ -11,8 +11,9 @@
 
 namespace dl::conv::detail {
 
-// Reads a whole file into memory; throws ModelError "PATH: cannot open (...)".
-std::string read_file(const std::string& path);
+// Reads a whole file or stream into memory, at most max_bytes (0: protobuf's 2 GB
+// limit) else ResourceError; throws ModelError "PATH: cannot open (...)".
+std::string read_file(const std::string& path, int64_t max_bytes = 0);
 
 // Serializes `model` to OUT_PATH.tmp and renames it over `out_path`, so a failed write
 // never leaves a partial model at `out_path` (the temp file is removed). Throws

@@ -199,7 +199,7 @@ Trace read_trace(const std::string& path) {
   // /dev/zero has no end.
   const std::string bytes = input::read_whole_file(
       path, input::kDefaultMaxTraceBytes,
-      "the cap of " + input::byte_text(double(input::kDefaultMaxTraceBytes)) + " for a trace",
+      "the limit of " + input::byte_text(double(input::kDefaultMaxTraceBytes)) + " for a trace",
       [&](input::ReadStep step, int err) {
         if (err == EISDIR) throw DataError(path + ": cannot read trace: it is a directory");
         throw DataError(path + (step == input::ReadStep::kOpen ? ": cannot open trace: " : ": cannot read trace: ") +
@@ -225,7 +225,8 @@ Trace read_trace_bytes(const std::string& bytes, const std::string& label) {
     header = nlohmann::json::parse(bytes.begin() + static_cast<std::ptrdiff_t>(r.pos()),
                                    bytes.begin() + static_cast<std::ptrdiff_t>(r.pos() + header_size));
   } catch (const nlohmann::json::exception& e) {
-    r.fail("trace header (offset " + std::to_string(header_at) + ") is not valid JSON: " + input::escape_bytes(e.what()));
+    r.fail("trace header (offset " + std::to_string(header_at) +
+           ") is not valid JSON: " + input::escape_bytes(e.what()));
   }
   r.skip(header_size);
 

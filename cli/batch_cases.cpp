@@ -144,8 +144,10 @@ std::vector<CaseSpec> from_directory(const fs::path& dir) {
 json read_json_file(const std::string& path) {
   const std::string text = input::read_whole_file(
       path, input::kDefaultMaxJsonBytes,
-      "the cap of " + input::byte_text(double(input::kDefaultMaxJsonBytes)) + " for a JSON file",
-      [&](input::ReadStep, int err) { throw ConfigError(path + ": cannot read the file (" + std::strerror(err) + ")"); },
+      "the limit of " + input::byte_text(double(input::kDefaultMaxJsonBytes)) + " for a JSON file",
+      [&](input::ReadStep, int err) {
+        throw ConfigError(path + ": cannot read the file (" + std::strerror(err) + ")");
+      },
       [&](const std::string& start) {  // JSON text never holds a raw NUL: /dev/zero is refused at once
         if (start.find('\0') != std::string::npos) throw ConfigError(path + ": invalid JSON: binary data (a NUL byte)");
       });

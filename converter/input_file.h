@@ -101,7 +101,7 @@ enum class ReadStep { kOpen, kRead };
 // Reads the file at path whole: a regular file, or a stream (pipe, FIFO, /dev/stdin,
 // process substitution, character device) read once to its end. A file or stream of
 // more than max_bytes throws ResourceError "PATH: ... larger than LIMIT" (limit_text,
-// e.g. "the memory cap of 4.0 GB"), having allocated at most about max_bytes.
+// e.g. "the limit of 4.0 GB"), having allocated at most about max_bytes.
 // fail(step, errno) reports an open or read error (a directory is kRead, EISDIR) and
 // must throw. first(bytes) sees the first 64 KiB (or the whole file, if shorter) of a
 // stream before the rest is read, so that it can refuse a stream of the wrong kind

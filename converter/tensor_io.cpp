@@ -149,7 +149,7 @@ std::string read_file(const std::string& path, int64_t max_bytes) {
   // Protobuf's limit bounds the read even without a cap: a stream (pipe, FIFO,
   // /dev/stdin) is read to its end, /dev/zero only to the limit.
   const bool capped = max_bytes > 0 && max_bytes < kMaxProtoBytes;
-  const std::string limit = capped ? "the memory cap of " + input::byte_text(double(max_bytes)) + " (--max-memory)"
+  const std::string limit = capped ? "the limit of " + input::byte_text(double(max_bytes)) + " (raise it with --max-memory)"
                                    : "2 GB: models of 2 GB or more need external data, which is not supported";
   return input::read_whole_file(path, capped ? max_bytes : kMaxProtoBytes, limit, [&](input::ReadStep step, int err) {
     throw ModelError(path + (step == input::ReadStep::kOpen ? ": cannot open (" : ": cannot read (") +

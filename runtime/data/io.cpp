@@ -36,7 +36,7 @@ FileBytes::FileBytes(const std::string& path, int64_t max_bytes) {
     }
   }
   // Streams, and file systems without mmap: read once, under the cap.
-  copy_ = input::read_whole_file(path, max_bytes, "the memory cap of " + human_bytes(double(max_bytes)), fail,
+  copy_ = input::read_whole_file(path, max_bytes, "the limit of " + human_bytes(double(max_bytes)), fail,
                                  [&](const std::string& start) {
                                    if (sniff_format(start.data(), start.size()) == DataFormat::kCsv)
                                      check_no_nul(start.data(), start.size(), path);

@@ -54,9 +54,9 @@ mkfifo "$work/fifo.csv"
 check "csv via a FIFO" 0 "" "(cat $C > $work/fifo.csv &); $D train $M $work/fifo.csv --targets 3 --epochs 1 -q >/dev/null; r=\$?; [ \$r -le 1 ] && exit 0 || exit \$r"
 
 # Endless streams stop at the memory cap (or at once when plainly binary), exit 2.
-check "endless csv" 2 "stopped reading after 16.0 MB: the input does not end within the memory cap of 16.0 MB" \
+check "endless csv" 2 "stopped reading after 16.0 MB: the input does not end within the limit of 16.0 MB" \
   "$D train $M <(yes 1,2,3,4,0,1,0) --targets 3 --max-memory 16"
-check "endless model" 2 "stopped reading after 16.0 MB: the input does not end within the memory cap of 16.0 MB (--max-memory)" \
+check "endless model" 2 "stopped reading after 16.0 MB: the input does not end within the limit of 16.0 MB (raise it with --max-memory)" \
   "$D train <(yes B) $C --targets 3 --max-memory 16"
 check "/dev/zero data" 2 "/dev/zero:1:1: a NUL byte: this is binary data, not CSV text" "$D train $M /dev/zero --targets 3"
 check "/dev/urandom data" 2 "a NUL byte: this is binary data, not CSV text" "$D train $M /dev/urandom --targets 3"

@@ -117,9 +117,11 @@ class PipeFeed {
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
       ::close(fds_[0]);
+      std::string block = content;  // an endless stream is written 64 KiB at a time
+      while (endless && block.size() < (size_t(1) << 16)) block += content;
       do {
-        for (size_t at = 0; at < content.size();) {
-          const ssize_t n = ::write(fds_[1], content.data() + at, content.size() - at);
+        for (size_t at = 0; at < block.size();) {
+          const ssize_t n = ::write(fds_[1], block.data() + at, block.size() - at);
           if (n <= 0) ::_exit(0);
           at += size_t(n);
         }
@@ -213,7 +215,8 @@ TEST_CASE("CSV: CR-only line endings, NUL bytes, invalid UTF-8 in messages") {
         "mac.csv:3:3: non-numeric value \"x\" (field 2, 'b')");
   CHECK(error_of([&] { dl::rt::read_csv_text(std::string(4096, '\0'), "z.csv"); }) ==
         "z.csv:1:1: a NUL byte: this is binary data, not CSV text");
-  CHECK(error_of([&] { dl::rt::read_csv_text("1,2\n3,4\n5,\0" "6\n", "z.csv"); }) ==
+  const std::string nul_in_field("1,2\n3,4\n5,\0" "6\n", 13);
+  CHECK(error_of([&] { dl::rt::read_csv_text(nul_in_field, "z.csv"); }) ==
         "z.csv:3:3: a NUL byte: this is binary data, not CSV text");
   CHECK(error_of([&] { dl::rt::read_csv_text("a,b\n1,2\n3,\xff\xfe\x1b[2J\n", "u.csv"); }) ==
         "u.csv:3:3: non-numeric value \"\\xff\\xfe\\x1b[2J\" (field 2, 'b')");
@@ -251,7 +254,7 @@ TEST_CASE("streams that never end stop at the memory cap, binary ones at once") 
     PipeFeed feed("1,2\n", true);
     const std::string path = feed.path();
     const ChildRun run = in_child([&] { dl::rt::load_dataset(path, spec, cap); });
-    CHECK(run.message == path + ": stopped reading after 1.0 MB: the input does not end within the memory cap of 1.0 MB");
+    CHECK(run.message == path + ": stopped reading after 1.0 MB: the input does not end within the limit of 1.0 MB");
     CHECK(run.growth_kb < kMaxGrowthKb);
   }
   // No cap at all: /dev/zero and /dev/urandom are refused as binary after 64 KiB.
@@ -281,7 +284,7 @@ TEST_CASE("model, trace and JSON readers: pipes work, endless and binary streams
     options.max_file_bytes = 4 << 20;
     const ChildRun run = in_child([&] { dl::conv::import_model(path, options); });
     CHECK(run.message ==
-          path + ": stopped reading after 4.0 MB: the input does not end within the memory cap of 4.0 MB (--max-memory)");
+          path + ": stopped reading after 4.0 MB: the input does not end within the limit of 4.0 MB (raise it with --max-memory)");
     CHECK(run.growth_kb < kMaxGrowthKb);
   }
   {

@@ -146,18 +146,21 @@ std::string one_line(const std::string& message) {
 }
 
 std::string read_file(const std::string& path, int64_t max_bytes) {
-  // Protobuf's limit bounds the read even without a cap: a stream (pipe, FIFO,
-  // /dev/stdin) is read to its end, /dev/zero only to the limit.
+  // Protobuf's limit bounds the read even without a cap; a stream (pipe, FIFO,
+  // /dev/stdin) is read once to its end, one without protobuf framing not past 64 KiB.
   const bool capped = max_bytes > 0 && max_bytes < kMaxProtoBytes;
-  const std::string limit = capped ? "the limit of " + input::byte_text(double(max_bytes)) + " (raise it with --max-memory)"
-                                   : "2 GB: models of 2 GB or more need external data, which is not supported";
-  return input::read_whole_file(path, capped ? max_bytes : kMaxProtoBytes, limit, [&](input::ReadStep step, int err) {
+  const std::string limit = capped
+                                ? "the limit of " + input::byte_text(double(max_bytes)) + " (raise it with --max-memory)"
+                                : "2 GB: models of 2 GB or more need external data, which is not supported";
+  auto fail = [&](input::ReadStep step, int err) {
     throw ModelError(path + (step == input::ReadStep::kOpen ? ": cannot open (" : ": cannot read (") +
                      std::strerror(err) + ")");
-  }, [&](const std::string& start) {
+  };
+  auto check_start = [&](const std::string& start) {
     if (!plausible_model_start(start))
       throw ModelError(path + ": not an ONNX model (the bytes do not parse as an ONNX ModelProto: another format)");
-  });
+  };
+  return input::read_whole_file(path, capped ? max_bytes : kMaxProtoBytes, limit, fail, check_start);
 }
 
 void write_model_atomically(const onnx::ModelProto& model, const std::string& out_path) {
@@ -290,7 +293,11 @@ ir::TensorData tensor_from_proto(onnx::TensorProto& t, const std::string& what) 
 }  // namespace detail
 
 ir::TensorData load_tensor_file(const std::string& path) {
-  const std::string bytes = detail::read_file(path);
+  auto fail = [&](input::ReadStep step, int err) {
+    throw ModelError(path + (step == input::ReadStep::kOpen ? ": cannot open (" : ": cannot read (") +
+                     std::strerror(err) + ")");
+  };
+  const std::string bytes = input::read_whole_file(path, detail::kMaxProtoBytes, "2 GB", fail);
   onnx::TensorProto tensor;
   if (!detail::parse_message(bytes, &tensor)) {
     throw ModelError(path + ": not an ONNX TensorProto (the bytes do not parse: truncated or another format)");

@@ -70,6 +70,9 @@ DataFormat sniff_format(const char* data, size_t size) {
 void check_no_nul(const char* data, size_t size, const std::string& label) {
   const char* nul = static_cast<const char*>(std::memchr(data, '\0', size));
   if (!nul) return;
+  // Excel's "Unicode text" is UTF-16: every other byte of ASCII is NUL.
+  if (size >= 2 && (std::memcmp(data, "\xff\xfe", 2) == 0 || std::memcmp(data, "\xfe\xff", 2) == 0))
+    throw DataError(label + ": UTF-16 text (it starts with a UTF-16 byte-order mark); save the file as UTF-8");
   int64_t line = 1;
   const char* line_start = data;
   for (const char* p = data; p < nul; ++p) {

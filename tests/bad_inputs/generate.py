@@ -229,3 +229,4 @@ write("npz_zip64_truncated.npz", zip_bytes([("x.npy", 0, body, zlib.crc32(body),
 write("cr_only.csv", b"a,b,c,d,t1,t2,t3\r1,2,3,4,0,1,0\r5,6,7,8,1,0,0\r")
 write("nul_bytes.csv", b"\0" * 4096)
 write("invalid_utf8.csv", b"a,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n5,6,\xff\xfe\x1b[2J,8,1,0,0\n")
+write("utf16.csv", "a,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n".encode("utf-16"))

@@ -218,6 +218,9 @@ TEST_CASE("CSV: CR-only line endings, NUL bytes, invalid UTF-8 in messages") {
   const std::string nul_in_field("1,2\n3,4\n5,\0" "6\n", 13);
   CHECK(error_of([&] { dl::rt::read_csv_text(nul_in_field, "z.csv"); }) ==
         "z.csv:3:3: a NUL byte: this is binary data, not CSV text");
+  const std::string utf16("\xff\xfe" "a\0,\0b\0\n\0", 10);
+  CHECK(error_of([&] { dl::rt::read_csv_text(utf16, "w.csv"); }) ==
+        "w.csv: UTF-16 text (it starts with a UTF-16 byte-order mark); save the file as UTF-8");
   CHECK(error_of([&] { dl::rt::read_csv_text("a,b\n1,2\n3,\xff\xfe\x1b[2J\n", "u.csv"); }) ==
         "u.csv:3:3: non-numeric value \"\\xff\\xfe\\x1b[2J\" (field 2, 'b')");
   CHECK(error_of([&] { dl::rt::read_csv_text("a,\xc3\xa9t\xe9\n1,2\n3,x\n", "u.csv"); }) ==

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "converter/errors.h"
+#include "converter/input_file.h"
 
 namespace dl::an::trace_json {
 namespace {
@@ -38,7 +39,8 @@ class Fields {
   }
 
   [[noreturn]] void fail(const std::string& where, const std::string& what) const {
-    throw DataError(label_ + ": trace header: " + (where.empty() ? "top level" : where) + ": " + what);
+    // Keys and values come from the file: JSON escapes like \u001b decode to raw controls.
+    throw DataError(label_ + ": trace header: " + input::escape_bytes((where.empty() ? "top level" : where) + ": " + what));
   }
   std::string at(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
 

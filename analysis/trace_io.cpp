@@ -10,6 +10,7 @@
 
 #include "analysis/trace_header_json.h"
 #include "converter/errors.h"
+#include "converter/input_file.h"
 #include "io/atomic_file.h"
 
 namespace dl::an {
@@ -176,16 +177,20 @@ void write_trace(const Trace& trace, const std::string& path) {
 }
 
 Trace read_trace(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw DataError(path + ": cannot read trace: it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path + ": cannot open trace: " + std::strerror(errno));
-  // Read in chunks rather than trusting a reported size (pipes, special files).
-  std::string bytes;
-  std::vector<char> chunk(1 << 16);
-  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0)
-    bytes.append(chunk.data(), static_cast<size_t>(in.gcount()));
-  if (in.bad()) throw DataError(path + ": cannot read trace: read failed");
+  // Read to the end, not trusting a reported size (pipes, special files), under a cap:
+  // /dev/zero has no end.
+  const std::string bytes = input::read_whole_file(
+      path, input::kDefaultMaxTraceBytes,
+      "the limit of " + input::byte_text(double(input::kDefaultMaxTraceBytes)) + " for a trace",
+      [&](input::ReadStep step, int err) {
+        if (err == EISDIR) throw DataError(path + ": cannot read trace: it is a directory");
+        throw DataError(path + (step == input::ReadStep::kOpen ? ": cannot open trace: " : ": cannot read trace: ") +
+                        std::strerror(err));
+      },
+      [&](const std::string& start) {  // a stream that is no trace is refused at once
+        Reader r(start, path);
+        read_magic(r, start);
+      });
   return read_trace_bytes(bytes, path);
 }
 
@@ -202,7 +207,8 @@ Trace read_trace_bytes(const std::string& bytes, const std::string& label) {
     header = nlohmann::json::parse(bytes.begin() + static_cast<std::ptrdiff_t>(r.pos()),
                                    bytes.begin() + static_cast<std::ptrdiff_t>(r.pos() + header_size));
   } catch (const nlohmann::json::exception& e) {
-    r.fail("trace header (offset " + std::to_string(header_at) + ") is not valid JSON: " + e.what());
+    r.fail("trace header (offset " + std::to_string(header_at) +
+           ") is not valid JSON: " + input::escape_bytes(e.what()));
   }
   r.skip(header_size);
 

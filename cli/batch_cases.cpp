@@ -3,6 +3,7 @@
 // (model.onnx, data.csv|data.npz|data.npy, optional options.json and expected.json).
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "cli/batch_command.h"
 #include "cli/json_input.h"
 #include "converter/errors.h"
+#include "converter/input_file.h"
 #include "runtime/train_config.h"
 
 namespace dl::cli {

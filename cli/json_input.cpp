@@ -1,5 +1,7 @@
 #include "cli/json_input.h"
 
+#include "converter/input_file.h"
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -40,23 +42,22 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& where
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
-    throw ConfigError(where + ": invalid JSON: " + e.what());
+    throw ConfigError(where + ": invalid JSON: " + input::escape_bytes(e.what()));
   }
 }
 
 nlohmann::json read_json_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw ConfigError(path + ": a directory, not a JSON file");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ConfigError(path + ": cannot read the file" + (errno ? std::string(": ") + std::strerror(errno) : ""));
-  std::string text;
-  char buf[65536];
-  while (f.read(buf, sizeof buf) || f.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(f.gcount()));
-    if (text.size() > kMaxJsonBytes)
-      throw ConfigError(path + ": larger than " + std::to_string(kMaxJsonBytes >> 20) + " MiB: not a JSON document deeplocalize reads");
-  }
-  if (f.bad()) throw ConfigError(path + ": cannot read the file");
+  // Read once, under the cap, so that pipes work and endless inputs stop (converter/input_file.h).
+  const std::string text = input::read_whole_file(
+      path, int64_t(kMaxJsonBytes), "the limit of " + input::byte_text(double(kMaxJsonBytes)) + " for a JSON file",
+      [&](input::ReadStep, int err) {
+        throw ConfigError(path + ": cannot read the file (" + std::strerror(err) + ")");
+      },
+      [&](const std::string& start) {  // JSON text never holds a raw NUL: /dev/zero is refused at once
+        if (start.find('\0') != std::string::npos) throw ConfigError(path + ": invalid JSON: binary data (a NUL byte)");
+      });
   return parse_json_text(text, path);
 }
 

@@ -14,6 +14,7 @@ namespace dl::cli {
 // Deeper than any document deeplocalize writes or reads (a summary is 6 levels deep).
 inline constexpr int kMaxJsonDepth = 64;
 // Room for the summary of some 20,000 cases; a cap also for what a 1 MB input may cost.
+// Read through converter/input_file.h: pipes work, endless inputs stop at the cap.
 inline constexpr size_t kMaxJsonBytes = size_t(64) << 20;
 
 // Parses `text`; ConfigError "WHERE: invalid JSON: ..." or "WHERE:LINE:COLUMN: nested

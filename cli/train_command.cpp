@@ -194,7 +194,10 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
 LoadedCase load_case(const TrainOptions& o) {
   const auto t_import = Clock::now();
   LoadedCase c;
-  c.model = conv::import_model(o.model);
+  conv::ImportOptions import;
+  if (o.max_memory_mb > 0 && o.max_memory_mb < 1e12)  // the model file is read under the cap too
+    import.max_file_bytes = static_cast<int64_t>(o.max_memory_mb * 1024 * 1024);
+  c.model = conv::import_model(o.model, import);
   c.config = resolve_config(c.model, o);
   for (const std::string& s : o.settings) c.settings.set(s);
   const rt::DatasetSpec spec = dataset_spec(c.model, c.config);

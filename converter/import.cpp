@@ -262,7 +262,7 @@ int64_t max_known_opset() {
 ir::Model import_model(const std::string& path, const ImportOptions& options) {
   onnx::ModelProto model;
   {
-    const std::string bytes = detail::read_file(path);  // freed before the IR is built
+    const std::string bytes = detail::read_file(path, options.max_file_bytes);  // freed before the IR is built
     model = detail::parse_model(bytes, path);
   }
   return import_parsed(model, path, options);

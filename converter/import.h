@@ -20,6 +20,9 @@ struct ImportOptions {
   bool run_checker = true;
   bool upgrade_opset = true;
   bool infer_shapes = true;
+  // The most bytes the model file (or stream) may hold: --max-memory; 0 = protobuf's
+  // 2 GB limit. A stream that does not end within it is refused (ResourceError).
+  int64_t max_file_bytes = 0;
 };
 
 // Throws ModelError naming the file (and node, where one is at fault): unreadable,

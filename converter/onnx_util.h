@@ -11,8 +11,9 @@
 
 namespace dl::conv::detail {
 
-// Reads a whole file into memory; throws ModelError "PATH: cannot open (...)".
-std::string read_file(const std::string& path);
+// Reads a whole file or stream into memory, at most max_bytes (0: protobuf's 2 GB
+// limit) else ResourceError; throws ModelError "PATH: cannot open (...)".
+std::string read_file(const std::string& path, int64_t max_bytes = 0);
 
 // Serializes `model` through io::AtomicFile (io/atomic_file.h: a unique temporary file,
 // fsynced and renamed over `out_path`; a failed write leaves no partial model and no

@@ -15,6 +15,7 @@
 
 #include "converter/errors.h"
 #include "converter/import.h"
+#include "converter/input_file.h"
 #include "converter/onnx_util.h"
 #include "io/atomic_file.h"
 
@@ -84,6 +85,49 @@ Storage storage_of(const onnx::TensorProto& t, const std::string& what) {
   }
 }
 
+// Whether the first bytes of a stream can start a serialized ModelProto: every top-level
+// field has a nonzero number and a wire type ONNX uses (no groups), ModelProto's own
+// fields their declared one. Undecided (true) once a field runs past the bytes seen.
+// Lets /dev/zero or a binary stream be refused at once, not read to the cap.
+bool plausible_model_start(const std::string& b) {
+  size_t at = 0;
+  auto varint = [&](uint64_t& v) {  // 1: read, 0: cut off, -1: longer than 10 bytes
+    v = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+      if (at >= b.size()) return 0;
+      const auto c = static_cast<uint8_t>(b[at++]);
+      if (shift < 64) v |= uint64_t(c & 0x7f) << shift;
+      if (!(c & 0x80)) return 1;
+    }
+    return -1;
+  };
+  const std::pair<uint64_t, uint64_t> known[] = {{1, 0}, {2, 2}, {3, 2},  {4, 2},  {5, 0}, {6, 2},
+                                                 {7, 2}, {8, 2}, {14, 2}, {20, 2}, {25, 2}};
+  while (at < b.size()) {
+    uint64_t tag = 0, v = 0;
+    const int got = varint(tag);
+    if (got <= 0) return got == 0;
+    const uint64_t field = tag >> 3, wire = tag & 7;
+    if (field == 0 || (wire != 0 && wire != 1 && wire != 2 && wire != 5)) return false;
+    for (const auto& [f, w] : known)
+      if (f == field && w != wire) return false;
+    if (wire == 0) {
+      const int ok = varint(v);
+      if (ok <= 0) return ok == 0;
+      continue;
+    }
+    if (wire == 2) {
+      const int ok = varint(v);
+      if (ok <= 0) return ok == 0;
+    } else {
+      v = wire == 1 ? 8 : 4;
+    }
+    if (v >= b.size() - at) return true;
+    at += v;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string one_line(const std::string& message) {
@@ -102,36 +146,22 @@ std::string one_line(const std::string& message) {
   return out;
 }
 
-std::string read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw ModelError(path + ": cannot open (" + std::strerror(errno) + ")");
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
-    ::close(fd);
-    throw ModelError(path + ": cannot read (" + std::strerror(err ? err : EINVAL) + ")");
-  }
-  if (st.st_size > kMaxProtoBytes) {
-    ::close(fd);
-    throw ModelError(path + ": file is " + std::to_string(st.st_size) +
-                     " bytes; models of 2 GB or more need external data, which is not supported");
-  }
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(fd, &bytes[done], bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      throw ModelError(path + ": cannot read (" + std::strerror(err) + ")");
-    }
-    if (n == 0) break;  // the file shrank while we read it
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  bytes.resize(done);
-  return bytes;
+std::string read_file(const std::string& path, int64_t max_bytes) {
+  // Protobuf's limit bounds the read even without a cap; a stream (pipe, FIFO,
+  // /dev/stdin) is read once to its end, one without protobuf framing not past 64 KiB.
+  const bool capped = max_bytes > 0 && max_bytes < kMaxProtoBytes;
+  const std::string limit = capped
+                                ? "the limit of " + input::byte_text(double(max_bytes)) + " (raise it with --max-memory)"
+                                : "2 GB: models of 2 GB or more need external data, which is not supported";
+  auto fail = [&](input::ReadStep step, int err) {
+    throw ModelError(path + (step == input::ReadStep::kOpen ? ": cannot open (" : ": cannot read (") +
+                     std::strerror(err) + ")");
+  };
+  auto check_start = [&](const std::string& start) {
+    if (!plausible_model_start(start))
+      throw ModelError(path + ": not an ONNX model (the bytes do not parse as an ONNX ModelProto: another format)");
+  };
+  return input::read_whole_file(path, capped ? max_bytes : kMaxProtoBytes, limit, fail, check_start);
 }
 
 void write_model_atomically(const onnx::ModelProto& model, const std::string& out_path) {
@@ -253,7 +283,11 @@ ir::TensorData tensor_from_proto(onnx::TensorProto& t, const std::string& what) 
 }  // namespace detail
 
 ir::TensorData load_tensor_file(const std::string& path) {
-  const std::string bytes = detail::read_file(path);
+  auto fail = [&](input::ReadStep step, int err) {
+    throw ModelError(path + (step == input::ReadStep::kOpen ? ": cannot open (" : ": cannot read (") +
+                     std::strerror(err) + ")");
+  };
+  const std::string bytes = input::read_whole_file(path, detail::kMaxProtoBytes, "2 GB", fail);
   onnx::TensorProto tensor;
   if (!detail::parse_message(bytes, &tensor)) {
     throw ModelError(path + ": not an ONNX TensorProto (the bytes do not parse: truncated or another format)");

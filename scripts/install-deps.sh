@@ -12,7 +12,7 @@ packages=(
   build-essential cmake pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
   libeigen3-dev libcli11-dev doctest-dev
-  nlohmann-json3-dev libfmt-dev libfast-float-dev
+  nlohmann-json3-dev libfmt-dev libfast-float-dev zlib1g-dev time
   python3 python3-onnx python3-numpy python3-yaml
 )
 for flag in "$@"; do

@@ -9,6 +9,7 @@
 
 #include "converter/errors.h"
 #include "runtime/data/io.h"
+#include "runtime/data/npy_internal.h"
 #include "runtime/data/table.h"
 
 namespace dl::rt {
@@ -52,12 +53,15 @@ class CsvParser {
     const char* p = begin_;
     if (end_ - p >= 3 && std::memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3;
     if (p == end_) throw DataError(table_.source + ": file is empty");
+    data::check_no_nul(p, size_t(end_ - p), table_.source);
+    // Old Mac files end lines with a lone CR: with no LF anywhere, CR ends a line.
+    if (!std::memchr(p, '\n', size_t(end_ - p)) && std::memchr(p, '\r', size_t(end_ - p))) eol_ = '\r';
     // Blank lines (and blanks) at the end are ignored: trim them off once.
     const char* end = end_;
     while (end > p && (is_blank(end[-1]) || end[-1] == '\n' || end[-1] == '\r')) --end;
     if (end == p) throw DataError(table_.source + ": no data rows");
     end_ = end;
-    const int64_t max_rows = std::count(p, end_, '\n') + 1;
+    const int64_t max_rows = std::count(p, end_, eol_) + 1;
 
     const char* next = nullptr;
     const bool header = scan_first_row(p, &next);
@@ -88,10 +92,10 @@ class CsvParser {
   // The end of the line starting at p, without its '\r'; sets *next to the following
   // line (nullptr at the end of the input).
   const char* line_end(const char* p, const char** next) const {
-    const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end_ - p)));
+    const char* nl = static_cast<const char*>(std::memchr(p, eol_, static_cast<size_t>(end_ - p)));
     *next = nl ? nl + 1 : nullptr;
     const char* le = nl ? nl : end_;
-    if (le > p && le[-1] == '\r') --le;
+    if (le > p && le[-1] == '\r') --le;  // CRLF
     return le;
   }
 
@@ -279,19 +283,23 @@ class CsvParser {
   ReadOptions options_;
   Table table_;
   const char* q_close_ = nullptr;  // closing quote of the last quoted field field_extent saw
+  char eol_ = '\n';               // '\r' for a file with CR-only line endings
 };
 
 }  // namespace
 
+Table data::parse_csv(const char* data, size_t size, const std::string& label, const ReadOptions& options) {
+  if (size == 0) throw DataError(label + ": file is empty");
+  return CsvParser(data, size, label, options).parse();
+}
+
 Table read_csv_text(const std::string& text, const std::string& label, const ReadOptions& options) {
-  if (text.empty()) throw DataError(label + ": file is empty");
-  return CsvParser(text.data(), text.size(), label, options).parse();
+  return data::parse_csv(text.data(), text.size(), label, options);
 }
 
 Table read_csv(const std::string& path, const ReadOptions& options) {
-  data::FileBytes bytes(path);
-  if (bytes.size() == 0) throw DataError(path + ": file is empty");
-  return CsvParser(bytes.data(), bytes.size(), path, options).parse();
+  data::FileBytes bytes(path, options.max_bytes);
+  return data::parse_csv(bytes.data(), bytes.size(), path, options);
 }
 
 }  // namespace dl::rt

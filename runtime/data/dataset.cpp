@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "converter/errors.h"
+#include "runtime/data/io.h"
+#include "runtime/data/npy_internal.h"
 
 namespace dl::rt {
 namespace {
@@ -171,17 +173,19 @@ Dataset make_dataset(Table x, Table y, const DatasetSpec& spec) {
 }
 
 Dataset load_dataset(const std::string& path, const DatasetSpec& spec, const ReadOptions& options) {
-  switch (sniff_data_format(path)) {
+  // Read once: sniffing the format must not consume a pipe's bytes.
+  const data::FileBytes bytes(path, options.max_bytes);
+  switch (data::sniff_format(bytes.data(), bytes.size())) {
     case DataFormat::kNpz: {
-      auto xy = read_npz_xy(path, options);
+      auto xy = data::parse_npz_xy(bytes.data(), bytes.size(), path, options);
       return make_dataset(std::move(xy.first), std::move(xy.second), spec);
     }
     case DataFormat::kNpy:
-      return make_dataset(read_npy(path, options), spec);
+      return make_dataset(data::parse_npy(bytes.data(), bytes.size(), path, options), spec);
     case DataFormat::kCsv:
       break;
   }
-  return make_dataset(read_csv(path, options), spec);
+  return make_dataset(data::parse_csv(bytes.data(), bytes.size(), path, options), spec);
 }
 
 void encode_class_targets(Dataset& d) {

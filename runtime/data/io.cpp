@@ -6,49 +6,41 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "converter/errors.h"
+#include "converter/input_file.h"
 
 namespace dl::rt::data {
 
-FileBytes::FileBytes(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DataError(path + ": cannot open: " + std::strerror(errno));
+FileBytes::FileBytes(const std::string& path, int64_t max_bytes) {
+  auto fail = [&](input::ReadStep step, int err) {
+    const bool opening = step == input::ReadStep::kOpen || err == EISDIR;
+    throw DataError(path + (opening ? ": cannot open: " : ": cannot read: ") + std::strerror(err));
+  };
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-    const int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(input::ReadStep::kOpen, errno);
+    struct stat now {};
+    void* map = MAP_FAILED;
+    if (::fstat(fd, &now) == 0 && S_ISREG(now.st_mode) && now.st_size > 0)
+      map = ::mmap(nullptr, static_cast<size_t>(now.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
     ::close(fd);
-    throw DataError(path + ": cannot open: " + std::strerror(err));
-  }
-  if (S_ISREG(st.st_mode) && st.st_size > 0) {
-    void* map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (map != MAP_FAILED) {
-      ::madvise(map, static_cast<size_t>(st.st_size), MADV_SEQUENTIAL);
+      ::madvise(map, static_cast<size_t>(now.st_size), MADV_SEQUENTIAL);
       map_ = map;
       data_ = static_cast<const char*>(map);
-      size_ = static_cast<size_t>(st.st_size);
-      ::close(fd);
+      size_ = static_cast<size_t>(now.st_size);
       return;
     }
   }
-  // Pipes, /dev/stdin, and file systems without mmap: read it all.
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t got = ::read(fd, buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      const int err = errno;
-      ::close(fd);
-      throw DataError(path + ": cannot read: " + std::strerror(err));
-    }
-    if (got == 0) break;
-    copy_.append(buf, static_cast<size_t>(got));
-  }
-  ::close(fd);
+  // Streams, and file systems without mmap: read once, under the cap.
+  copy_ = input::read_whole_file(path, max_bytes, "the limit of " + human_bytes(double(max_bytes)), fail,
+                                 [&](const std::string& start) {
+                                   if (sniff_format(start.data(), start.size()) == DataFormat::kCsv)
+                                     check_no_nul(start.data(), start.size(), path);
+                                 });
   data_ = copy_.data();
   size_ = copy_.size();
   if (size_ == 0) throw DataError(path + ": file is empty");
@@ -58,17 +50,7 @@ FileBytes::~FileBytes() {
   if (map_) ::munmap(map_, size_);
 }
 
-std::string human_bytes(double bytes) {
-  const char* units[] = {"bytes", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  char out[32];
-  std::snprintf(out, sizeof out, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-  return out;
-}
+std::string human_bytes(double bytes) { return input::byte_text(bytes); }
 
 void check_budget(const std::string& source, double needed, const std::string& what, const ReadOptions& options) {
   if (options.max_bytes <= 0 || needed <= double(options.max_bytes)) return;
@@ -76,23 +58,33 @@ void check_budget(const std::string& source, double needed, const std::string& w
                       "), over the limit of " + human_bytes(double(options.max_bytes)));
 }
 
-std::string quote_text(const char* begin, const char* end) {
-  std::string out;
-  const char* p = begin;
-  for (int chars = 0; p < end; ++p) {
-    const unsigned char c = static_cast<unsigned char>(*p);
-    const bool continuation = (c & 0xC0) == 0x80;  // inside a UTF-8 character
-    if (!continuation && chars++ == 40) break;
-    if (c < 0x20 || c == 0x7f) {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\x%02x", c);
-      out += esc;
-    } else {
-      out += static_cast<char>(c);
+std::string quote_text(const char* begin, const char* end) { return input::escape_bytes(begin, end, 40); }
+
+DataFormat sniff_format(const char* data, size_t size) {
+  if (size >= 6 && std::memcmp(data, "\x93NUMPY", 6) == 0) return DataFormat::kNpy;
+  if (size >= 4 && std::memcmp(data, "PK\x03\x04", 4) == 0) return DataFormat::kNpz;
+  if (size >= 4 && std::memcmp(data, "PK\x05\x06", 4) == 0) return DataFormat::kNpz;  // empty ZIP
+  return DataFormat::kCsv;
+}
+
+void check_no_nul(const char* data, size_t size, const std::string& label) {
+  const char* nul = static_cast<const char*>(std::memchr(data, '\0', size));
+  if (!nul) return;
+  // Excel's "Unicode text" is UTF-16: every other byte of ASCII is NUL.
+  if (size >= 2 && (std::memcmp(data, "\xff\xfe", 2) == 0 || std::memcmp(data, "\xfe\xff", 2) == 0))
+    throw DataError(label + ": UTF-16 text (it starts with a UTF-16 byte-order mark); save the file as UTF-8");
+  int64_t line = 1;
+  const char* line_start = data;
+  for (const char* p = data; p < nul; ++p) {
+    if (*p == '\n' || (*p == '\r' && (p + 1 == nul || p[1] != '\n'))) {
+      ++line;
+      line_start = p + 1;
     }
   }
-  if (p < end) out += "...";
-  return out;
+  int64_t column = 1;
+  for (const char* q = line_start; q < nul; ++q) column += (static_cast<unsigned char>(*q) & 0xC0) != 0x80;
+  throw DataError(label + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                  ": a NUL byte: this is binary data, not CSV text");
 }
 
 }  // namespace dl::rt::data

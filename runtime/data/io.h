@@ -9,12 +9,15 @@
 
 namespace dl::rt::data {
 
-// The bytes of a file, memory-mapped when possible (no copy: a 1 GB CSV costs address
-// space, not heap), else read into memory. Throws DataError "path: cannot open: ..." and
-// "path: file is empty".
+// The bytes of a file, memory-mapped when it is a regular file (no copy: a 1 GB CSV costs
+// address space, not heap), else (a pipe, FIFO, /dev/stdin, a device) read once into
+// memory, at most max_bytes (0: no cap) else ResourceError. A stream that starts with
+// neither NumPy nor ZIP magic and holds a NUL byte is refused as binary after its first
+// 64 KiB, not read on (/dev/zero, /dev/urandom). Throws DataError "path: cannot open:
+// ..." and "path: file is empty".
 class FileBytes {
  public:
-  explicit FileBytes(const std::string& path);
+  FileBytes(const std::string& path, int64_t max_bytes);
   ~FileBytes();
   FileBytes(const FileBytes&) = delete;
   FileBytes& operator=(const FileBytes&) = delete;
@@ -35,7 +38,15 @@ std::string human_bytes(double bytes);
 // of M" when options.max_bytes is set and needed exceeds it.
 void check_budget(const std::string& source, double needed, const std::string& what, const ReadOptions& options);
 
-// Text for a message: at most 40 characters, non-printable bytes as \xNN, "..." when cut.
+// Text for a message: at most 40 characters, control characters and bytes that are not
+// valid UTF-8 as \xNN, "..." when cut.
 std::string quote_text(const char* begin, const char* end);
+
+// What a data file holds, from its first bytes (NumPy magic, ZIP magic) or else CSV.
+DataFormat sniff_format(const char* data, size_t size);
+
+// Throws DataError "label:LINE:COLUMN: a NUL byte: binary data, not CSV text" for the
+// first NUL byte in [data, data + size); line and column count from data.
+void check_no_nul(const char* data, size_t size, const std::string& label);
 
 }  // namespace dl::rt::data

@@ -122,7 +122,8 @@ float half_to_float(uint16_t h) {
 }
 
 // Converts n elements of dtype descr to float32; throws for dtypes we do not read.
-void convert_dtype(const std::string& descr, const char* src, int64_t n, float* dst, const std::string& label) {
+void convert_dtype(const std::string& raw_descr, const char* src, int64_t n, float* dst, const std::string& label) {
+  const std::string descr = data::quote_text(raw_descr.data(), raw_descr.data() + raw_descr.size());
   const char order = descr.empty() ? '?' : descr[0];
   const std::string kind = descr.size() > 1 ? descr.substr(1) : "";
   if (order == '>' && kind != "u1" && kind != "i1" && kind != "b1")
@@ -194,19 +195,22 @@ Table data::parse_npy(const char* data, size_t size, const std::string& label, c
       throw DataError(label + ": array shape " + shape_text(h.shape) + " is too large");
   convert_dtype(h.descr, data, 0, nullptr, label);  // rejects unsupported dtypes before any work
   const int64_t item = item_size(h.descr);
+  const std::string descr_text = data::quote_text(h.descr.data(), h.descr.data() + h.descr.size());
   Table t;
   t.source = label;
   t.rows = h.shape.empty() ? 1 : h.shape[0];
   t.cols = t.rows > 0 ? n / t.rows : 0;
   if (n == 0) throw DataError(label + ": the array is empty (shape " + shape_text(h.shape) + ")");
+  // The declared size is checked against the bytes present before anything is
+  // allocated: a 128-byte file may declare gigabytes.
+  const double need = double(n) * double(item);
+  if (item > 0 && double(size - h.data_offset) < need)
+    throw DataError(label + ": truncated: the header declares shape " + shape_text(h.shape) + " of '" + descr_text +
+                    "' (" + std::to_string(int64_t(need)) + " bytes of data) but only " +
+                    std::to_string(size - h.data_offset) + " bytes follow");
   data::check_budget(label, double(n) * sizeof(float) * (h.fortran ? 2 : 1) + double(t.rows) * sizeof(int64_t),
                      std::to_string(n) + " float32 values", options);
   std::vector<float> values(static_cast<size_t>(n));
-  const double need = double(n) * double(item);
-  if (item > 0 && double(size - h.data_offset) < need)
-    throw DataError(label + ": truncated: the header declares shape " + shape_text(h.shape) + " of '" + h.descr +
-                    "' (" + std::to_string(int64_t(need)) + " bytes of data) but only " +
-                    std::to_string(size - h.data_offset) + " bytes follow");
   convert_dtype(h.descr, data + h.data_offset, n, values.data(), label);
   if (h.fortran && h.shape.size() > 1) {
     std::vector<float> c_order(values.size());
@@ -224,7 +228,7 @@ Table read_npy_bytes(const std::string& bytes, const std::string& label, const R
 }
 
 Table read_npy(const std::string& path, const ReadOptions& options) {
-  data::FileBytes bytes(path);
+  data::FileBytes bytes(path, options.max_bytes);
   return data::parse_npy(bytes.data(), bytes.size(), path, options);
 }
 

@@ -1,11 +1,16 @@
 // NumPy .npz reader: a ZIP archive of .npy entries (numpy.savez stores them,
 // numpy.savez_compressed deflates them). Reads the central directory, including the
 // ZIP64 records numpy writes for large arrays.
+#include <zlib.h>
+
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "converter/errors.h"
+#include "converter/input_file.h"
 #include "runtime/data/io.h"
 #include "runtime/data/npy_internal.h"
 #include "runtime/data/table.h"
@@ -19,6 +24,17 @@ struct Entry {
   uint32_t crc = 0;
   uint64_t csize = 0, usize = 0, offset = 0;
 };
+
+// ZIP's CRC-32 (zlib's), over any size.
+uint32_t crc32_of(const char* data, size_t size) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (size_t at = 0; at < size;) {
+    const uInt n = static_cast<uInt>(std::min<size_t>(size - at, UINT_MAX));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(data + at), n);
+    at += n;
+  }
+  return static_cast<uint32_t>(crc);
+}
 
 class Zip {
  public:
@@ -57,35 +73,40 @@ class Zip {
       e.offset = u32(at + 42);
       need(at + 46, name_len + extra_len);
       e.name.assign(reinterpret_cast<const char*>(p_ + at + 46), name_len);
-      // ZIP64 extra field: the 64-bit values of the fields saturated at 0xffffffff.
-      for (size_t x = at + 46 + name_len, xend = x + extra_len; x + 4 <= xend;) {
-        const uint16_t id = u16(x), len = u16(x + 2);
-        size_t v = x + 4;
-        if (id == 0x0001) {
-          if (e.usize == 0xffffffff) e.usize = u64(v), v += 8;
-          if (e.csize == 0xffffffff) e.csize = u64(v), v += 8;
-          if (e.offset == 0xffffffff) e.offset = u64(v);
-        }
-        x += 4 + size_t(len);
-      }
+      zip64_sizes(e, at + 46 + name_len, extra_len);
       out.push_back(std::move(e));
       at += 46 + name_len + extra_len + comment_len;
     }
     return out;
   }
 
+  // Refuses an entry whose declared size its compressed bytes cannot hold, before
+  // anything is allocated for it.
+  void check_sizes(const Entry& e) const {
+    const std::string name = input::escape_bytes(e.name, 80);
+    if (e.method == 0 && e.csize != e.usize)
+      bad("stored entry " + name + " declares " + std::to_string(e.usize) + " bytes uncompressed but " +
+          std::to_string(e.csize) + " stored");
+    if (e.method == 8 && e.usize / data::kMaxDeflateRatio > e.csize)
+      bad("entry " + name + " declares " + std::to_string(e.usize) + " bytes uncompressed from " +
+          std::to_string(e.csize) + " compressed, more than DEFLATE can expand (" +
+          std::to_string(data::kMaxDeflateRatio) + ":1): a corrupt entry or a ZIP bomb");
+    need(e.offset, 30);
+    need(e.offset + 30 + u16(e.offset + 26) + u16(e.offset + 28), e.csize);
+  }
+
   // The uncompressed bytes of an entry: a view for stored entries, else inflated into buf.
   std::pair<const char*, size_t> contents(const Entry& e, std::string& buf) const {
-    const std::string where = label_ + "[" + e.name + "]";
+    const std::string where = label_ + "[" + input::escape_bytes(e.name, 80) + "]";
     if (e.flags & 1) throw DataError(where + ": encrypted ZIP entries are not supported");
-    if (u32(e.offset) != 0x04034b50) bad("bad local header for " + e.name);
+    if (u32(e.offset) != 0x04034b50) bad("bad local header for " + input::escape_bytes(e.name, 80));
     const uint64_t data = e.offset + 30 + u16(e.offset + 26) + u16(e.offset + 28);
     need(data, e.csize);
     const unsigned char* src = p_ + data;
     const char* bytes;
     size_t n;
+    check_sizes(e);
     if (e.method == 0) {
-      if (e.csize != e.usize) bad("stored entry " + e.name + " has two sizes");
       bytes = reinterpret_cast<const char*>(src);
       n = e.csize;
     } else if (e.method == 8) {
@@ -96,12 +117,41 @@ class Zip {
       throw DataError(where + ": unsupported ZIP compression method " + std::to_string(e.method) +
                       "; save with numpy.savez or numpy.savez_compressed");
     }
-    if (data::crc32(reinterpret_cast<const unsigned char*>(bytes), n) != e.crc)
+    if (crc32_of(bytes, n) != e.crc)
       throw DataError(where + ": CRC mismatch: the entry is corrupt");
     return {bytes, n};
   }
 
  private:
+  // The ZIP64 extra field (id 1) of the central directory entry: the 64-bit values of
+  // the fields saturated at 0xffffffff, in this order, as many as are saturated.
+  void zip64_sizes(Entry& e, uint64_t x, uint64_t extra_len) const {
+    const std::string name = input::escape_bytes(e.name, 80);
+    bool found = false;
+    for (const uint64_t xend = x + extra_len; x + 4 <= xend;) {
+      const uint16_t id = u16(x), len = u16(x + 2);
+      if (x + 4 + len > xend)
+        bad("entry " + name + ": extra field " + std::to_string(id) + " declares " + std::to_string(len) +
+            " bytes but only " + std::to_string(xend - x - 4) + " remain in the entry's extra data");
+      if (id == 0x0001) {
+        found = true;
+        uint64_t v = x + 4;
+        const uint64_t vend = v + len;
+        for (uint64_t* field : {&e.usize, &e.csize, &e.offset}) {
+          if (*field != 0xffffffff) continue;
+          if (v + 8 > vend)
+            bad("entry " + name + ": truncated ZIP64 extra field (" + std::to_string(len) +
+                " bytes, too short for the 64-bit sizes and offset its entry defers to it)");
+          *field = u64(v);
+          v += 8;
+        }
+      }
+      x += 4 + uint64_t(len);
+    }
+    if (!found && (e.usize == 0xffffffff || e.csize == 0xffffffff || e.offset == 0xffffffff))
+      bad("entry " + name + " defers its sizes to a ZIP64 extra field but has none");
+  }
+
   [[noreturn]] void bad(const std::string& what) const {
     throw DataError(label_ + ": not a valid .npz (ZIP) file: " + what);
   }
@@ -123,7 +173,10 @@ class Zip {
   std::string label_;
 };
 
-std::pair<Table, Table> npz_xy(const char* data, size_t size, const std::string& label, const ReadOptions& options) {
+}  // namespace
+
+std::pair<Table, Table> data::parse_npz_xy(const char* data, size_t size, const std::string& label,
+                                           const ReadOptions& options) {
   const Zip zip(data, size, label);
   const std::vector<Entry> entries = zip.entries();
   const Entry* found[2] = {nullptr, nullptr};
@@ -134,10 +187,11 @@ std::pair<Table, Table> npz_xy(const char* data, size_t size, const std::string&
   for (int k = 0; k < 2; ++k) {
     if (found[k]) continue;
     std::string present;
-    for (const Entry& e : entries) present += (present.empty() ? "" : ", ") + e.name;
+    for (const Entry& e : entries) present += (present.empty() ? "" : ", ") + input::escape_bytes(e.name, 80);
     throw DataError(label + ": has no entry '" + names[k] + "' (entries: " + (present.empty() ? "none" : present) +
                     "); save the arrays with numpy.savez(path, x=features, y=targets)");
   }
+  for (const Entry* e : found) zip.check_sizes(*e);
   double inflated = 0;
   for (const Entry* e : found) inflated += e->method == 0 ? 0.0 : double(e->usize);
   data::check_budget(label, inflated, "decompressing x.npy and y.npy", options);
@@ -149,24 +203,14 @@ std::pair<Table, Table> npz_xy(const char* data, size_t size, const std::string&
   return {std::move(x), std::move(y)};
 }
 
-}  // namespace
-
 std::pair<Table, Table> read_npz_xy_bytes(const std::string& bytes, const std::string& label,
                                           const ReadOptions& options) {
-  return npz_xy(bytes.data(), bytes.size(), label, options);
+  return data::parse_npz_xy(bytes.data(), bytes.size(), label, options);
 }
 
 std::pair<Table, Table> read_npz_xy(const std::string& path, const ReadOptions& options) {
-  data::FileBytes bytes(path);
-  return npz_xy(bytes.data(), bytes.size(), path, options);
-}
-
-DataFormat sniff_data_format(const std::string& path) {
-  data::FileBytes bytes(path);
-  if (bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0) return DataFormat::kNpy;
-  if (bytes.size() >= 4 && std::memcmp(bytes.data(), "PK\x03\x04", 4) == 0) return DataFormat::kNpz;
-  if (bytes.size() >= 4 && std::memcmp(bytes.data(), "PK\x05\x06", 4) == 0) return DataFormat::kNpz;  // empty ZIP
-  return DataFormat::kCsv;
+  data::FileBytes bytes(path, options.max_bytes);
+  return data::parse_npz_xy(bytes.data(), bytes.size(), path, options);
 }
 
 }  // namespace dl::rt

@@ -31,7 +31,8 @@ struct Table {
 
 struct ReadOptions {
   // 0 = no cap; else refuse inputs whose parsed data (float32 values plus row
-  // bookkeeping, and for npz the decompressed entries) would exceed this many bytes.
+  // bookkeeping, and for npz the decompressed entries) would exceed this many bytes,
+  // and streams (pipes, FIFOs, devices) that do not end within it.
   int64_t max_bytes = 0;
 };
 
@@ -42,7 +43,8 @@ constexpr int64_t kDefaultMaxDataBytes = int64_t(8) << 30;
 // "data.csv:17" for a CSV line, "data.npy row 16" for an array row; used in findings.
 std::string row_location(const std::string& source, bool csv_lines, int64_t line_or_row);
 
-// CSV (contract): comma-separated, UTF-8 (a BOM is skipped), LF or CRLF line endings,
+// CSV (contract): comma-separated, UTF-8 (a BOM is skipped), LF, CRLF or (with no LF in
+// the file) CR line endings; a NUL byte is an error (binary data, not text);
 // optional header row (a first row with any non-numeric field), spaces around fields,
 // "quoted" numbers, nan/inf values, blank lines at the end ignored.
 Table read_csv(const std::string& path, const ReadOptions& options = {});
@@ -56,16 +58,15 @@ Table read_csv_text(const std::string& text, const std::string& label, const Rea
 Table read_npy(const std::string& path, const ReadOptions& options = {});
 Table read_npy_bytes(const std::string& bytes, const std::string& label, const ReadOptions& options = {});
 
-// .npz (numpy.savez: stored entries; numpy.savez_compressed: deflate, decoded by a
-// built-in inflater): the tables of entries x.npy and y.npy (features, targets). A
+// .npz (numpy.savez: stored entries; numpy.savez_compressed: deflate, decoded by zlib): the tables of entries x.npy and y.npy (features, targets). A
 // missing entry is an error naming it and listing the entries present.
 std::pair<Table, Table> read_npz_xy(const std::string& path, const ReadOptions& options = {});
 std::pair<Table, Table> read_npz_xy_bytes(const std::string& bytes, const std::string& label,
                                           const ReadOptions& options = {});
 
-// What a data file holds, from its first bytes (NumPy magic, ZIP magic) or else CSV.
+// What a data file holds, from its first bytes (NumPy magic, ZIP magic) or else CSV;
+// load_dataset reads a file once and parses it as what it holds.
 enum class DataFormat { kCsv, kNpy, kNpz };
-DataFormat sniff_data_format(const std::string& path);
 
 // Writes a CSV of rows x cols random values with a header row (benchmarks, tests), like
 // the MNIST CSVs: cols - 1 pixel columns (about 80% zeros, else integers 1..255) and a

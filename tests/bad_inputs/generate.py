@@ -216,3 +216,45 @@ write("summary_index_minus_one.json", summary({"index": -1}), "w")
 write("summary_total_1e15.json", summary(total_cases=10**15), "w")
 write("summary_unknown_status.json", summary({"status": "exploded"}), "w")
 print("wrote", len(os.listdir(OUT)), "files to", OUT)
+
+# --- declared sizes, streams and text encodings (issue 18, input readers) ---
+import zlib  # noqa: E402
+
+
+def zip_bytes(entries):
+    """A ZIP archive of (name, method, data, crc, csize, usize, extra) entries whose
+    central directory declares csize/usize (and extra) as given."""
+    locals_, central = b"", b""
+    for name, method, data, crc, csize, usize, extra in entries:
+        name = name.encode()
+        offset = len(locals_)
+        locals_ += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0, crc, csize & 0xFFFFFFFF,
+                               usize & 0xFFFFFFFF, len(name), 0) + name + data
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 45, 20, 0, method, 0, 0, crc, csize & 0xFFFFFFFF,
+                               usize & 0xFFFFFFFF, len(name), len(extra), 0, 0, 0, 0, offset) + name + extra
+    eocd = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries), len(central), len(locals_), 0)
+    return locals_ + central + eocd
+
+
+def npy_header(shape, descr="<f4"):
+    h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, repr(tuple(shape)))
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode()
+
+
+# 128 bytes declaring 140,000,000 x 5 float32 (2.6 GB) and holding none of it.
+write("npy_declares_huge.npy", npy_header((140000000, 5)))
+# An entry of a few hundred bytes declaring 3 GB uncompressed: over DEFLATE's 1032:1.
+comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+payload = comp.compress(npy_header((750000000,)) + b"\0" * 4096) + comp.flush()
+y_npy = npy_header((2, 3)) + np.zeros((2, 3), np.float32).tobytes()
+y_entry = ("y.npy", 0, y_npy, zlib.crc32(y_npy), len(y_npy), len(y_npy), b"")
+write("npz_declares_3gb.npz", zip_bytes([("x.npy", 8, payload, 0, len(payload), 3000000000, b""), y_entry]))
+# A stored entry whose sizes are deferred to a ZIP64 extra field that holds only one.
+body = npy_header((2, 7)) + np.ones((2, 7), np.float32).tobytes()
+write("npz_zip64_truncated.npz", zip_bytes([("x.npy", 0, body, zlib.crc32(body), 0xFFFFFFFF, 0xFFFFFFFF,
+                                            struct.pack("<HHQ", 1, 8, len(body))), y_entry]))
+write("cr_only.csv", b"a,b,c,d,t1,t2,t3\r1,2,3,4,0,1,0\r5,6,7,8,1,0,0\r")
+write("nul_bytes.csv", b"\0" * 4096)
+write("invalid_utf8.csv", b"a,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n5,6,\xff\xfe\x1b[2J,8,1,0,0\n")
+write("utf16.csv", "a,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n".encode("utf-16"))

@@ -38,4 +38,6 @@ while IFS= read -r line; do
 done < "$here/cases.txt"
 rm -f "$work/one_gb_line.csv" "$work/over_default_cap.csv"
 echo "bad_inputs: $passed passed, $failed failed"
+# Pipes, FIFOs, endless streams and peak memory: cases a line of cases.txt cannot express.
+"$here/streams.sh" "$bin" || failed=$((failed + 1))
 [[ $failed -eq 0 ]]

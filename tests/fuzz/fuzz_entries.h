@@ -18,7 +18,8 @@ namespace dl::fuzz {
 int fuzz_onnx(const uint8_t* data, size_t size);
 // CSV text -> read_csv_text -> datasets (one-hot, sparse, as-is) -> validation split.
 int fuzz_csv(const uint8_t* data, size_t size);
-// .npy and .npz bytes -> read_npy_bytes / read_npz_xy_bytes -> datasets.
+// .npy and .npz bytes -> read_npy_bytes / read_npz_xy_bytes -> datasets; and both
+// readers again without a memory cap (declared sizes must not drive allocation).
 int fuzz_npy(const uint8_t* data, size_t size);
 // Trace bytes -> read_trace_bytes -> trace_bytes round trip -> analysis -> reports
 // (what `deeplocalize analyze FILE` does).

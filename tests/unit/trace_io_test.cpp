@@ -373,3 +373,19 @@ TEST_CASE("trace file: unwritable and unreadable paths are DataErrors naming the
     CHECK(std::string(e.what()).rfind("/nonexistent-dir/x.dltrace: ", 0) == 0);
   }
 }
+
+TEST_CASE("trace file: bytes of the file in a message are escaped, never raw") {
+  const std::string bytes = trace_bytes(synthetic_trace(2, 3));
+  auto g = nlohmann::json::parse(header_of(bytes));
+  g["probes"][0]["kind"] = "\x1b[2J";
+  expect_error(with_header(bytes, g.dump()), "unknown probe kind '\\x1b[2J'");
+  try {
+    read_trace_bytes(with_header(bytes, "{\"version\": \xff\xfe}"), "t.dltrace");
+    FAIL("no error");
+  } catch (const dl::DataError& e) {
+    const std::string m = e.what();
+    CHECK_MESSAGE(m.find("not valid JSON") != std::string::npos, m);
+    CHECK_MESSAGE(m.find("\\xff") != std::string::npos, m);
+    CHECK_MESSAGE(m.find('\xff') == std::string::npos, m);
+  }
+}

@@ -14,6 +14,7 @@
 #include "analysis/rule.h"
 #include "cli/batch_outputs.h"
 #include "cli/batch_scoring.h"
+#include "cli/option_bindings.h"
 #include "cli/output.h"
 #include "converter/errors.h"
 #include "runtime/train_config.h"
@@ -100,11 +101,10 @@ CLI::App* add_batch_command(CLI::App& app, BatchOptions& o) {
   c->add_option("--summary-md", o.md_file, "Write a Markdown summary (for $GITHUB_STEP_SUMMARY) to FILE");
   c->add_option("--reports", o.reports_dir, "Write each case's JSON report to DIR/NAME.json");
   c->add_option("--set", o.settings, "Override a rule threshold for every case: rule.key=value (repeatable)");
-  c->add_flag("--no-stop", o.no_stop, "Keep training after the first conclusive fault");
+  bind_option(c, rt::option("no_stop"), o.no_stop);
   c->add_flag("--verify-fixes", o.verify_fixes, "Try the candidate repairs of every fault and score the verified ones");
-  c->add_option("--max-trials", o.max_trials, "Repairs tried per case at most (default 12)")->check(CLI::Range(int64_t{1}, int64_t{100}));
-  c->add_option("--trial-budget", o.trial_budget_s, "Wall seconds for the trials of one case (default: see train)")
-      ->check(CLI::PositiveNumber);
+  bind_option(c, rt::option("max_trials"), o.max_trials);
+  bind_option(c, rt::option("trial_budget_s"), o.trial_budget_s);
   c->add_flag("-q,--quiet", o.quiet, "Print only the summary, not one line per case");
   return c;
 }

@@ -10,6 +10,7 @@
 #include "cli/train_command.h"
 #include "converter/errors.h"
 #include "converter/import.h"
+#include "runtime/options.h"
 #include "runtime/registry.h"
 
 namespace dl::cli {
@@ -64,6 +65,12 @@ CommandSet register_commands(CLI::App& app) {
       for (int v : info.versions) versions += (versions.empty() ? "" : ", ") + std::to_string(v);
       std::cout << "| " << info.type << " | " << versions << " |\n";
     }
+    return 0;
+  });
+
+  CLI::App* options = app.add_subcommand("options", "Print the table of training options (Markdown, as in README.md)");
+  set.commands.emplace_back(options, [] {
+    std::cout << rt::options_markdown();
     return 0;
   });
 

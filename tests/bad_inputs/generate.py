@@ -188,3 +188,14 @@ write("not_a_trace.trace", b"DLTRACE 1\n\xff\xff\xff\xff\xff\xff\xff\x7f{}")
 write("trace_wrong_magic.trace", b"TRACE? 1\n")
 write("trace_future.trace", b"DLTRACE 2\n" + struct.pack("<Q", 2) + b"{}")
 print("wrote", len(os.listdir(OUT)), "files to", OUT)
+# --- option values out of range, from the model's metadata and from batch options (issue 18) ---
+for name, key, value in [("meta_epochs_huge.onnx", "epochs", "9223372036854775807"),
+                         ("meta_lr_negative.onnx", "learning_rate", "-1"),
+                         ("meta_split_one.onnx", "validation_split", "1.0"),
+                         ("meta_targets_zero.onnx", "targets", "0"),
+                         ("meta_batch_zero.onnx", "batch_size", "0")]:
+    mlp(name, meta={"deeplocalize.loss": "mse", "deeplocalize." + key: value})
+for name, options in [("batch_epochs_wrap.json", '{"targets": 3, "epochs": 18446744073709551615}'),
+                      ("batch_epochs_huge.json", '{"targets": 3, "epochs": 9223372036854775807}'),
+                      ("batch_probe_every_zero.json", '{"targets": 3, "epochs": 1, "probe_every": 0}')]:
+    write(name, '{"cases": [{"name": "a", "model": "good.onnx", "data": "good.csv", "options": %s}]}' % options, "w")

@@ -87,13 +87,10 @@ CLI::App* add_batch_command(CLI::App& app, BatchOptions& o) {
   c->add_option("--detector", o.detector, "deeplocalize (default) or a Keras baseline: keras-terminate-on-nan, "
                                           "keras-early-stopping-loss, keras-early-stopping-accuracy, keras-union")
       ->check(CLI::IsMember(an::detector_names()));
-  c->add_option("-j,--jobs", o.jobs, "Cases run at once (default: the number of cores); each case is single-threaded when > 1")
-      ->check(CLI::NonNegativeNumber);
+  bind_option(c, rt::option("jobs"), o.jobs);
   c->add_option("--shard", o.shard, "Run shard I of N (0-based): the cases whose manifest index is I modulo N");
-  c->add_option("--shard-count", o.shard_count, "Shard count, with the index from JOB_COMPLETION_INDEX, "
-                                                "SLURM_ARRAY_TASK_ID or CI_NODE_INDEX (1-based)")
-      ->check(CLI::PositiveNumber);
-  c->add_option("--timeout", o.timeout_s, "Seconds per case before it is killed (default: none)")->check(CLI::NonNegativeNumber);
+  bind_option(c, rt::option("shard_count"), o.shard_count);
+  bind_option(c, rt::option("timeout_s"), o.timeout_s);
   c->add_flag("--in-process", o.in_process, "Run cases in threads of this process instead of one child process each "
                                              "(a crash then ends the batch; no --timeout)");
   c->add_option("--json", o.json_file, "Write the JSON summary (every case, scores, totals) to FILE");

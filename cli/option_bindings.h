@@ -31,7 +31,7 @@ CLI::Option* bind_option(CLI::App* app, const rt::OptionSpec& spec, T& field) {
       spec.flag,
       [&spec, &field](const std::string& text) {
         try {
-          rt::assign(field, rt::parse_option(spec, text, spec.flag));
+          rt::assign(field, rt::parse_option(spec, text, spec.long_flag()));
         } catch (const Error& e) {
           throw CLI::ValidationError(e.what());
         }

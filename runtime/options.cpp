@@ -21,9 +21,11 @@ std::vector<OptionSpec> make_table() {
                          label, def, help});
 #define DL_TRAIN_OPTION(field, target, ...) DL_OPTION_ROW(field, __VA_ARGS__)
 #define DL_RUN_OPTION(field, ...) DL_OPTION_ROW(field, __VA_ARGS__)
+#define DL_BATCH_OPTION(field, ...) DL_OPTION_ROW(field, __VA_ARGS__)
 #include "runtime/option_list.def"
 #undef DL_TRAIN_OPTION
 #undef DL_RUN_OPTION
+#undef DL_BATCH_OPTION
 #undef DL_OPTION_ROW
   return t;
 }
@@ -63,8 +65,13 @@ bool in_range(const OptionSpec& s, double v) {
 
 }  // namespace
 
+std::string OptionSpec::long_flag() const {
+  const std::string f(flag);
+  return f.substr(f.rfind(',') + 1);
+}
+
 std::string OptionSpec::flag_key() const {
-  std::string k = std::string(flag).substr(2);
+  std::string k = long_flag().substr(2);
   for (char& c : k)
     if (c == '-') c = '_';
   return k;
@@ -155,7 +162,7 @@ OptionValue parse_option(const OptionSpec& s, const std::string& text, const std
       return v;
     }
   }
-  throw InternalError("option " + std::string(s.flag) + ": unknown type");
+  throw InternalError("option " + s.long_flag() + ": unknown type");
 }
 
 std::string value_text(const OptionSpec& s, bool markdown) {
@@ -186,7 +193,8 @@ std::string options_markdown() {
       batch = "`" + std::string(s.key) + "`";
       if (s.flag_key() != s.key) batch += " or `" + s.flag_key() + "`";
     }
-    out += "| `" + std::string(s.flag) + "` | " + (s.from(kMetadata) ? "`deeplocalize." + std::string(s.key) + "`" : "—") +
+    const std::string command = s.from(kCommandLine) ? "" : "batch ";  // options of train unless marked
+    out += "| `" + command + s.flag + "` | " + (s.from(kMetadata) ? "`deeplocalize." + std::string(s.key) + "`" : "—") +
            " | " + batch + " | " + value_text(s, true) + " | " + s.default_text + " | " + s.help + " |\n";
   }
   return out;

@@ -25,6 +25,7 @@ enum OptionSource : unsigned {
   kCommandLine = 1,
   kMetadata = 2,  // the model's metadata_props, "deeplocalize.KEY"
   kBatch = 4,     // options.json, a manifest's "options"
+  kBatchCommand = 8,  // an option of the `batch` command (DL_BATCH_OPTION)
   kRun = kCommandLine | kBatch,
   kAll = kCommandLine | kMetadata | kBatch,
 };
@@ -35,7 +36,7 @@ struct OptionSpec {
   const char* name;  // the member of cli::TrainOptions (an identifier, unique)
   OptionType type;
   unsigned sources;
-  const char* flag;  // "--epochs"
+  const char* flag;  // CLI11 names: "--epochs", "-j,--jobs"
   const char* key;   // "epochs": metadata "deeplocalize.epochs", options.json "epochs"
   double lo, hi;
   Bounds bounds;
@@ -45,6 +46,8 @@ struct OptionSpec {
   const char* help;
 
   bool from(OptionSource s) const { return (sources & s) != 0; }
+  // The long flag, which messages name: "--jobs" for "-j,--jobs".
+  std::string long_flag() const;
   // The options.json key without the dashes of the flag ("lr", "batch_size").
   std::string flag_key() const;
 };
@@ -61,6 +64,7 @@ struct OptionValue {
 inline void assign(std::string& to, const OptionValue& v) { to = v.text; }
 inline void assign(bool& to, const OptionValue& v) { to = v.boolean; }
 inline void assign(int64_t& to, const OptionValue& v) { to = v.integer; }
+inline void assign(int& to, const OptionValue& v) { to = static_cast<int>(v.integer); }  // ranges fit
 inline void assign(uint64_t& to, const OptionValue& v) { to = static_cast<uint64_t>(v.integer); }  // ranges are >= 0
 inline void assign(double& to, const OptionValue& v) { to = v.number; }
 template <class T>

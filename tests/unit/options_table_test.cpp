@@ -41,6 +41,14 @@ std::string from_cli(const rt::OptionSpec& s, const std::string& text) {
   return error_of([&] { app.parse(args); });
 }
 
+std::string from_batch_cli(const rt::OptionSpec& s, const std::string& text) {
+  CLI::App app;
+  cli::BatchOptions o;
+  cli::add_batch_command(app, o);
+  std::vector<std::string> args = {text, s.long_flag(), "cases/", "batch"};
+  return error_of([&] { app.parse(args); });
+}
+
 std::string from_metadata(const rt::OptionSpec& s, const std::string& text) {
   return error_of([&] { rt::config_from_metadata({{"deeplocalize." + std::string(s.key), text}}, "m.onnx"); });
 }
@@ -76,7 +84,8 @@ TEST_CASE("options: every source gives the same message for the same bad value")
       CAPTURE(text);
       std::vector<std::string> cores;
       if (s.from(rt::kCommandLine) && s.type != rt::OptionType::kFlag)
-        cores.push_back(core(from_cli(s, text), std::string(s.flag) + ": "));
+        cores.push_back(core(from_cli(s, text), s.long_flag() + ": "));
+      if (s.from(rt::kBatchCommand)) cores.push_back(core(from_batch_cli(s, text), s.long_flag() + ": "));
       if (s.from(rt::kMetadata))
         cores.push_back(core(from_metadata(s, text), "m.onnx: model metadata 'deeplocalize." + std::string(s.key) + "': "));
       if (s.from(rt::kBatch)) {
@@ -108,6 +117,7 @@ TEST_CASE("options: the ends of every range are accepted by every source") {
       CAPTURE(s.flag);
       CAPTURE(text);
       if (s.from(rt::kCommandLine)) CHECK(from_cli(s, text) == "");
+      if (s.from(rt::kBatchCommand)) CHECK(from_batch_cli(s, text) == "");
       if (s.from(rt::kMetadata)) CHECK(from_metadata(s, text) == "");
       if (s.from(rt::kBatch)) CHECK(from_batch(s.key, json::parse(text)) == "");
     }
@@ -137,6 +147,8 @@ TEST_CASE("options: the values of issue 18 are exit-2 errors naming the option, 
   // Batch used to turn probe_every 0 into 1.
   CHECK(from_batch("probe_every", 0) ==
         "x/options.json: 'probe_every': probe interval must be at least 1 and at most 1073741824 (got 0)");
+  CHECK(from_batch_cli(rt::option("timeout_s"), "nan") == "--timeout: 'nan' is not a finite number");
+  CHECK(from_batch_cli(rt::option("jobs"), "-1") == "--jobs: jobs must be at least 0 and at most 1024 (got -1)");
   an::Settings settings;
   CHECK(error_of([&] { settings.set("dead_units.dead_frac=nan"); }).find("is not a finite number") != std::string::npos);
   CHECK(error_of([&] { settings.set("dead_units.dead_frac=inf"); }).find("is not a finite number") != std::string::npos);

@@ -1,5 +1,6 @@
 #include "analysis/rule.h"
 
+#include <cmath>
 #include <cstdlib>
 
 #include "analysis/context.h"
@@ -30,7 +31,9 @@ void Settings::set(const std::string& assignment) {
   const std::string value = assignment.substr(eq + 1);
   char* end = nullptr;
   double v = std::strtod(value.c_str(), &end);
-  if (value.empty() || *end != '\0') throw ConfigError("--set '" + assignment + "': '" + value + "' is not a number");
+  // NaN would fail every comparison and so silently disable the check; Inf is no bound.
+  if (value.empty() || *end != '\0' || !std::isfinite(v))
+    throw ConfigError("--set '" + assignment + "': '" + value + "' is not a finite number");
   set(assignment.substr(0, dot), assignment.substr(dot + 1, eq - dot - 1), v);
 }
 

@@ -10,6 +10,7 @@
 
 #include "cli/batch_command.h"
 #include "cli/json_input.h"
+#include "cli/option_bindings.h"
 #include "converter/errors.h"
 #include "converter/input_file.h"
 #include "runtime/train_config.h"
@@ -227,45 +228,8 @@ void apply_case_options(const json& j, const std::string& where, TrainOptions& o
     const std::string& k = it.key();
     const json& v = it.value();
     const std::string what = where + ": '" + k + "'";
-    // Numbers and booleans may also be given as strings, as in the model metadata.
-    auto number = [&]() -> double {
-      if (v.is_number()) return v.get<double>();
-      if (v.is_string()) return rt::parse_number(v.get<std::string>(), what);
-      throw ConfigError(what + " must be a number");
-    };
-    auto integer = [&]() -> int64_t {
-      if (v.is_number_integer()) return v.get<int64_t>();
-      if (v.is_string()) return rt::parse_integer(v.get<std::string>(), what);
-      throw ConfigError(what + " must be an integer");
-    };
-    auto boolean = [&]() -> bool {
-      if (v.is_boolean()) return v.get<bool>();
-      if (v.is_string()) return rt::parse_bool(v.get<std::string>(), what);
-      throw ConfigError(what + " must be true or false");
-    };
-    auto text = [&]() -> std::string {
-      if (!v.is_string()) throw ConfigError(what + " must be a string");
-      return v.get<std::string>();
-    };
-    if (k == "loss") o.loss = text();
-    else if (k == "optimizer") o.optimizer = text();
-    else if (k == "from_logits") o.from_logits = boolean();
-    else if (k == "nesterov") o.nesterov = boolean();
-    else if (k == "lr" || k == "learning_rate") o.lr = number();
-    else if (k == "momentum") o.momentum = number();
-    else if (k == "decay") o.decay = number();
-    else if (k == "clipnorm") o.clipnorm = number();
-    else if (k == "clipvalue") o.clipvalue = number();
-    else if (k == "validation_split") o.validation_split = number();
-    else if (k == "epochs") o.epochs = integer();
-    else if (k == "batch_size") o.batch_size = integer();
-    else if (k == "targets") o.targets = integer();
-    else if (k == "seed") o.seed = integer();
-    else if (k == "probe_every") o.probe_every = std::max<int64_t>(1, integer());
-    else if (k == "no_stop") o.no_stop = boolean();
-    else if (k == "max_memory") o.max_memory_mb = number();
-    else if (k == "trace_max_mb") o.trace_max_mb = number();
-    else if (k == "set") {
+    if (apply_json_option(k, v, where, o)) continue;  // a row of runtime/option_list.def
+    if (k == "set") {
       if (!v.is_object()) throw ConfigError(what + " must be an object {\"rule.key\": value}");
       for (auto s = v.begin(); s != v.end(); ++s) {
         if (!s.value().is_number()) throw ConfigError(what + ": '" + s.key() + "' must be a number");
@@ -275,9 +239,13 @@ void apply_case_options(const json& j, const std::string& where, TrainOptions& o
         o.settings.push_back(a.str());
       }
     } else {
-      throw ConfigError(what + ": unknown key (known: loss, optimizer, from_logits, nesterov, lr, learning_rate, "
-                        "momentum, decay, clipnorm, clipvalue, validation_split, epochs, batch_size, targets, seed, "
-                        "probe_every, no_stop, max_memory, trace_max_mb, set)");
+      std::string known;
+      for (const rt::OptionSpec& s : rt::all_options()) {
+        if (!s.from(rt::kBatch)) continue;
+        known += std::string(s.key) + ", ";
+        if (s.flag_key() != s.key) known += s.flag_key() + ", ";
+      }
+      throw ConfigError(what + ": unknown key (known: " + known + "set)");
     }
   }
 }

@@ -13,6 +13,7 @@
 #include "cli/batch_outputs.h"
 #include "cli/batch_scoring.h"
 #include "cli/json_input.h"
+#include "cli/option_bindings.h"
 #include "cli/output.h"
 #include "cli/output_guard.h"
 #include "converter/errors.h"
@@ -127,13 +128,10 @@ CLI::App* add_batch_command(CLI::App& app, BatchOptions& o) {
   c->add_option("--detector", o.detector, "deeplocalize (default) or a Keras baseline: keras-terminate-on-nan, "
                                           "keras-early-stopping-loss, keras-early-stopping-accuracy, keras-union")
       ->check(CLI::IsMember(an::detector_names()));
-  c->add_option("-j,--jobs", o.jobs, "Cases run at once (default: the number of cores); each case is single-threaded when > 1")
-      ->check(CLI::NonNegativeNumber);
+  bind_option(c, rt::option("jobs"), o.jobs);
   c->add_option("--shard", o.shard, "Run shard I of N (0-based): the cases whose manifest index is I modulo N");
-  c->add_option("--shard-count", o.shard_count, "Shard count, with the index from JOB_COMPLETION_INDEX, "
-                                                "SLURM_ARRAY_TASK_ID or CI_NODE_INDEX (1-based)")
-      ->check(CLI::PositiveNumber);
-  c->add_option("--timeout", o.timeout_s, "Seconds per case before it is killed (default: none)")->check(CLI::NonNegativeNumber);
+  bind_option(c, rt::option("shard_count"), o.shard_count);
+  bind_option(c, rt::option("timeout_s"), o.timeout_s);
   c->add_flag("--in-process", o.in_process, "Run cases in threads of this process instead of one child process each "
                                              "(a crash then ends the batch; no --timeout)");
   c->add_option("--json", o.json_file, "Write the JSON summary (every case, scores, totals) to FILE");
@@ -141,11 +139,10 @@ CLI::App* add_batch_command(CLI::App& app, BatchOptions& o) {
   c->add_option("--summary-md", o.md_file, "Write a Markdown summary (for $GITHUB_STEP_SUMMARY) to FILE");
   c->add_option("--reports", o.reports_dir, "Write each case's JSON report to DIR/NAME.json");
   c->add_option("--set", o.settings, "Override a rule threshold for every case: rule.key=value (repeatable)");
-  c->add_flag("--no-stop", o.no_stop, "Keep training after the first conclusive fault");
+  bind_option(c, rt::option("no_stop"), o.no_stop);
   c->add_flag("--verify-fixes", o.verify_fixes, "Try the candidate repairs of every fault and score the verified ones");
-  c->add_option("--max-trials", o.max_trials, "Repairs tried per case at most (default 12)")->check(CLI::Range(int64_t{1}, int64_t{100}));
-  c->add_option("--trial-budget", o.trial_budget_s, "Wall seconds for the trials of one case (default: see train)")
-      ->check(CLI::PositiveNumber);
+  bind_option(c, rt::option("max_trials"), o.max_trials);
+  bind_option(c, rt::option("trial_budget_s"), o.trial_budget_s);
   c->add_flag("-q,--quiet", o.quiet, "Print only the summary, not one line per case");
   c->add_flag("--force", o.force, "Allow an output to overwrite an input (manifest, model, data) or another output");
   return c;

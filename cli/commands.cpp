@@ -11,6 +11,7 @@
 #include "cli/train_command.h"
 #include "converter/errors.h"
 #include "converter/import.h"
+#include "runtime/options.h"
 #include "runtime/registry.h"
 
 namespace dl::cli {
@@ -68,6 +69,12 @@ CommandSet register_commands(CLI::App& app) {
   CLI::App* ops = app.add_subcommand("ops", "List the supported ONNX operators and the since-versions each implements");
   set.commands.emplace_back(ops, [] {
     std::cout << rt::operator_table();
+    return 0;
+  });
+
+  CLI::App* options = app.add_subcommand("options", "Print the table of training options (Markdown, as in README.md)");
+  set.commands.emplace_back(options, [] {
+    std::cout << rt::options_markdown();
     return 0;
   });
 

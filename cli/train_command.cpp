@@ -16,6 +16,7 @@
 #include "analysis/trace_io.h"
 #include "cli/fix_trials.h"
 #include "cli/online_analysis.h"
+#include "cli/option_bindings.h"
 #include "cli/output.h"
 #include "cli/output_guard.h"
 #include "cli/progress.h"
@@ -41,21 +42,8 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 
 rt::TrainConfig resolve_config(const ir::Model& model, const TrainOptions& o) {
-  rt::TrainConfig c = rt::config_from_metadata(model.metadata);
-  if (o.loss) c.loss = *o.loss;
-  if (o.from_logits) c.from_logits = *o.from_logits;
-  if (o.optimizer) c.optimizer.name = *o.optimizer;
-  if (o.lr) c.optimizer.learning_rate = *o.lr;
-  if (o.momentum) c.optimizer.momentum = *o.momentum;
-  if (o.nesterov) c.optimizer.nesterov = *o.nesterov;
-  if (o.decay) c.optimizer.decay = *o.decay;
-  if (o.clipnorm) c.optimizer.clipnorm = *o.clipnorm;
-  if (o.clipvalue) c.optimizer.clipvalue = *o.clipvalue;
-  if (o.epochs) c.epochs = *o.epochs;
-  if (o.batch_size) c.batch_size = *o.batch_size;
-  if (o.targets) c.targets = *o.targets;
-  if (o.seed) c.seed = static_cast<uint64_t>(*o.seed);
-  if (o.validation_split) c.validation_split = *o.validation_split;
+  rt::TrainConfig c = rt::config_from_metadata(model.metadata, model.path);
+  apply_overrides(o, c);
   c.max_memory_bytes = static_cast<int64_t>(o.max_memory_mb * 1024 * 1024);
   rt::validate(c);
   return c;
@@ -150,31 +138,12 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
   CLI::App* c = app.add_subcommand("train", "Train a model with probes, find and explain faults");
   c->add_option("model", o.model, "ONNX model (training configuration in its metadata)")->required();
   c->add_option("data", o.data, "Training data: CSV (targets in the last columns), .npy or .npz (x, y)")->required();
-  c->add_option("--loss", o.loss, "Loss: mse, mae, binary_crossentropy, categorical_crossentropy, "
-                                  "sparse_categorical_crossentropy, huber, hinge");
-  c->add_option("--from-logits", o.from_logits, "The model outputs logits (true/false)")->expected(0, 1)->default_str("true");
-  c->add_option("--optimizer", o.optimizer, "sgd, adam, rmsprop, adagrad, adadelta, adamax, nadam");
-  c->add_option("--lr", o.lr, "Learning rate (default: the optimizer's Keras default)");
-  c->add_option("--momentum", o.momentum, "SGD momentum");
-  c->add_option("--nesterov", o.nesterov, "SGD Nesterov momentum (true/false)")->expected(0, 1)->default_str("true");
-  c->add_option("--decay", o.decay, "Keras time-based learning-rate decay");
-  c->add_option("--clipnorm", o.clipnorm, "Clip each gradient tensor to this L2 norm");
-  c->add_option("--clipvalue", o.clipvalue, "Clip gradient values to [-v, v]");
-  c->add_option("--epochs", o.epochs, "Epochs (default 10)");
-  c->add_option("--batch-size", o.batch_size, "Batch size (default 32)");
-  c->add_option("--seed", o.seed, "Seed for shuffling and dropout");
-  c->add_option("--targets", o.targets, "How many trailing CSV columns are targets (default 1)");
-  c->add_option("--validation-split", o.validation_split, "Fraction of rows (the last ones) held out for validation");
+  add_table_options(c, o);  // runtime/option_list.def
   c->add_option("--trace", o.trace_file, "Write the probe trace to FILE (see docs/trace-format.md)");
   c->add_option("--report", o.report_file, "Write the report to FILE (atomically; HTML when FILE ends in .html)");
   c->add_option("--format", o.format, "Report format: text, json or html")->check(CLI::IsMember({"text", "json", "html"}));
   c->add_option("--save", o.save_file, "Write the trained weights into a copy of the model");
   c->add_option("--set", o.settings, "Override a rule threshold: rule.key=value (repeatable)");
-  c->add_option("--probe-every", o.probe_every, "Record probes every K iterations (default 1)")->check(CLI::PositiveNumber);
-  c->add_option("--trace-max-mb", o.trace_max_mb, "Memory cap of the in-memory trace; older history is decimated (default 256)");
-  c->add_option("--max-memory", o.max_memory_mb, "Refuse models whose buffers need more than this many MiB (default 4096), "
-                                                  "and data files that need more (default 8192)");
-  c->add_flag("--no-stop", o.no_stop, "Keep training after the first conclusive fault");
   c->add_flag("--no-probes", o.no_probes, "Train without probes (no analysis; for measuring overhead)");
   c->add_flag("-q,--quiet", o.quiet, "Print nothing but errors and the report (nothing on stdout with --report)");
   c->add_flag("-v,--verbose", o.verbose, "Add per-layer statistics to the text report");
@@ -182,10 +151,6 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
                                           "keras-early-stopping-loss, keras-early-stopping-accuracy, keras-union")
       ->check(CLI::IsMember(an::detector_names()));
   c->add_flag("--verify-fixes", o.verify_fixes, "After a fault, retrain with each candidate repair and report the ones that work");
-  c->add_option("--max-trials", o.max_trials, "Candidate repairs to try at most (default 12)")->check(CLI::Range(int64_t{1}, int64_t{100}));
-  c->add_option("--trial-budget", o.trial_budget_s, "Wall seconds for all trials (default: 20x the faulty run's training, at least 60)")
-      ->check(CLI::PositiveNumber);
-  c->add_option("--trial-jobs", o.trial_jobs, "Trials run at once (default: one per core)")->check(CLI::Range(int64_t{1}, int64_t{256}));
   c->add_option("--export-fixed", o.export_fixed, "Write the model with the best verified fix applied to FILE.onnx (implies --verify-fixes)");
   c->add_flag("--force", o.force, "Allow an output to overwrite an input (the model, the data) or another output");
   return c;

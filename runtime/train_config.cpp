@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "converter/errors.h"
 
@@ -37,31 +38,32 @@ bool parse_bool(const std::string& text, const std::string& what) {
   throw ConfigError(what + ": '" + text + "' is not true or false");
 }
 
-TrainConfig config_from_metadata(const std::map<std::string, std::string>& metadata) {
+void set_config(TrainConfig& c, const OptionSpec& spec, const OptionValue& v) {
+#define DL_TRAIN_OPTION(field, target, ...) \
+  if (std::strcmp(spec.name, #field) == 0) return assign(c.target, v);
+#define DL_RUN_OPTION(...)
+#include "runtime/option_list.def"
+#undef DL_TRAIN_OPTION
+#undef DL_RUN_OPTION
+  throw InternalError(std::string("option ") + spec.flag + " is not a setting of the training configuration");
+}
+
+TrainConfig config_from_metadata(const std::map<std::string, std::string>& metadata, const std::string& model_path) {
   TrainConfig c;
   const std::string prefix = "deeplocalize.";
   for (const auto& [key, value] : metadata) {
     if (key.compare(0, prefix.size(), prefix) != 0) continue;
     const std::string k = key.substr(prefix.size());
-    const std::string what = "model metadata '" + key + "'";
-    if (k == "loss") c.loss = value;
-    else if (k == "from_logits") c.from_logits = parse_bool(value, what);
-    else if (k == "optimizer") c.optimizer.name = value;
-    else if (k == "learning_rate") c.optimizer.learning_rate = parse_number(value, what);
-    else if (k == "momentum") c.optimizer.momentum = parse_number(value, what);
-    else if (k == "nesterov") c.optimizer.nesterov = parse_bool(value, what);
-    else if (k == "decay") c.optimizer.decay = parse_number(value, what);
-    else if (k == "epochs") c.epochs = parse_integer(value, what);
-    else if (k == "batch_size") c.batch_size = parse_integer(value, what);
-    else if (k == "targets") c.targets = parse_integer(value, what);
-    else if (k == "seed") c.seed = static_cast<uint64_t>(parse_integer(value, what));
-    else if (k == "validation_split") c.validation_split = parse_number(value, what);
-    else if (k == "clipnorm") c.optimizer.clipnorm = parse_number(value, what);
-    else if (k == "clipvalue") c.optimizer.clipvalue = parse_number(value, what);
-    else if (k == "preprocessing") continue;  // the data's, read by Preprocessing::from_metadata
-    else throw ConfigError(what + ": unknown key (known: loss, from_logits, optimizer, learning_rate, momentum, "
-                           "nesterov, decay, epochs, batch_size, targets, seed, validation_split, clipnorm, clipvalue, "
-                           "preprocessing)");
+    const std::string what = (model_path.empty() ? "" : model_path + ": ") + "model metadata '" + key + "'";
+    if (k == "preprocessing") continue;  // the data's, read by Preprocessing::from_metadata
+    const OptionSpec* spec = find_option(k, kMetadata);
+    if (!spec) {
+      std::string known;
+      for (const OptionSpec& s : all_options())
+        if (s.from(kMetadata)) known += std::string(s.key) + ", ";
+      throw ConfigError(what + ": unknown key (known: " + known + "preprocessing)");
+    }
+    set_config(c, *spec, parse_option(*spec, value, what));
   }
   return c;
 }

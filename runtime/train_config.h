@@ -9,6 +9,7 @@
 
 #include "converter/ir.h"
 #include "runtime/optimizer.h"
+#include "runtime/options.h"
 
 namespace dl::rt {
 
@@ -24,9 +25,13 @@ struct TrainConfig {
   int64_t max_memory_bytes = 0;  // 0: the graph's default cap
 };
 
-// Reads every "deeplocalize.*" key; unknown keys with that prefix and malformed values
-// are ConfigErrors naming the key and the value.
-TrainConfig config_from_metadata(const std::map<std::string, std::string>& metadata);
+// Reads every "deeplocalize.*" key through the option table (runtime/options.h): unknown
+// keys with that prefix, malformed and out-of-range values are ConfigErrors naming the
+// model file (when given), the key and the value.
+TrainConfig config_from_metadata(const std::map<std::string, std::string>& metadata,
+                                 const std::string& model_path = "");
+// Sets the TrainConfig member of a DL_TRAIN_OPTION row; InternalError for a run option.
+void set_config(TrainConfig& config, const OptionSpec& spec, const OptionValue& value);
 // The inverse: every setting of `config` as "deeplocalize.*" metadata (a repaired model
 // carries the configuration it was verified with).
 std::map<std::string, std::string> config_to_metadata(const TrainConfig& config);

@@ -1,5 +1,6 @@
 #include "runtime/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "converter/errors.h"
@@ -69,10 +70,13 @@ TrainResult Trainer::run() {
   result.metric_name = metric_->name();
   for (TrainListener* l : listeners_) l->on_train_begin(graph());
   BatchIterator batches(train_, config_.batch_size, config_.seed);
-  // Per-iteration history is reserved up front: no allocation per step.
-  result.loss.reserve(static_cast<size_t>(config_.epochs * batches.batch_count()));
+  // Per-iteration history is reserved up front (no allocation per step), up to 2^20
+  // iterations: a run of a million epochs, stopped early or by a timeout, must not
+  // reserve gigabytes it never uses; beyond that the history grows as the run does.
+  const int64_t kMaxReserved = int64_t{1} << 20;
+  result.loss.reserve(static_cast<size_t>(std::min(config_.epochs * batches.batch_count(), kMaxReserved)));
   result.metric.reserve(result.loss.capacity());
-  result.history.reserve(static_cast<size_t>(config_.epochs));
+  result.history.reserve(static_cast<size_t>(std::min(config_.epochs, kMaxReserved)));
   int64_t iteration = 0;
   bool stop = false;
   for (int64_t epoch = 0; epoch < config_.epochs && !stop; ++epoch) {

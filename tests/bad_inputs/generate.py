@@ -258,3 +258,14 @@ write("cr_only.csv", b"a,b,c,d,t1,t2,t3\r1,2,3,4,0,1,0\r5,6,7,8,1,0,0\r")
 write("nul_bytes.csv", b"\0" * 4096)
 write("invalid_utf8.csv", b"a,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n5,6,\xff\xfe\x1b[2J,8,1,0,0\n")
 write("utf16.csv", "a,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n".encode("utf-16"))
+# --- option values out of range, from the model's metadata and from batch options (issue 18) ---
+for name, key, value in [("meta_epochs_huge.onnx", "epochs", "9223372036854775807"),
+                         ("meta_lr_negative.onnx", "learning_rate", "-1"),
+                         ("meta_split_one.onnx", "validation_split", "1.0"),
+                         ("meta_targets_zero.onnx", "targets", "0"),
+                         ("meta_batch_zero.onnx", "batch_size", "0")]:
+    mlp(name, meta={"deeplocalize.loss": "mse", "deeplocalize." + key: value})
+for name, options in [("batch_epochs_wrap.json", '{"targets": 3, "epochs": 18446744073709551615}'),
+                      ("batch_epochs_huge.json", '{"targets": 3, "epochs": 9223372036854775807}'),
+                      ("batch_probe_every_zero.json", '{"targets": 3, "epochs": 1, "probe_every": 0}')]:
+    write(name, '{"cases": [{"name": "a", "model": "good.onnx", "data": "good.csv", "options": %s}]}' % options, "w")

@@ -28,6 +28,10 @@ Trainer::Trainer(const ir::Model& model, const TrainConfig& config, Dataset trai
     throw ConfigError(model_.path + ": training needs a model with exactly one data input (this one has " +
                       std::to_string(g.input_names().size()) + ")");
   if (g.params().empty()) throw ConfigError(model_.path + ": the model has no trainable parameters");
+  if (g.input(0).dtype() == DType::kInt64) {  // token ids: the data files hold them as numbers
+    check_integer_features(train_, g.input_names()[0]);
+    check_integer_features(validation_, g.input_names()[0]);
+  }
 }
 
 void Trainer::set_observer(Observer* observer) {
@@ -88,7 +92,7 @@ TrainResult Trainer::run() {
       ExecutionGraph& g = graph_for(rows);
       g.set_training(true);
       Tensor& target = targets_[rows];
-      batches.fill(b, g.input(0).f(), target.f());
+      batches.fill(b, g.input(0), target.f());
       IterationInfo info;
       info.iteration = iteration;
       info.epoch = epoch;
@@ -145,7 +149,7 @@ void Trainer::evaluate(EpochSummary& summary) {
     Observer* saved = observer_;
     g.set_observer(nullptr);  // probes record training steps only
     Tensor& target = targets_[rows];
-    batches.fill(b, g.input(0).f(), target.f());
+    batches.fill(b, g.input(0), target.f());
     g.forward();
     loss_sum += loss_->compute(g.output(0), target, nullptr) * double(rows);
     metric_sum += metric_->compute(g.output(0), target) * double(rows);

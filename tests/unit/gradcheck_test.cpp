@@ -40,9 +40,11 @@ TEST_CASE("gradient checker: every registered op, every sample case") {
       std::vector<Tensor> w(run.outputs.size());
       std::vector<const Tensor*> dout;
       for (size_t o = 0; o < run.outputs.size(); ++o) {
-        // Only the first output carries a gradient: the extra outputs of our ops (BN running
-        // statistics, the Dropout mask) are not differentiable.
-        if (o == 0 && run.outputs[o].dtype() == dl::rt::DType::kFloat32) {
+        // Only the first output carries a gradient unless the sample says otherwise: the
+        // extra outputs of most ops (BN running statistics, the Dropout mask) are not
+        // differentiable, those of Split are.
+        const bool wanted = sample.grad_outputs.empty() ? o == 0 : o < sample.grad_outputs.size() && sample.grad_outputs[o];
+        if (wanted && run.outputs[o].dtype() == dl::rt::DType::kFloat32) {
           w[o].reset(dl::rt::DType::kFloat32, run.outputs[o].shape());
           for (int64_t k = 0; k < w[o].numel(); ++k) w[o].f()[k] = uni(gen);
           dout.push_back(&w[o]);

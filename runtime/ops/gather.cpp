@@ -88,8 +88,8 @@ class Gather : public Op {
     for (int64_t j = 0; j < idx.numel(); ++j) {
       const int64_t k = idx.i()[j];
       if (k < -axis_dim_ || k >= axis_dim_)
-        throw DataError(where() + ": index " + std::to_string(k) + " (element " + std::to_string(j) +
-                        " of indices) is out of range for axis size " + std::to_string(axis_dim_));
+        throw IndexRangeError(where() + ": index " + std::to_string(k) + " (element " + std::to_string(j) +
+                        " of indices) is out of range for axis size " + std::to_string(axis_dim_), k);
     }
   }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "converter/errors.h"
 #include "tests/unit/op_harness.h"
 
 using dl::rt::Tensor;
@@ -76,4 +77,34 @@ TEST_CASE("gradient checker: every registered op, every sample case") {
     }
   }
   CHECK(checked >= 1);
+}
+
+// An op whose backward runs (does not throw "backward is not defined") on one of its
+// samples must have a gradient case, or its gradient is never checked.
+TEST_CASE("gradient checker: every op with a backward has at least one gradient case") {
+  for (const dl::rt::OpInfo& info : dl::rt::all_ops()) {
+    bool has_backward = false, has_case = false;
+    for (dl::rt::OpSample& sample : info.samples()) {
+      for (bool b : sample.check_grad) has_case = has_case || b;
+      dl::test::OpRun run(sample.node, sample.inputs, sample.training);
+      if (run.outputs.empty() || run.outputs[0].dtype() != dl::rt::DType::kFloat32) continue;
+      std::vector<bool> want;
+      for (size_t i = 0; i < run.inputs.size(); ++i)
+        want.push_back(run.inputs[i].dtype() == dl::rt::DType::kFloat32 && run.op->differentiable_input(i));
+      bool any = false;
+      for (bool w : want) any = any || w;
+      if (!any) continue;
+      run.forward();
+      Tensor dy(dl::rt::DType::kFloat32, run.outputs[0].shape());
+      std::vector<const Tensor*> dout(run.outputs.size(), nullptr);
+      dout[0] = &dy;
+      try {
+        run.backward(dout, want);
+        has_backward = true;
+      } catch (const dl::InternalError&) {
+      }
+    }
+    INFO("op " << std::string(info.type));
+    CHECK(has_case == has_backward);
+  }
 }

@@ -6,6 +6,7 @@
 #include "cli/fix_trials.h"
 #include "converter/errors.h"
 #include "converter/transform.h"
+#include "runtime/param_roles.h"
 #include "runtime/optimizer.h"
 
 namespace dl::cli {
@@ -135,7 +136,7 @@ RepairedCase apply_fix(const RepairedCase& base, const std::vector<an::FixAction
       }
       case Kind::kReinitialize: {
         const an::LayerInfo& l = layer_of(trace, a.layer);
-        conv::reinitialize_params(r.model, l.params, a.value, r.config.seed + 1 + static_cast<uint64_t>(a.layer));
+        rt::reinitialize_params(r.model, l.params, a.value, r.config.seed + 1 + static_cast<uint64_t>(a.layer));
         change = layer_name(l) + ": re-initialise (" + a.value + " weights, zero biases)";
         break;
       }

@@ -7,6 +7,7 @@
 
 #include "io/text_escape.h"
 #include "runtime/graph.h"
+#include "runtime/param_roles.h"
 
 namespace dl::cli {
 namespace {
@@ -85,7 +86,6 @@ void print_inspect(const ir::Model& model, std::ostream& out) {
   for (const std::string& name : g.output_names())
     out << fmt::format("output   {}: {} {}\n", visible(name), rt::dtype_name(g.value(g.slot_of(name)).dtype()),
                        shape_of(p, g.slot_of(name)));
-  int64_t total = 0;
   out << fmt::format("\nlayers ({}):\n", g.layers().size());
   for (const rt::Layer& l : g.layers()) {
     const rt::Step& last = g.steps()[l.output_step];
@@ -94,7 +94,21 @@ void print_inspect(const ir::Model& model, std::ostream& out) {
     out << fmt::format("  {:>3}  {:<44} out {:<14} params {}\n", l.index, visible_join(l.nodes),
                        shape_of(p, last.outputs[0]), n);
   }
-  out << fmt::format("parameters: {} in {} tensors\n", total, g.store()->values.size());
+  // Totals count each trainable tensor once: a tied one appears in every layer reading it.
+  int64_t trainable = 0, state = 0, state_tensors = 0;
+  for (const rt::Param& prm : p.one->params()) trainable += prm.value->numel();
+  const auto roles = rt::model_params(model);
+  for (const auto& [name, mp] : roles)
+    if (!mp.trainable()) state += rt::shape_numel(mp.shape), ++state_tensors;
+  out << fmt::format("parameters: {} in {} tensors\n", trainable, p.one->params().size());
+  if (state_tensors)
+    out << fmt::format("state: {} values in {} tensors (running statistics, updated by the ops)\n", state,
+                       state_tensors);
+  const std::vector<std::string> tied = rt::tied_param_notes(roles);
+  if (!tied.empty()) {
+    out << fmt::format("tied parameters ({}): each trains as one tensor shared by its readers\n", tied.size());
+    for (const std::string& t : tied) out << "  " << t << "\n";
+  }
   out << "\ntraining configuration (model metadata):\n";
   bool any = false;
   for (const char* key : kConfigKeys) {

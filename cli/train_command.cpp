@@ -22,6 +22,7 @@
 #include "cli/progress.h"
 #include "converter/errors.h"
 #include "converter/import.h"
+#include "runtime/param_roles.h"
 #include "runtime/probes.h"
 #include "runtime/run_summary.h"
 #include "runtime/trainer.h"
@@ -199,6 +200,12 @@ CaseResult train_case(const ir::Model& model, const rt::TrainConfig& config, rt:
   const bool probing = !o.no_probes && !baseline;
   const auto t_train = Clock::now();
   rt::Trainer trainer(model, config, std::move(train_data), std::move(validation_data));
+  if (!o.quiet) {
+    // Eval-mode exports deduplicate identical initializers into Identity aliases: the
+    // layers reading them then train one tensor, which the user should know.
+    for (const std::string& t : rt::tied_param_notes(rt::model_params(model)))
+      std::cerr << "warning: " << model.path << ": tied parameter: " << t << "; these layers train it as one tensor\n";
+  }
   CaseResult out;
   an::Trace& trace = out.trace;
   rt::describe_run(trainer.graph(), config, trainer.train_data(), trainer.metric().name(),

@@ -2,6 +2,7 @@
 // cli/ maps each kind to the contract's exit code in one place.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -33,6 +34,12 @@ struct ShapeError : Error {
 };
 struct DataError : Error {
   explicit DataError(const std::string& m) : Error(ErrorKind::kData, m) {}
+};
+// An index (e.g. a token id into an embedding table) outside what the op can address:
+// carries the value, so the trainer can name the data cell that holds it.
+struct IndexRangeError : DataError {
+  IndexRangeError(const std::string& m, int64_t v) : DataError(m), value(v) {}
+  int64_t value;
 };
 struct ConfigError : Error {
   explicit ConfigError(const std::string& m) : Error(ErrorKind::kConfig, m) {}

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <set>
 #include <sstream>
 
@@ -229,105 +228,6 @@ std::string set_layer_activation(ir::Model& model, const std::vector<std::string
   std::string change = prefix + old + " -> " + op_type;
   if (n.attrs.count("alpha")) change += " (alpha " + number(n.attrs["alpha"].f) + ")";
   return change;
-}
-
-namespace {
-
-// How an initializer is re-initialised, from the node that reads it.
-struct Role {
-  enum Kind { kWeight, kZeros, kOnes } kind = kZeros;
-  int64_t fan_in = 0, fan_out = 0;
-};
-
-int64_t int_attr(const ir::Node& n, const std::string& name, int64_t fallback) {
-  auto it = n.attrs.find(name);
-  return it == n.attrs.end() ? fallback : it->second.i;
-}
-
-// Fans of a weight for the node reading it as input `k`; kZeros for biases. Throws for
-// an initializer no Gemm, MatMul, Conv(Transpose), BatchNormalization, LSTM, GRU or RNN
-// reads, unless it is rank 1 (a bias, e.g. of MatMul + Add).
-Role role_of(const ir::Graph& g, const ir::TensorData& t, const std::string& label) {
-  const auto& d = t.dims;
-  const size_t r = d.size();
-  for (const auto& n : g.nodes) {
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      if (n.inputs[k] != t.name || !(n.domain.empty() || n.domain == "ai.onnx")) continue;
-      const std::string& op = n.op_type;
-      if (op == "BatchNormalization" && k >= 1) return {k == 1 || k == 4 ? Role::kOnes : Role::kZeros};
-      if (((op == "Gemm" || op == "Conv" || op == "ConvTranspose") && k == 2)) return {Role::kZeros};
-      if (op == "Gemm" && r == 2 && k < 2) {
-        const bool trans = int_attr(n, k == 0 ? "transA" : "transB", 0) != 0;
-        // A [M, K] or B [K, N] unless transposed: K is the fan-in.
-        const bool k_first = (k == 1) != trans;
-        return k_first ? Role{Role::kWeight, d[0], d[1]} : Role{Role::kWeight, d[1], d[0]};
-      }
-      if (op == "MatMul" && r >= 2 && k < 2) {
-        return k == 1 ? Role{Role::kWeight, d[r - 2], d[r - 1]} : Role{Role::kWeight, d[r - 1], d[r - 2]};
-      }
-      // Recurrent layers: W [D, G*H, I] and R [D, G*H, H] feed I (or H) inputs into G*H
-      // gate units; B [D, 2*G*H] and the peepholes P (LSTM input 7) are biases.
-      if (op == "LSTM" || op == "GRU" || op == "RNN") {
-        if ((k == 1 || k == 2) && r == 3) return {Role::kWeight, d[2], d[1]};
-        if (k == 3 || (op == "LSTM" && k == 7)) return {Role::kZeros};
-      }
-      if ((op == "Conv" || op == "ConvTranspose") && r >= 3 && k == 1) {
-        int64_t field = 1;
-        for (size_t i = 2; i < r; ++i) field *= d[i];
-        return {Role::kWeight, d[1] * field, d[0] * field};
-      }
-    }
-  }
-  if (r == 1) return {Role::kZeros};
-  throw ModelError(label + " is not the weight of a Gemm, MatMul, Conv or ConvTranspose node nor a bias, so it "
-                           "has no fans to re-initialise it by");
-}
-
-// FNV-1a: a portable hash, so each parameter's values depend on the seed and its name only.
-uint64_t name_hash(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-std::string dims_text(const std::vector<int64_t>& dims) {
-  std::string out = "[";
-  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
-  return out + "]";
-}
-
-}  // namespace
-
-std::string reinitialize_params(ir::Model& model, const std::vector<std::string>& param_names,
-                                const std::string& scheme, uint64_t seed) {
-  const bool glorot = scheme == "glorot_uniform";
-  if (!glorot && scheme != "he_uniform") {
-    throw ConfigError("unknown initialisation scheme '" + scheme + "' (expected glorot_uniform or he_uniform)");
-  }
-  if (param_names.empty()) throw ConfigError(source(model) + ": no parameters given to re-initialise");
-  std::vector<std::string> changes;
-  for (const auto& name : param_names) {
-    const std::string label = source(model) + ": initializer '" + name + "'";
-    auto it = model.graph.initializers.find(name);
-    if (it == model.graph.initializers.end()) throw ModelError(source(model) + ": no initializer named '" + name + "'");
-    ir::TensorData& t = it->second;
-    if (t.dtype != ir::DType::kFloat32 && t.dtype != ir::DType::kFloat64) {
-      throw ModelError(label + " is " + ir::dtype_name(t.dtype) + "; only float initializers can be re-initialised");
-    }
-    if (t.dims.empty()) throw ModelError(label + " is a scalar, neither a weight nor a bias");
-    const Role role = role_of(model.graph, t, label);
-    t.floats.assign(static_cast<size_t>(t.numel()), role.kind == Role::kOnes ? 1.0f : 0.0f);
-    if (role.kind == Role::kZeros) changes.push_back(name + " zeros");
-    if (role.kind == Role::kOnes) changes.push_back(name + " ones");
-    if (role.kind != Role::kWeight) continue;
-    const double denom = glorot ? static_cast<double>(role.fan_in + role.fan_out) : static_cast<double>(role.fan_in);
-    const double limit = denom > 0 ? std::sqrt(6.0 / denom) : 0.0;
-    std::mt19937_64 rng(seed ^ name_hash(name));
-    // 53 random bits -> [0, 1): std::uniform_real_distribution differs between libraries.
-    for (float& v : t.floats) v = static_cast<float>(limit * (2.0 * static_cast<double>(rng() >> 11) * 0x1.0p-53 - 1.0));
-    changes.push_back(name + " " + dims_text(t.dims) + " U(+-" + number(limit) + ")");
-  }
-  return scheme + ": " + join(changes);
 }
 
 }  // namespace dl::conv

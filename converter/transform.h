@@ -40,19 +40,8 @@ std::string set_layer_activation(ir::Model& model, const std::vector<std::string
                                  const std::string& op_type,
                                  float alpha = std::numeric_limits<float>::quiet_NaN());
 
-// Re-initialises float initializers: weights (rank >= 2) drawn from `scheme`
-// ("glorot_uniform": U(+-sqrt(6 / (fan_in + fan_out))), "he_uniform": U(+-sqrt(6 / fan_in)),
-// Keras' definitions), biases (rank 1, or Gemm C / Conv B) set to 0. Fans follow the first
-// node that reads the weight: Gemm B [K, N] (transB = 0) or [N, K] (transB = 1), MatMul
-// [..., K, N], Conv and ConvTranspose [M, C/group, k...] (fan_in = C/group * prod(k),
-// fan_out = M * prod(k)). BatchNormalization inputs are reset to a fresh layer's (scale and
-// variance 1, bias and mean 0). Seeded std::mt19937_64 per parameter (seed and name), so
-// the same seed gives the same values on every platform and in any order of the names.
-// Returns what changed. Throws ConfigError for an unknown scheme or no names, ModelError
-// for an unknown or non-float initializer, a scalar, or a rank >= 2 tensor that is no
-// such weight (its fans are unknown).
-std::string reinitialize_params(ir::Model& model, const std::vector<std::string>& param_names,
-                                const std::string& scheme, uint64_t seed);
+// Re-initialisation (weights by their fans, biases to zero) needs the ops' parameter
+// roles: rt::reinitialize_params in runtime/param_roles.h.
 
 // Writes `model` as an ONNX file (to a temporary name, then renamed): nodes with their
 // attributes, initializers (float64 ones as float64), graph inputs and outputs with their

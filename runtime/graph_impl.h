@@ -20,9 +20,8 @@ DType runtime_dtype(ir::DType t, const std::string& what);
 // An initializer as a runtime tensor (float64 narrowed to float32, int32/bool widened).
 Tensor tensor_from(const ir::TensorData& d);
 
-// Trainable parameters, as Keras would have them: the float initializers a
-// parameterised op (Gemm, Conv, MatMul, BatchNormalization) reads through a
-// differentiable input, and biases added right after one (MatMul + Add, Conv + Add).
+// Trainable parameters, as the ops that read them say (runtime/param_roles.h): weights,
+// embeddings, biases and scales, and biases added right after a node with one.
 // `ops` holds one op per node of `g`, in the same order.
 std::set<std::string> trainable_initializers(const ir::Graph& g, const std::vector<std::unique_ptr<Op>>& ops);
 

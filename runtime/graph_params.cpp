@@ -6,6 +6,7 @@
 #include "converter/errors.h"
 #include "runtime/graph.h"
 #include "runtime/graph_impl.h"
+#include "runtime/param_roles.h"
 
 namespace dl::rt {
 namespace graph_detail {
@@ -33,44 +34,8 @@ Tensor tensor_from(const ir::TensorData& d) {
 
 std::set<std::string> trainable_initializers(const ir::Graph& g, const std::vector<std::unique_ptr<Op>>& ops) {
   std::set<std::string> out;
-  std::map<std::string, size_t> producer;
-  for (size_t k = 0; k < g.nodes.size(); ++k)
-    for (const std::string& o : g.nodes[k].outputs) producer[o] = k;
-  // The float initializer a value is (or is a reshaped/transposed view of: exporters
-  // sometimes put a Transpose or Reshape between a weight and its MatMul).
-  std::map<std::string, std::string> source;
-  for (const auto& [name, data] : g.initializers)
-    if (data.dtype == ir::DType::kFloat32 || data.dtype == ir::DType::kFloat64) source[name] = name;
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    const ir::Node& n = g.nodes[k];
-    if (ops[k]->traits().role != OpTraits::Role::kShape || n.inputs.empty()) continue;
-    auto it = source.find(n.inputs[0]);
-    if (it != source.end())
-      for (const std::string& o : n.outputs) source[o] = it->second;
-  }
-  auto init_of = [&](const std::string& value) -> const std::string* {
-    auto it = source.find(value);
-    return it == source.end() ? nullptr : &it->second;
-  };
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    const ir::Node& n = g.nodes[k];
-    const OpTraits t = ops[k]->traits();
-    if (t.role == OpTraits::Role::kParameterized) {
-      for (size_t i = 0; i < n.inputs.size(); ++i)
-        if (const std::string* init = init_of(n.inputs[i]))
-          if (ops[k]->trainable_input(i)) out.insert(*init);
-    } else if (t.role == OpTraits::Role::kElementwise && t.linear) {
-      bool after_parameterized = false;
-      for (const std::string& in : n.inputs) {
-        auto p = producer.find(in);
-        if (p != producer.end() && ops[p->second]->traits().role == OpTraits::Role::kParameterized)
-          after_parameterized = true;
-      }
-      if (after_parameterized)
-        for (const std::string& in : n.inputs)
-          if (const std::string* init = init_of(in)) out.insert(*init);
-    }
-  }
+  for (const auto& [name, p] : model_params(g, ops))
+    if (p.trainable()) out.insert(name);
   return out;
 }
 

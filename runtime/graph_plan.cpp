@@ -150,6 +150,7 @@ void ExecutionGraph::plan(const GraphOptions& options) {
         step.inputs.push_back(-1);
         ic.in.push_back(nullptr);
         ic.known.push_back(true);
+        ic.param.push_back(false);
         continue;
       }
       auto it = slots_.find(name);
@@ -158,6 +159,7 @@ void ExecutionGraph::plan(const GraphOptions& options) {
       step.inputs.push_back(it->second);
       ic.in.push_back(slot_ptr_[it->second]);
       ic.known.push_back(known[it->second]);
+      ic.param.push_back(is_param_source[it->second]);
       all_known = all_known && known[it->second];
     }
     for (const std::string& name : node.outputs) {

@@ -50,6 +50,36 @@ inline OpTraits linear_layer_traits() {
   return t;
 }
 
+// What an initializer read through one of an op's inputs is to the op (mlpack 4's
+// layers expose their weights the same way): the op decides, never a table elsewhere.
+// Trainable kinds are optimised by gradient; running statistics are model state the op
+// updates itself. fan_in/fan_out are set for weights and embeddings (Keras' definitions
+// for glorot/he initialisation); a fresh layer sets biases and running means to 0,
+// scales and running variances to 1.
+struct ParamRole {
+  enum class Kind { kNone, kWeight, kEmbedding, kBias, kScale, kRunningMean, kRunningVar };
+  Kind kind = Kind::kNone;
+  int64_t fan_in = 0, fan_out = 0;
+  bool trainable() const {
+    return kind == Kind::kWeight || kind == Kind::kEmbedding || kind == Kind::kBias || kind == Kind::kScale;
+  }
+  bool has_fans() const { return kind == Kind::kWeight || kind == Kind::kEmbedding; }
+};
+const char* param_kind_name(ParamRole::Kind k);  // "weight", "embedding", "running variance", ...
+
+inline ParamRole weight_role(int64_t fan_in, int64_t fan_out) {
+  ParamRole r;
+  r.kind = ParamRole::Kind::kWeight;
+  r.fan_in = fan_in;
+  r.fan_out = fan_out;
+  return r;
+}
+inline ParamRole param_role_of(ParamRole::Kind kind) {
+  ParamRole r;
+  r.kind = kind;
+  return r;
+}
+
 // Plan-time view of one node: input shapes and dtypes always, values where known
 // (constants, shape computations). The op declares its outputs with Tensor::plan()
 // (no storage yet: the graph checks the memory budget first). An op that can compute
@@ -57,6 +87,7 @@ inline OpTraits linear_layer_traits() {
 struct InferCtx {
   std::vector<const Tensor*> in;  // nullptr for an omitted optional input
   std::vector<bool> known;        // in[i]'s values are valid at plan time
+  std::vector<bool> param;        // in[i] is a trainable parameter (empty: none is)
   std::vector<Tensor*> out;       // nullptr for an omitted optional output
   std::vector<bool> out_known;    // set by ops such as Shape
   bool training = false;
@@ -131,11 +162,9 @@ class Op {
   virtual bool reports_input() const { return false; }
   // Whether a gradient can flow into input i (false for indices, shapes, BN running stats).
   virtual bool differentiable_input(size_t i) const { (void)i; return true; }
-  // Whether an initializer read as input i of a parameterised op is a trainable weight.
-  // Default: any differentiable input; LSTM/GRU/RNN say no for their initial states
-  // (state, not weights: a fixed-batch export folds torch's zeros into an initializer),
-  // which still get a gradient when computed by other nodes.
-  virtual bool trainable_input(size_t i) const { return differentiable_input(i); }
+  // What an initializer of `shape` read as input i is to this op (kNone: a constant).
+  // Needs only the node's attributes, not infer(): parameters are decided before planning.
+  virtual ParamRole param_role(size_t i, const Shape& shape) const { (void)i; (void)shape; return {}; }
   // Output depends on a random stream in training mode (Dropout): never folded.
   virtual bool stochastic() const { return false; }
 
@@ -154,6 +183,9 @@ struct OpSample {
   std::vector<Tensor> inputs;
   // Inputs the checker differentiates (others are indices, shapes, constants).
   std::vector<bool> check_grad;
+  // Outputs the checker sends a gradient into (empty: output 0 only, as the extra
+  // outputs of most ops, e.g. BN's running statistics, are not differentiable).
+  std::vector<bool> grad_outputs;
   bool training = false;
 };
 

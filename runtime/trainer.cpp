@@ -6,6 +6,26 @@
 #include "converter/errors.h"
 
 namespace dl::rt {
+namespace {
+
+// Runs the forward pass; an id outside an op's range (an embedding table) becomes a
+// DataError naming the first data cell of the batch that holds it.
+void forward_batch(ExecutionGraph& g, const Dataset& data, const BatchIterator& batches, int64_t b) {
+  try {
+    g.forward();
+  } catch (const IndexRangeError& e) {
+    for (int64_t i = 0; i < batches.batch_rows(b); ++i) {
+      const int64_t r = batches.row(b, i);
+      for (int64_t c = 0; c < data.x_size; ++c)
+        if (data.x[static_cast<size_t>(r * data.x_size + c)] == static_cast<float>(e.value))
+          throw DataError(data.where(r) + (data.csv_lines ? ":" + std::to_string(c + 1) : " column " + std::to_string(c)) +
+                          ": id " + std::to_string(e.value) + " is out of range: " + e.what());
+    }
+    throw;
+  }
+}
+
+}  // namespace
 
 bool targets_are_classes(const Dataset& data) {
   for (float v : data.y)
@@ -29,6 +49,10 @@ Trainer::Trainer(const ir::Model& model, const TrainConfig& config, Dataset trai
     throw ConfigError(model_.path + ": training needs a model with exactly one data input (this one has " +
                       std::to_string(g.input_names().size()) + ")");
   if (g.params().empty()) throw ConfigError(model_.path + ": the model has no trainable parameters");
+  if (g.input(0).dtype() == DType::kInt64) {  // token ids: the data files hold them as numbers
+    check_integer_features(train_, g.input_names()[0]);
+    check_integer_features(validation_, g.input_names()[0]);
+  }
 }
 
 void Trainer::set_observer(Observer* observer) {
@@ -92,7 +116,7 @@ TrainResult Trainer::run() {
       ExecutionGraph& g = graph_for(rows);
       g.set_training(true);
       Tensor& target = targets_[rows];
-      batches.fill(b, g.input(0).f(), target.f());
+      batches.fill(b, g.input(0), target.f());
       IterationInfo info;
       info.iteration = iteration;
       info.epoch = epoch;
@@ -100,7 +124,7 @@ TrainResult Trainer::run() {
       info.batches = batches.batch_count();
       info.rows = rows;
       for (TrainListener* l : listeners_) l->on_batch_begin(info);
-      g.forward();
+      forward_batch(g, train_, batches, b);
       info.loss = loss_->compute(g.output(0), target, &g.output_grad(0));
       info.metric = metric_->compute(g.output(0), target);
       g.backward();
@@ -149,8 +173,8 @@ void Trainer::evaluate(EpochSummary& summary) {
     Observer* saved = observer_;
     g.set_observer(nullptr);  // probes record training steps only
     Tensor& target = targets_[rows];
-    batches.fill(b, g.input(0).f(), target.f());
-    g.forward();
+    batches.fill(b, g.input(0), target.f());
+    forward_batch(g, validation_, batches, b);
     loss_sum += loss_->compute(g.output(0), target, nullptr) * double(rows);
     metric_sum += metric_->compute(g.output(0), target) * double(rows);
     g.set_observer(saved);

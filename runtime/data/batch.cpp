@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -51,6 +53,41 @@ void BatchIterator::fill(int64_t b, float* x_out, float* y_out) const {
     std::memcpy(x_out + i * xs, data_.x.data() + r * xs, xs * sizeof(float));
     if (y_out) std::memcpy(y_out + i * ys, data_.y.data() + r * ys, ys * sizeof(float));
   }
+}
+
+void BatchIterator::fill(int64_t b, Tensor& x_out, float* y_out) const {
+  if (x_out.dtype() == DType::kFloat32) return fill(b, x_out.f(), y_out);
+  if (x_out.numel() != batch_rows(b) * data_.x_size)
+    throw InternalError("batch " + std::to_string(b) + ": input tensor " + shape_str(x_out.shape()) + " does not hold " +
+                        std::to_string(batch_rows(b)) + " rows of " + std::to_string(data_.x_size) + " values");
+  const int64_t rows = batch_rows(b), xs = data_.x_size;
+  int64_t* x = x_out.i();
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* src = data_.x.data() + order_[static_cast<size_t>(b * batch_size_ + i)] * xs;
+    for (int64_t k = 0; k < xs; ++k) x[i * xs + k] = static_cast<int64_t>(src[k]);
+  }
+  if (y_out) {
+    const size_t ys = static_cast<size_t>(data_.y_size);
+    for (int64_t i = 0; i < rows; ++i)
+      std::memcpy(y_out + i * ys, data_.y.data() + order_[static_cast<size_t>(b * batch_size_ + i)] * ys,
+                  ys * sizeof(float));
+  }
+}
+
+void check_integer_features(const Dataset& d, const std::string& input_name) {
+  constexpr float kExact = 16777216.0f;  // 2^24: larger floats skip integers
+  for (int64_t r = 0; r < d.n; ++r)
+    for (int64_t c = 0; c < d.x_size; ++c) {
+      const float v = d.x[static_cast<size_t>(r * d.x_size + c)];
+      if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) <= kExact) continue;
+      const std::string at = d.where(r) + (d.csv_lines ? ":" + std::to_string(c + 1) : " column " + std::to_string(c));
+      std::ostringstream value;
+      value << v;
+      throw DataError(at + ": value " + value.str() + " is not " +
+                      (std::isfinite(v) && v == std::floor(v) ? "an integer float32 holds exactly (|id| <= 2^24)"
+                                                              : "an integer") +
+                      ", but the model input '" + input_name + "' is int64 (ids or indices)");
+    }
 }
 
 }  // namespace dl::rt

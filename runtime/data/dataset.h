@@ -93,6 +93,11 @@ Dataset load_dataset(const std::string& path, const DatasetSpec& spec, const Rea
 // 0 and n raw labels).
 void encode_class_targets(Dataset& d);
 
+// For a model input of integers (int64 token ids): data files hold numbers, so every
+// feature value must be an integer that float32 holds exactly (|v| <= 2^24). Throws
+// DataError naming the file, line (or array row), column, value and `input_name`.
+void check_integer_features(const Dataset& d, const std::string& input_name);
+
 // Like Keras' validation_split: validation = the last fraction of rows (before any
 // shuffling), train = the first floor(n * (1 - fraction)) rows. Issues are re-derived
 // for each part. Throws ConfigError unless 0 <= fraction < 1 and both parts are non-empty
@@ -117,6 +122,9 @@ class BatchIterator {
   // Copies batch b's rows into caller buffers of batch_rows(b) * x_size and
   // batch_rows(b) * y_size floats (y_out may be null). No allocation.
   void fill(int64_t b, float* x_out, float* y_out) const;
+  // The same into a model input tensor of batch_rows(b) * x_size values: float32 as is,
+  // int64 (token ids) converted; the values must have passed check_integer_features.
+  void fill(int64_t b, Tensor& x_out, float* y_out) const;
 
  private:
   const Dataset& data_;

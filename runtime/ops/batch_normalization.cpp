@@ -145,6 +145,11 @@ class BatchNormalization : public Op {
     return t;
   }
   bool differentiable_input(size_t i) const override { return i < 3; }
+  ParamRole param_role(size_t i, const Shape&) const override {
+    using K = ParamRole::Kind;
+    static const K kinds[] = {K::kNone, K::kScale, K::kBias, K::kRunningMean, K::kRunningVar};
+    return param_role_of(i < 5 ? kinds[i] : K::kNone);
+  }
 
  private:
   void write_statistics(FwdCtx& ctx) {

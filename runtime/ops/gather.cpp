@@ -1,6 +1,8 @@
 // Gather (since 1, 11, 13): out = data indexed along axis by int64 indices of any rank;
 // output shape data[:axis] + indices + data[axis+1:]. Negative indices count from the
 // end; out-of-range indices throw DataError naming the node. data is float32 or int64.
+// A float initializer gathered by ids is an embedding table: a trainable parameter whose
+// gradient is the scatter-add of dy into the rows used, and the node then starts a layer.
 #include "runtime/attrs.h"
 #include "runtime/ops/shape_util.h"
 
@@ -33,6 +35,7 @@ class Gather : public Op {
     inner_ = 1;
     for (size_t d = axis + 1; d < ds.size(); ++d) inner_ *= ds[d];
     if (ctx.known.size() > 1 && ctx.known[1]) check_indices(idx);  // fail at plan time when we can
+    embedding_ = !ctx.param.empty() && ctx.param[0];
     ctx.out[0]->plan(data.dtype(), std::move(out));
   }
 
@@ -60,10 +63,23 @@ class Gather : public Op {
 
   OpTraits traits() const override {
     OpTraits t;
+    t.role = embedding_ ? OpTraits::Role::kParameterized : OpTraits::Role::kOther;
     t.linear = true;
     return t;
   }
   bool differentiable_input(size_t i) const override { return i == 0; }
+  // Keras' Embedding fans: the rows (ids) in, the row width out.
+  ParamRole param_role(size_t i, const Shape& s) const override {
+    if (i != 0 || s.empty()) return {};
+    const int64_t r = static_cast<int64_t>(s.size());
+    if (axis_attr_ < -r || axis_attr_ >= r) return {};
+    const int64_t rows = s[static_cast<size_t>(axis_attr_ < 0 ? axis_attr_ + r : axis_attr_)];
+    ParamRole role;
+    role.kind = ParamRole::Kind::kEmbedding;
+    role.fan_in = rows;
+    role.fan_out = rows > 0 ? shape_numel(s) / rows : 0;
+    return role;
+  }
 
  private:
   int64_t wrap(int64_t k) const { return k < 0 ? k + axis_dim_ : k; }
@@ -72,12 +88,13 @@ class Gather : public Op {
     for (int64_t j = 0; j < idx.numel(); ++j) {
       const int64_t k = idx.i()[j];
       if (k < -axis_dim_ || k >= axis_dim_)
-        throw DataError(where() + ": index " + std::to_string(k) + " (element " + std::to_string(j) +
-                        " of indices) is out of range for axis size " + std::to_string(axis_dim_));
+        throw IndexRangeError(where() + ": index " + std::to_string(k) + " (element " + std::to_string(j) +
+                        " of indices) is out of range for axis size " + std::to_string(axis_dim_), k);
     }
   }
 
   int64_t axis_attr_ = 0;
+  bool embedding_ = false;  // data is a trainable parameter (infer)
   int64_t outer_ = 1, axis_dim_ = 0, inner_ = 1;
 };
 

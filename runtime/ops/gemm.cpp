@@ -98,6 +98,13 @@ class Gemm : public Op {
   }
 
   OpTraits traits() const override { return linear_layer_traits(); }
+  // A [M, K] or B [K, N] unless transposed: K is the fan-in.
+  ParamRole param_role(size_t i, const Shape& s) const override {
+    if (i == 2) return param_role_of(ParamRole::Kind::kBias);
+    if (i > 1 || s.size() != 2) return {};
+    const bool k_first = (i == 1) != (i == 0 ? trans_a_ : trans_b_);
+    return k_first ? weight_role(s[0], s[1]) : weight_role(s[1], s[0]);
+  }
 
  private:
   // op(A) (M x K) and op(B) (K x N) over the stored row-major buffers.

@@ -103,6 +103,13 @@ class MatMul : public Op {
   }
 
   OpTraits traits() const override { return linear_layer_traits(); }
+  // B [..., K, N] (A [..., M, K]): K is the fan-in; a 1-D B [K] is one output unit.
+  ParamRole param_role(size_t i, const Shape& s) const override {
+    const size_t r = s.size();
+    if (i > 1 || r == 0) return {};
+    if (r == 1) return i == 1 ? weight_role(s[0], 1) : weight_role(1, s[0]);
+    return i == 1 ? weight_role(s[r - 2], s[r - 1]) : weight_role(s[r - 1], s[r - 2]);
+  }
 
  private:
   int64_t m_ = 0, k_ = 0, n_ = 0;

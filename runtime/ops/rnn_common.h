@@ -88,8 +88,14 @@ class RnnOp : public Op {
   OpTraits traits() const override;
   // sequence_lens is an index, not differentiable.
   bool differentiable_input(size_t i) const override { return i != 4; }
-  // W, R, B and LSTM's peepholes P; not the initial states (runtime/op.h).
-  bool trainable_input(size_t i) const override { return (i >= 1 && i <= 3) || i == 7; }
+  // W [D, G*H, I] and R [D, G*H, H] feed I (or H) inputs into G*H gate units; B and
+  // LSTM's peepholes P are biases; the initial states are state, not parameters (a
+  // fixed-batch export folds torch's zero h0 into an initializer, which must not train).
+  ParamRole param_role(size_t i, const Shape& s) const override {
+    if ((i == 1 || i == 2) && s.size() == 3) return weight_role(s[2], s[1]);
+    if (i == 3 || i == 7) return param_role_of(ParamRole::Kind::kBias);
+    return {};
+  }
 
  protected:
   struct Dir {  // one direction's view of the inputs and its slices of the buffers

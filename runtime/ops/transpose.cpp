@@ -2,6 +2,7 @@
 // reversed axes.
 #include "runtime/attrs.h"
 #include "runtime/ops/shape_util.h"
+#include "runtime/ops/strided.h"
 
 namespace dl::rt {
 namespace {
@@ -28,76 +29,34 @@ class Transpose : public Op {
     std::vector<bool> seen(r, false);
     Shape in_strides(r, 1);
     for (size_t k = r; k-- > 1;) in_strides[k - 1] = in_strides[k] * in[k];
-    out_dims_.assign(r, 0);
-    strides_.assign(r, 0);
+    Shape out_dims(r, 0);
+    std::vector<int64_t> strides(r, 0);  // input stride of each output axis
     for (size_t k = 0; k < r; ++k) {
       const int64_t p = perm[k];
       if (p < 0 || p >= static_cast<int64_t>(r) || seen[static_cast<size_t>(p)])
         throw ShapeError(where() + ": perm " + shape_str(perm) + " is not a permutation of the input's " +
                          std::to_string(r) + " axes");
       seen[static_cast<size_t>(p)] = true;
-      out_dims_[k] = in[static_cast<size_t>(p)];
-      strides_[k] = in_strides[static_cast<size_t>(p)];
+      out_dims[k] = in[static_cast<size_t>(p)];
+      strides[k] = in_strides[static_cast<size_t>(p)];
     }
-    counter_.assign(r, 0);
-    ctx.out[0]->plan(ctx.in[0]->dtype(), out_dims_);
+    walk_.set(out_dims, strides);
+    ctx.out[0]->plan(ctx.in[0]->dtype(), out_dims);
   }
 
-  void forward(FwdCtx& ctx) override {
-    const Tensor& x = *ctx.in[0];
-    Tensor& y = *ctx.out[0];
-    if (x.dtype() == DType::kFloat32) {
-      const float* src = x.f();
-      float* dst = y.f();
-      walk([&](int64_t o, int64_t i) { dst[o] = src[i]; });
-    } else {
-      const int64_t* src = x.i();
-      int64_t* dst = y.i();
-      walk([&](int64_t o, int64_t i) { dst[o] = src[i]; });
-    }
-  }
+  void forward(FwdCtx& ctx) override { walk_.gather(*ctx.in[0], *ctx.out[0]); }
 
   void backward(BwdCtx& ctx) override {
     if (!ctx.din[0] || !ctx.dout[0]) return;
-    const float* dy = ctx.dout[0]->f();
-    float* dx = ctx.din[0]->f();
-    walk([&](int64_t o, int64_t i) { dx[i] += dy[o]; });
+    walk_.scatter_add(ctx.dout[0]->f(), ctx.din[0]->f());
   }
 
   OpTraits traits() const override { return shape_traits(); }
 
  private:
-  // Calls f(output offset, input offset) for every element in output order: an
-  // odometer over the outer output axes, a strided run over the innermost one.
-  template <class F>
-  void walk(F f) {
-    const size_t r = out_dims_.size();
-    int64_t total = 1;
-    for (int64_t d : out_dims_) total *= d;
-    if (total == 0) return;
-    if (r == 0) {
-      f(0, 0);
-      return;
-    }
-    std::fill(counter_.begin(), counter_.end(), 0);
-    const int64_t inner = out_dims_[r - 1], inner_stride = strides_[r - 1];
-    int64_t base = 0;
-    for (int64_t o = 0; o < total; o += inner) {
-      for (int64_t k = 0; k < inner; ++k) f(o + k, base + k * inner_stride);
-      for (size_t ax = r - 1; ax-- > 0;) {  // advance the outer odometer
-        base += strides_[ax];
-        if (++counter_[ax] < out_dims_[ax]) break;
-        base -= strides_[ax] * out_dims_[ax];
-        counter_[ax] = 0;
-      }
-    }
-  }
-
   bool has_perm_ = false;
   std::vector<int64_t> perm_;
-  Shape out_dims_;
-  std::vector<int64_t> strides_;  // input stride of each output axis
-  std::vector<int64_t> counter_;
+  StridedWalk walk_;
 };
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<Transpose>(node); }

@@ -157,6 +157,12 @@ mlp("two_inputs.onnx", nodes=[
     inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4]),
             helper.make_tensor_value_info("x2", TensorProto.FLOAT, ["N", 3])])
 mlp("good.onnx", check=True)
+# int64 token ids [N, 4] -> embedding table E [6, 3] (Gather) -> mean over the sequence.
+mlp("embedding_ids.onnx", check=True,
+    init=[numpy_helper.from_array((np.arange(18, dtype=np.float32).reshape(6, 3) - 9) / 10, "E")],
+    nodes=[helper.make_node("Gather", ["E", "x"], ["e"], name="emb"),
+           helper.make_node("ReduceMean", ["e"], ["y"], name="pool", axes=[1], keepdims=0)],
+    inputs=[helper.make_tensor_value_info("x", TensorProto.INT64, ["N", 4])])
 
 # --- data files (for good.onnx: 4 features, 3 targets) ---
 write("good.csv", "a,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n5,6,7,8,1,0,0\n", "w")
@@ -173,6 +179,8 @@ write("feature_mismatch.csv", "a,b,c,t1,t2,t3\n1,2,3,0,1,0\n", "w")
 write("semicolons.csv", "a;b;c;d;t1;t2;t3\n1;2;3;4;0;1;0\n", "w")
 write("blank_line.csv", "a,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n\n5,6,7,8,1,0,0\n", "w")
 write("unterminated_quote.csv", 'a,b,c,d,t1,t2,t3\n1,2,"3,4,0,1,0\n', "w")
+write("ids_fractional.csv", "a,b,c,d,t1,t2,t3\n0,1,2,3,0,1,0\n5,1.5,2,0,1,0,0\n", "w")
+write("ids_out_of_table.csv", "a,b,c,d,t1,t2,t3\n0,1,2,3,0,1,0\n5,1,9,0,1,0,0\n", "w")
 write("labels_out_of_range.csv", "a,b,c,d,label\n1,2,3,4,0\n5,6,7,8,3\n", "w")
 write("npy_bad_magic.npy", b"\x93NUMPX\x01\x00" + b"\x00" * 32)
 good_npy = path("tmp.npy")

@@ -9,6 +9,7 @@
 #include "converter/errors.h"
 #include "converter/import.h"
 #include "converter/transform.h"
+#include "runtime/param_roles.h"
 #include "tests/unit/transform_fixtures.h"
 
 using namespace dl;
@@ -155,7 +156,7 @@ TEST_CASE("transform: export of an edited model imports back and runs the same")
   m.ir_version = 3;  // an old file upgraded to opset 13: written with a version that allows it
   conv::set_layer_activation(m, {"fc1"}, "Tanh");
   conv::set_layer_activation(m, {"fc2"}, "Softmax");
-  conv::reinitialize_params(m, {"W1", "b1"}, "glorot_uniform", 3);
+  rt::reinitialize_params(m, {"W1", "b1"}, "glorot_uniform", 3);
   const std::string path = dir.file("edited.onnx");
   conv::save_model(m, path);
   const ir::Model back = conv::import_model(path);
@@ -201,14 +202,14 @@ TEST_CASE("transform: benchmark models repaired, exported, imported back and run
       {"so_48385830_buggy", [](ir::Model& m) { conv::set_layer_activation(m, {"/0/Gemm"}, "Relu"); }},
       {"zero_init_buggy",
        [](ir::Model& m) {
-         conv::reinitialize_params(m, {"0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"},
+         rt::reinitialize_params(m, {"0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"},
                                    "glorot_uniform", 1);
        }},
       {"healthy_digits_cnn",
        [](ir::Model& m) {
          conv::set_layer_activation(m, {"/0/Conv", "/1/Relu", "/2/MaxPool"}, "Elu");
          conv::set_layer_activation(m, {"/9/Gemm", "/10/Softmax"}, "Identity");
-         conv::reinitialize_params(m, {"0.weight", "3.weight", "7.weight"}, "he_uniform", 2);
+         rt::reinitialize_params(m, {"0.weight", "3.weight", "7.weight"}, "he_uniform", 2);
        }},
       {"dead_relu_bias_buggy", [](ir::Model& m) {
          for (const auto& n : std::vector<ir::Node>(m.graph.nodes))

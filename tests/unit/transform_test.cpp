@@ -10,6 +10,7 @@
 #include "converter/errors.h"
 #include "converter/import.h"
 #include "converter/transform.h"
+#include "runtime/param_roles.h"
 #include "tests/unit/transform_fixtures.h"
 
 using namespace dl;
@@ -117,7 +118,7 @@ TEST_CASE("transform: re-initialisation follows each weight's fans") {
   m.graph.nodes.push_back(node("conv", "Conv", {"img", "K"}, {"c"}, 11));
   m.graph.nodes.push_back(node("mm", "MatMul", {"v", "M"}, {"mv"}, 13));
   const std::vector<std::string> names = {"W1", "b1", "W2", "K", "M"};
-  const std::string change = conv::reinitialize_params(m, names, "glorot_uniform", 7);
+  const std::string change = rt::reinitialize_params(m, names, "glorot_uniform", 7);
   CHECK(change.find("glorot_uniform: W1 [3, 2] U(+-1.09545)") == 0);
   CHECK(change.find("b1 zeros") != std::string::npos);
   auto check_range = [&](const std::string& name, double limit) {
@@ -137,7 +138,7 @@ TEST_CASE("transform: re-initialisation follows each weight's fans") {
   ir::Model he = mlp();
   he.graph.initializers = m.graph.initializers;
   he.graph.nodes = m.graph.nodes;
-  conv::reinitialize_params(he, {"W1", "W2", "K", "M"}, "he_uniform", 7);
+  rt::reinitialize_params(he, {"W1", "W2", "K", "M"}, "he_uniform", 7);
   auto check_he = [&](const std::string& name, double limit) {
     INFO(name);
     const auto& v = he.graph.initializers.at(name).floats;
@@ -153,33 +154,33 @@ TEST_CASE("transform: re-initialisation follows each weight's fans") {
 
   // Same seed, same values, in any order of the names; another seed, other values.
   ir::Model again = m;
-  conv::reinitialize_params(again, {"M", "W1"}, "glorot_uniform", 7);
+  rt::reinitialize_params(again, {"M", "W1"}, "glorot_uniform", 7);
   CHECK(again.graph.initializers.at("W1").floats == m.graph.initializers.at("W1").floats);
   CHECK(again.graph.initializers.at("M").floats == m.graph.initializers.at("M").floats);
-  conv::reinitialize_params(again, {"W1"}, "glorot_uniform", 8);
+  rt::reinitialize_params(again, {"W1"}, "glorot_uniform", 8);
   CHECK(again.graph.initializers.at("W1").floats != m.graph.initializers.at("W1").floats);
 }
 
 TEST_CASE("transform: re-initialisation errors") {
   ir::Model m = mlp();
-  CHECK_THROWS_WITH_AS(conv::reinitialize_params(m, {"nope"}, "he_uniform", 1),
+  CHECK_THROWS_WITH_AS(rt::reinitialize_params(m, {"nope"}, "he_uniform", 1),
                        doctest::Contains("no initializer named 'nope'"), ModelError);
   m.graph.initializers["shape"] = ir::TensorData{"shape", ir::DType::kInt64, {2}, {}, {1, 2}};
-  CHECK_THROWS_WITH_AS(conv::reinitialize_params(m, {"shape"}, "he_uniform", 1),
+  CHECK_THROWS_WITH_AS(rt::reinitialize_params(m, {"shape"}, "he_uniform", 1),
                        doctest::Contains("'shape' is int64"), ModelError);
   m.graph.initializers["s"] = floats("s", {}, {1});
-  CHECK_THROWS_AS(conv::reinitialize_params(m, {"s"}, "he_uniform", 1), ModelError);
+  CHECK_THROWS_AS(rt::reinitialize_params(m, {"s"}, "he_uniform", 1), ModelError);
   m.graph.initializers["scale"] = floats("scale", {2, 2}, {1, 1, 1, 1});
   m.graph.nodes.push_back(node("mul", "Mul", {"y", "scale"}, {"z"}, 14));
-  CHECK_THROWS_WITH_AS(conv::reinitialize_params(m, {"scale"}, "he_uniform", 1),
+  CHECK_THROWS_WITH_AS(rt::reinitialize_params(m, {"scale"}, "he_uniform", 1),
                        doctest::Contains("not the weight"), ModelError);
-  CHECK_THROWS_AS(conv::reinitialize_params(m, {"W1"}, "lecun_normal", 1), ConfigError);
-  CHECK_THROWS_AS(conv::reinitialize_params(m, {}, "he_uniform", 1), ConfigError);
+  CHECK_THROWS_AS(rt::reinitialize_params(m, {"W1"}, "lecun_normal", 1), ConfigError);
+  CHECK_THROWS_AS(rt::reinitialize_params(m, {}, "he_uniform", 1), ConfigError);
 }
 
 TEST_CASE("transform: zero_init_buggy re-initialised runs, with distinct hidden units") {
   ir::Model m = conv::import_model(kBenchmark + "zero_init_buggy/model.onnx");
-  conv::reinitialize_params(m, {"0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"},
+  rt::reinitialize_params(m, {"0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"},
                             "he_uniform", 23);
   const auto& w = m.graph.initializers.at("2.weight").floats;
   CHECK(std::count(w.begin(), w.end(), 0.f) == 0);

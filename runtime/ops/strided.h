@@ -1,0 +1,82 @@
+// An affine walk over a strided view of a tensor: output element o (row-major over
+// `dims`) reads input element base + sum_k idx_k * strides[k]. Transpose (permuted
+// strides), Slice (start offset, step strides), Expand (stride 0 on broadcast axes) and
+// Tile (each axis split into (repeat, size) with the repeat's stride 0) are all such
+// views, so their forward is a copy along the walk and their backward a scatter-add.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/ops/shape_util.h"
+
+namespace dl::rt {
+
+class StridedWalk {
+ public:
+  // Sizes the view once (planning); strides.size() == dims.size().
+  void set(std::vector<int64_t> dims, std::vector<int64_t> strides, int64_t base = 0) {
+    dims_ = std::move(dims);
+    strides_ = std::move(strides);
+    base_ = base;
+    counter_.assign(dims_.size(), 0);
+    total_ = 1;
+    for (int64_t d : dims_) total_ *= d;
+  }
+
+  // Calls f(output offset, input offset) for every element in output order: an odometer
+  // over the outer axes, a strided run over the innermost one.
+  template <class F>
+  void walk(F f) {
+    const size_t r = dims_.size();
+    if (total_ == 0) return;
+    if (r == 0) {
+      f(int64_t{0}, base_);
+      return;
+    }
+    std::fill(counter_.begin(), counter_.end(), 0);
+    const int64_t inner = dims_[r - 1], inner_stride = strides_[r - 1];
+    int64_t at = base_;
+    for (int64_t o = 0; o < total_; o += inner) {
+      for (int64_t k = 0; k < inner; ++k) f(o + k, at + k * inner_stride);
+      for (size_t ax = r - 1; ax-- > 0;) {
+        at += strides_[ax];
+        if (++counter_[ax] < dims_[ax]) break;
+        at -= strides_[ax] * dims_[ax];
+        counter_[ax] = 0;
+      }
+    }
+  }
+
+  // y[o] = x[view(o)] for float32 or int64 tensors of the same dtype.
+  void gather(const Tensor& x, Tensor& y) {
+    if (x.dtype() == DType::kFloat32) {
+      const float* src = x.f();
+      float* dst = y.f();
+      walk([&](int64_t o, int64_t i) { dst[o] = src[i]; });
+    } else {
+      const int64_t* src = x.i();
+      int64_t* dst = y.i();
+      walk([&](int64_t o, int64_t i) { dst[o] = src[i]; });
+    }
+  }
+
+  // dx[view(o)] += dy[o]: the gradient of gather().
+  void scatter_add(const float* dy, float* dx) {
+    walk([&](int64_t o, int64_t i) { dx[i] += dy[o]; });
+  }
+
+ private:
+  std::vector<int64_t> dims_, strides_, counter_;
+  int64_t base_ = 0, total_ = 0;
+};
+
+// Row-major strides of a shape.
+inline std::vector<int64_t> row_major_strides(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t k = s.size(); k-- > 1;) st[k - 1] = st[k] * s[k];
+  return st;
+}
+
+}  // namespace dl::rt

@@ -4,7 +4,6 @@
 // gradients; int64 forward (12+ allows integer types). Missing bounds are +-infinity
 // rather than the spec's +-FLT_MAX so an overflowed inf stays visible to the analysis.
 // When lo > hi every output is hi, as the spec requires.
-#include <cmath>
 #include <limits>
 
 #include "converter/errors.h"
@@ -38,10 +37,6 @@ class ClipOp : public Op {
       // Bounds known at plan time make the traits exact (ReLU6 is Clip(0, 6)).
       if (k < ctx.known.size() && ctx.known[k]) (k == 1 ? lo_ : hi_) = static_cast<float>(ctx.in[k]->at(0));
     }
-    // Constant bounds must satisfy the spec's min <= max (else every output would be max).
-    if (std::isnan(lo_) || std::isnan(hi_) || lo_ > hi_)
-      throw ModelError(where() + ": bound 'min' (" + attr_number(lo_) + ") must not be NaN or greater than 'max' (" +
-                       attr_number(hi_) + ")");
     ctx.out[0]->plan(x.dtype(), x.shape());
   }
 
@@ -117,8 +112,6 @@ std::unique_ptr<Op> make(const ir::Node& node) {
   if (!inputs) {
     lo = attrs.f("min", -kInf);
     hi = attrs.f("max", kInf);
-    if (std::isnan(lo) || std::isnan(hi) || lo > hi)
-      attrs.fail("min", "(" + attr_number(lo) + ") must not be NaN or greater than 'max' (" + attr_number(hi) + ")");
   }
   attrs.finish();
   return std::make_unique<ClipOp>(node, inputs, lo, hi);

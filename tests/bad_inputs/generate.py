@@ -197,9 +197,6 @@ mlp("dropout_ratio_1_5.onnx", init=[W0, B0, numpy_helper.from_array(np.array(1.5
     GEMM, helper.make_node("Dropout", ["h", "ratio"], ["y"], name="drop")])
 mlp("leaky_relu_alpha_inf.onnx", nodes=[GEMM, helper.make_node("LeakyRelu", ["h"], ["y"], name="act", alpha=float("inf"))])
 mlp("elu_alpha_nan.onnx", nodes=[GEMM, helper.make_node("Elu", ["h"], ["y"], name="act", alpha=float("nan"))])
-mlp("clip_min_over_max.onnx", init=[W0, B0, numpy_helper.from_array(np.array(2.0, np.float32), "lo"),
-                                    numpy_helper.from_array(np.array(1.0, np.float32), "hi")], nodes=[
-    GEMM, helper.make_node("Clip", ["h", "lo", "hi"], ["y"], name="clip")])
 BN_INIT = [numpy_helper.from_array(np.ones(3, np.float32), "s"), numpy_helper.from_array(np.zeros(3, np.float32), "o"),
            numpy_helper.from_array(np.zeros(3, np.float32), "m"), numpy_helper.from_array(np.ones(3, np.float32), "v")]
 mlp("batchnorm_epsilon_0.onnx", init=[W0, B0] + BN_INIT, nodes=[

@@ -1,8 +1,23 @@
 #include "analysis/trace.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 namespace dl::an {
+
+std::string label_issue_text(const LabelIssueRecord& r, int64_t classes) {
+  char value[32];
+  std::snprintf(value, sizeof value, "%.9g", r.value);
+  std::string problem;
+  if (std::isnan(r.value))
+    problem = "class id nan is not a number";
+  else if (!std::isfinite(r.value) || r.value != std::floor(r.value))
+    problem = std::string("class id ") + value + " is not an integer";
+  else
+    problem = std::string("class id ") + value + " is outside 0.." + std::to_string(classes - 1);
+  return r.location + ": " + problem;
+}
 
 const char* probe_kind_name(ProbeKind k) {
   switch (k) {

@@ -84,6 +84,17 @@ struct ColumnSummary {
   int64_t nan = 0, inf = 0;
 };
 
+// An invalid class id in the training data (one-hot or sparse targets): where it is and
+// its value. The rule words the problem (not an integer, outside 0..C-1) from these.
+struct LabelIssueRecord {
+  std::string location;  // "data.csv:12", "data.npz row 12"
+  double value = 0;      // the label as read (NaN or infinite possible)
+  bool operator==(const LabelIssueRecord& o) const { return location == o.location && value == o.value; }
+};
+
+// "data.csv:12: class id 3 is outside 0..2" (ids of `classes` classes), for reports.
+std::string label_issue_text(const LabelIssueRecord& issue, int64_t classes);
+
 struct DataSummary {
   std::string source;
   int64_t rows = 0;
@@ -94,7 +105,7 @@ struct DataSummary {
   int64_t classes = 0;          // output width when targets are class ids / one-hot
   bool targets_are_classes = false;
   bool targets_integer = false;
-  std::vector<std::string> label_issues;  // "line 12: class id 3 is outside 0..2"
+  std::vector<LabelIssueRecord> label_issues;  // the first few (label_issue_count is complete)
   int64_t label_issue_count = 0;
 };
 

@@ -44,6 +44,7 @@ class Fields {
   }
   std::string at(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
 
+  bool has(const char* key) const { return j_.find(key) != j_.end(); }
   const json& get(const char* key) const {
     auto it = j_.find(key);
     if (it == j_.end()) fail(at(key), "missing");
@@ -137,6 +138,39 @@ std::vector<ColumnSummary> columns(const Fields& f, const char* key) {
   return out;
 }
 
+// "label_issue_records" holds the typed issues; "label_issues" the same as sentences, for
+// readers from before the records (the key is required there). Nothing reads the
+// sentences back.
+json label_issue_records(const DataSummary& d) {
+  json out = json::array();
+  for (const LabelIssueRecord& r : d.label_issues) out.push_back({{"location", r.location}, {"value", number(r.value)}});
+  return out;
+}
+
+json label_issue_sentences(const DataSummary& d) {
+  json out = json::array();
+  for (const LabelIssueRecord& r : d.label_issues) out.push_back(label_issue_text(r, d.classes));
+  return out;
+}
+
+std::vector<LabelIssueRecord> decode_label_issues(const Fields& f) {
+  std::vector<LabelIssueRecord> out;
+  if (!f.has("label_issue_records")) {
+    // Older traces list the issues as sentences only; their values are not parsed back.
+    if (!f.strings("label_issues").empty())
+      f.fail(f.at("label_issues"), "this trace, from an older deeplocalize, lists its invalid labels as text only "
+                                   "(no label_issue_records): train again with --trace to analyse it");
+    return out;
+  }
+  const size_t n = f.array("label_issue_records").size();
+  out.reserve(n);
+  for (size_t k = 0; k < n; ++k) {
+    const Fields e = f.element("label_issue_records", k);
+    out.push_back({e.str("location"), e.num("value")});
+  }
+  return out;
+}
+
 json encode_data(const DataSummary& d) {
   json feature_columns = json::array(), target_columns = json::array();
   for (const ColumnSummary& c : d.feature_columns) feature_columns.push_back(column(c));
@@ -145,7 +179,8 @@ json encode_data(const DataSummary& d) {
           {"feature_columns", feature_columns}, {"all_features", column(d.all_features)},
           {"target_columns", target_columns}, {"classes", d.classes},
           {"targets_are_classes", d.targets_are_classes}, {"targets_integer", d.targets_integer},
-          {"label_issues", d.label_issues}, {"label_issue_count", d.label_issue_count}};
+          {"label_issues", label_issue_sentences(d)}, {"label_issue_records", label_issue_records(d)},
+          {"label_issue_count", d.label_issue_count}};
 }
 
 DataSummary decode_data(const Fields& f) {
@@ -159,7 +194,7 @@ DataSummary decode_data(const Fields& f) {
   d.classes = f.count("classes");
   d.targets_are_classes = f.flag("targets_are_classes");
   d.targets_integer = f.flag("targets_integer");
-  d.label_issues = f.strings("label_issues");
+  d.label_issues = decode_label_issues(f);
   d.label_issue_count = f.count("label_issue_count");
   return d;
 }

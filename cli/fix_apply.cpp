@@ -30,6 +30,14 @@ const an::LayerInfo& layer_of(const an::Trace& trace, int layer) {
   return layers[static_cast<size_t>(layer)];
 }
 
+// The repair's own copy of the model, to edit: the case's model is shared by every trial
+// that does not change it (a learning-rate or data repair trains the case's model).
+ir::Model& edit_model(RepairedCase& r) {
+  auto copy = std::make_shared<ir::Model>(*r.model);
+  r.model = copy;
+  return *copy;
+}
+
 std::string layer_name(const an::LayerInfo& l) {
   return "layer " + std::to_string(l.index) + (l.nodes.empty() ? "" : " (" + l.nodes.front() + ")");
 }
@@ -122,7 +130,7 @@ RepairedCase apply_fix(const RepairedCase& base, const std::vector<an::FixAction
       }
       case Kind::kActivation: {
         const an::LayerInfo& l = layer_of(trace, a.layer);
-        std::string what = conv::set_layer_activation(r.model, l.nodes, a.value);
+        std::string what = conv::set_layer_activation(edit_model(r), l.nodes, a.value);
         if (what.empty()) throw ModelError(layer_name(l) + " already has activation " + a.value);  // not a repair
         if (const size_t colon = what.rfind(": "); colon != std::string::npos) what = what.substr(colon + 2);
         // "Softmax inserted after /1/Gemm (...)" reads "add Softmax"; "Relu -> Identity (...)", "remove Relu".
@@ -136,7 +144,7 @@ RepairedCase apply_fix(const RepairedCase& base, const std::vector<an::FixAction
       }
       case Kind::kReinitialize: {
         const an::LayerInfo& l = layer_of(trace, a.layer);
-        rt::reinitialize_params(r.model, l.params, a.value, r.config.seed + 1 + static_cast<uint64_t>(a.layer));
+        rt::reinitialize_params(edit_model(r), l.params, a.value, r.config.seed + 1 + static_cast<uint64_t>(a.layer));
         change = layer_name(l) + ": re-initialise (" + a.value + " weights, zero biases)";
         break;
       }
@@ -189,12 +197,13 @@ std::string describe(const RepairedCase& r) {
 }
 
 void record_in_metadata(RepairedCase& r, const rt::Preprocessing& already_applied) {
-  for (const auto& [key, value] : rt::config_to_metadata(r.config)) r.model.metadata[key] = value;
+  ir::Model& m = edit_model(r);
+  for (const auto& [key, value] : rt::config_to_metadata(r.config)) m.metadata[key] = value;
   const rt::Preprocessing p = compose(already_applied, r.preprocessing);
   if (p.empty()) {
-    r.model.metadata.erase(rt::kPreprocessingKey);
+    m.metadata.erase(rt::kPreprocessingKey);
   } else {
-    r.model.metadata[rt::kPreprocessingKey] = p.to_json();
+    m.metadata[rt::kPreprocessingKey] = p.to_json();
   }
 }
 

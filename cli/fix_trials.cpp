@@ -213,7 +213,7 @@ void export_fixed(const LoadedCase& c, const TrainOptions& o, const std::deque<T
     if (!t.ran || !same_actions(t.repaired.actions, best->actions)) continue;
     RepairedCase r = t.repaired;
     record_in_metadata(r, c.preprocessing);
-    conv::save_model(r.model, o.export_fixed);
+    conv::save_model(*r.model, o.export_fixed);
     if (!quiet) {
       std::cerr << "deeplocalize: wrote the repaired model (" << best->change << ") to " << o.export_fixed << "\n";
       if (!r.preprocessing.empty())

@@ -12,6 +12,7 @@
 // second round stacks the candidates of what remains on top of it.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,7 @@ namespace dl::cli {
 
 // A repaired case: model, configuration and preprocessing with some fix applied.
 struct RepairedCase {
-  ir::Model model;
+  std::shared_ptr<const ir::Model> model;  // the case's own until a repair edits it (then a copy)
   rt::TrainConfig config;
   rt::Preprocessing preprocessing;  // fitted on the case's training split (applied to copies)
   std::vector<an::FixAction> actions;

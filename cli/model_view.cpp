@@ -31,10 +31,11 @@ struct PlannedPair {
 PlannedPair plan_pair(const ir::Model& model) {
   PlannedPair p;
   rt::GraphOptions o;
+  o.budget = std::make_shared<rt::MemoryBudget>();
   o.batch_size = 1;
   p.one = std::make_unique<rt::ExecutionGraph>(model, o);
   o.batch_size = 2;
-  p.two = std::make_unique<rt::ExecutionGraph>(model, o, p.one->store());
+  p.two = std::make_unique<rt::ExecutionGraph>(p.one->shared_model(), o, p.one->store());
   return p;
 }
 

@@ -50,14 +50,15 @@ rt::TrainConfig resolve_config(const ir::Model& model, const TrainOptions& o) {
   return c;
 }
 
-// Sample shape and output width from a batch-1 plan of the model.
-rt::DatasetSpec dataset_spec(const ir::Model& model, const rt::TrainConfig& c) {
+// Sample shape and output width from a batch-1 forward plan of the model (sharing the
+// model, its buffers counted against the memory cap, freed before training plans its own).
+rt::DatasetSpec dataset_spec(const std::shared_ptr<const ir::Model>& model, const rt::TrainConfig& c) {
   rt::GraphOptions go;
   go.batch_size = 1;
   go.max_memory_bytes = c.max_memory_bytes;
   rt::ExecutionGraph probe(model, go);
   if (probe.input_names().size() != 1)
-    throw ConfigError(model.path + ": training needs a model with exactly one data input (this one has " +
+    throw ConfigError(model->path + ": training needs a model with exactly one data input (this one has " +
                       std::to_string(probe.input_names().size()) + ")");
   rt::DatasetSpec spec;
   spec.targets = c.targets;
@@ -163,8 +164,8 @@ LoadedCase load_case(const TrainOptions& o) {
   conv::ImportOptions import;
   if (o.max_memory_mb > 0 && o.max_memory_mb < 1e12)  // the model file is read under the cap too
     import.max_file_bytes = static_cast<int64_t>(o.max_memory_mb * 1024 * 1024);
-  c.model = conv::import_model(o.model, import);
-  c.config = resolve_config(c.model, o);
+  c.model = std::make_shared<const ir::Model>(conv::import_model(o.model, import));
+  c.config = resolve_config(*c.model, o);
   for (const std::string& s : o.settings) c.settings.set(s);
   const rt::DatasetSpec spec = dataset_spec(c.model, c.config);
   rt::ReadOptions read;
@@ -183,7 +184,7 @@ LoadedCase load_case(const TrainOptions& o) {
     }
   }
   // A repaired model (--export-fixed) carries the data preprocessing it was verified with.
-  c.preprocessing = rt::Preprocessing::from_metadata(c.model.metadata, o.model);
+  c.preprocessing = rt::Preprocessing::from_metadata(c.model->metadata, o.model);
   if (!c.preprocessing.empty()) {
     c.preprocessing.apply(c.train);
     if (c.validation.n > 0) c.preprocessing.apply(c.validation);
@@ -192,20 +193,20 @@ LoadedCase load_case(const TrainOptions& o) {
   return c;
 }
 
-CaseResult train_case(const ir::Model& model, const rt::TrainConfig& config, rt::Dataset train_data,
+CaseResult train_case(std::shared_ptr<const ir::Model> model, const rt::TrainConfig& config, rt::Dataset train_data,
                       rt::Dataset validation_data, const an::Settings& settings, const TrainOptions& o,
                       const CaseRunOptions& run) {
   const an::Detector detector = an::detector_from(o.detector);
   const bool baseline = an::is_baseline(detector);
   const bool probing = !o.no_probes && !baseline;
   const auto t_train = Clock::now();
-  rt::Trainer trainer(model, config, std::move(train_data), std::move(validation_data));
   if (!o.quiet) {
     // Eval-mode exports deduplicate identical initializers into Identity aliases: the
     // layers reading them then train one tensor, which the user should know.
-    for (const std::string& t : rt::tied_param_notes(rt::model_params(model)))
-      std::cerr << "warning: " << model.path << ": tied parameter: " << t << "; these layers train it as one tensor\n";
+    for (const std::string& t : rt::tied_param_notes(rt::model_params(*model)))
+      std::cerr << "warning: " << model->path << ": tied parameter: " << t << "; these layers train it as one tensor\n";
   }
+  rt::Trainer trainer(std::move(model), config, std::move(train_data), std::move(validation_data));
   CaseResult out;
   an::Trace& trace = out.trace;
   rt::describe_run(trainer.graph(), config, trainer.train_data(), trainer.metric().name(),

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,8 +66,10 @@ struct CaseResult {
 
 // A case read and ready to train: the model (initial weights), the resolved configuration,
 // the data split (with any preprocessing the model's metadata records already applied).
+// The model is immutable and shared by every graph and fix trial of the case (a repair
+// that edits it makes its own copy).
 struct LoadedCase {
-  ir::Model model;
+  std::shared_ptr<const ir::Model> model;
   rt::TrainConfig config;
   an::Settings settings;
   rt::Dataset train, validation;
@@ -77,7 +80,7 @@ LoadedCase load_case(const TrainOptions& options);
 
 // Trains one model on one data split with probes (or a baseline's history) and analyses
 // the run. The datasets are taken by value: pass copies to keep the originals.
-CaseResult train_case(const ir::Model& model, const rt::TrainConfig& config, rt::Dataset train,
+CaseResult train_case(std::shared_ptr<const ir::Model> model, const rt::TrainConfig& config, rt::Dataset train,
                       rt::Dataset validation, const an::Settings& settings, const TrainOptions& options,
                       const CaseRunOptions& run);
 

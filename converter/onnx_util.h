@@ -5,6 +5,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "converter/ir.h"
@@ -24,6 +25,18 @@ void write_model_atomically(const onnx::ModelProto& model, const std::string& ou
 // Parses a serialized ModelProto and checks it looks like one (a graph, an
 // ir_version, an opset_import). Throws ModelError "LABEL: not an ONNX model (...)".
 onnx::ModelProto parse_model(const std::string& bytes, const std::string& label);
+
+// How a serialized ModelProto nests subgraphs (If/Loop/Scan bodies), from its wire
+// format, without recursion and without parsing anything else: message_depth counts
+// the messages on the deepest path (ModelProto = 1, its graph 2, a node 3, an attribute
+// 4, a subgraph 5, ...), graph_depth the graphs on it (the main graph = 1), outer_op the
+// op type of the first node found holding a subgraph. nullopt when the bytes are not
+// well-formed wire data along that path.
+struct Nesting {
+  int message_depth = 1, graph_depth = 0;
+  std::string outer_op;
+};
+std::optional<Nesting> model_nesting(const std::string& bytes);
 
 // The IR dtype for an ONNX TensorProto data type. int8/uint8 map to kInt32 (the IR
 // holds every integer type in `ints`); types the IR cannot hold map to kOther.

@@ -177,6 +177,15 @@ onnx::ModelProto parse_model(const std::string& bytes, const std::string& label)
   const std::string prefix = label + ": not an ONNX model (";
   if (bytes.empty()) throw ModelError(prefix + "the file is empty)");
   if (!parse_message(bytes, &model)) {
+    // Protobuf's parser refuses messages nested deeper than its recursion limit; say so
+    // rather than calling a well-formed model of deeply nested subgraphs "another format".
+    const int limit = google::protobuf::io::CodedInputStream::GetDefaultRecursionLimit();
+    const std::optional<Nesting> n = model_nesting(bytes);
+    if (n && n->message_depth > limit - 4)  // a node or tensor inside the deepest graph adds a few
+      throw ModelError(label + ": the model nests subgraphs " + std::to_string(n->graph_depth - 1) + " levels deep" +
+                       (n->outer_op.empty() ? "" : " (" + n->outer_op + " bodies)") + ", deeper than the " +
+                       std::to_string((limit - 2) / 3) + " levels the ONNX parser (protobuf, recursion limit " +
+                       std::to_string(limit) + ") reads; deeplocalize does not run If/Loop/Scan subgraphs in any case");
     throw ModelError(prefix + "the bytes do not parse as an ONNX ModelProto: truncated or another format)");
   }
   if (!model.has_graph()) throw ModelError(prefix + "no graph)");

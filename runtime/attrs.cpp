@@ -1,5 +1,8 @@
 #include "runtime/attrs.h"
 
+#include <cmath>
+#include <cstdio>
+
 namespace dl::rt {
 
 const ir::Attribute* Attrs::get(const std::string& name, ir::Attribute::Kind kind) {
@@ -13,6 +16,25 @@ const ir::Attribute* Attrs::get(const std::string& name, ir::Attribute::Kind kin
 float Attrs::f(const std::string& name, float def) {
   const ir::Attribute* a = get(name, ir::Attribute::Kind::kFloat);
   return a ? a->f : def;
+}
+
+std::string attr_number(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", double(v));
+  return buf;
+}
+
+float Attrs::finite(const std::string& name, float def) {
+  const float v = f(name, def);
+  if (!std::isfinite(v)) fail(name, "is " + attr_number(v) + "; must be a finite number");
+  return v;
+}
+
+float Attrs::in_range(const std::string& name, float def, float lo, float hi, bool hi_open) {
+  const float v = f(name, def);
+  if (!(v >= lo && (hi_open ? v < hi : v <= hi)))
+    fail(name, "is " + attr_number(v) + "; must be in [" + attr_number(lo) + ", " + attr_number(hi) + (hi_open ? ")" : "]"));
+  return v;
 }
 
 int64_t Attrs::i(const std::string& name, int64_t def) {

@@ -17,6 +17,11 @@ class Attrs {
 
   bool has(const std::string& name) const { return node_.attrs.count(name) != 0; }
   float f(const std::string& name, float def);
+  // f() checked against the ONNX spec's domain: a finite number (NaN and infinities are
+  // refused), and for in_range within [lo, hi], or [lo, hi) when hi_open. Throws
+  // ModelError "<node>: attribute 'name' is 1.5; must be in [0, 1)".
+  float finite(const std::string& name, float def);
+  float in_range(const std::string& name, float def, float lo, float hi, bool hi_open = false);
   int64_t i(const std::string& name, int64_t def);
   std::string s(const std::string& name, const std::string& def);
   std::vector<int64_t> ints(const std::string& name, std::vector<int64_t> def = {});
@@ -34,6 +39,9 @@ class Attrs {
   const ir::Node& node_;
   std::set<std::string> read_;
 };
+
+// A float as messages show it ("1.5", "1e-05").
+std::string attr_number(float v);
 
 // Builds a node for sample cases and tests: inputs "x0".."xN-1", outputs "y0"..
 ir::Node sample_node(const std::string& op_type, size_t n_inputs, size_t n_outputs = 1,

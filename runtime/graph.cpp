@@ -7,19 +7,47 @@
 
 namespace dl::rt {
 
-ExecutionGraph::ExecutionGraph(const ir::Model& model, const GraphOptions& options,
+ExecutionGraph::ExecutionGraph(std::shared_ptr<const ir::Model> model, const GraphOptions& options,
                                std::shared_ptr<ParamStore> store)
-    : model_(std::make_shared<ir::Model>(model)),
-      store_(store ? std::move(store) : ParamStore::from_model(model)),
+    : model_(std::move(model)),
+      store_(std::move(store)),
+      budget_(options.budget ? options.budget : std::make_shared<MemoryBudget>(options.max_memory_bytes)),
       training_(options.training),
+      batch_size_(options.batch_size),
       rng_(options.seed) {
-  plan(options);
+  try {
+    if (!store_) {  // a store of its own is the graph's to pay for
+      int64_t bytes = 0;
+      for (const auto& [name, d] : model_->graph.initializers)
+        if (d.dtype == ir::DType::kFloat32 || d.dtype == ir::DType::kFloat64) bytes += d.numel() * int64_t(sizeof(float));
+      budget_->charge(bytes, model_->path + ": the model's parameters");
+      planned_bytes_ += bytes;
+      store_ = ParamStore::from_model(*model_);
+    }
+    plan(options);
+  } catch (...) {
+    budget_->release(planned_bytes_);  // no destructor runs for a graph that failed to plan
+    throw;
+  }
 }
 
-ExecutionGraph::~ExecutionGraph() = default;
+ExecutionGraph::ExecutionGraph(const ir::Model& model, const GraphOptions& options, std::shared_ptr<ParamStore> store)
+    : ExecutionGraph(std::make_shared<const ir::Model>(model), options, std::move(store)) {}
+
+ExecutionGraph::~ExecutionGraph() { budget_->release(planned_bytes_); }
+
+int64_t ExecutionGraph::gradient_bytes() const {
+  int64_t bytes = 0;
+  for (size_t s = 0; s < slot_ptr_.size(); ++s)
+    if (needs_grad_[s]) bytes += slot_ptr_[s]->numel() * int64_t(sizeof(float));
+  return bytes;
+}
 
 void ExecutionGraph::allocate_grads() {
   if (grads_allocated_) return;
+  const int64_t bytes = gradient_bytes();
+  budget_->charge(bytes, "the gradient buffers (batch size " + std::to_string(batch_size_) + ")");
+  planned_bytes_ += bytes;
   for (size_t s = 0; s < slot_ptr_.size(); ++s)
     if (needs_grad_[s]) grads_[s].reset(DType::kFloat32, slot_ptr_[s]->shape());
   grads_allocated_ = true;

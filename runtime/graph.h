@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "converter/ir.h"
+#include "runtime/memory_budget.h"
 #include "runtime/op.h"
 #include "runtime/tensor.h"
 
@@ -28,7 +29,11 @@ namespace dl::rt {
 struct ParamStore {
   std::map<std::string, Tensor> values;
   static std::shared_ptr<ParamStore> from_model(const ir::Model& model);
+  int64_t bytes() const;
 };
+
+// Bytes the initializers of `model` hold (its immutable copy of the weights).
+int64_t initializer_bytes(const ir::Model& model);
 
 struct GraphOptions {
   bool training = false;
@@ -39,8 +44,12 @@ struct GraphOptions {
   // Inputs whose values are fixed at plan time (e.g. int64 shape or index inputs).
   std::map<std::string, Tensor> known_inputs;
   uint64_t seed = 0;
-  // Refuse to plan a graph whose buffers would exceed this many bytes (0 = 4 GiB).
+  // Refuse to plan a graph whose buffers (forward, and gradients when training) would
+  // exceed this many bytes (0 = 4 GiB). Ignored when `budget` is set.
   int64_t max_memory_bytes = 0;
+  // The run's budget the graph charges its buffers to (and gives back when destroyed),
+  // shared with the other graphs and the trainer of one run. Null: a budget of its own.
+  std::shared_ptr<MemoryBudget> budget;
   // ONNX allows empty tensors (a 0 dimension); a model to train never has one, so
   // they are rejected unless allowed (the conformance tests use them).
   bool allow_empty_inputs = false;
@@ -55,7 +64,7 @@ struct Param {
 
 // One instruction of the imperative program.
 struct Step {
-  const ir::Node* node = nullptr;  // owned by the graph's copy of the model
+  const ir::Node* node = nullptr;  // owned by the graph's (shared) model
   std::unique_ptr<Op> op;
   std::vector<int> inputs;   // value slots, -1 for omitted optional inputs
   std::vector<int> outputs;  // value slots, -1 for omitted optional outputs
@@ -76,6 +85,10 @@ struct Layer {
   size_t output_step = 0;           // last step of the layer: its output is the layer's
 };
 
+// The index of the first layer (program order) that reads parameter `name`, or -1 when
+// no layer does.
+int layer_of_param(const std::vector<Layer>& layers, const std::string& name);
+
 // Called by the executor after each step writes its output (forward) or its input
 // gradients (backward). Observers must not modify tensors.
 class Observer {
@@ -94,9 +107,14 @@ class Observer {
 
 class ExecutionGraph {
  public:
-  // Throws ModelError / ShapeError / ResourceError naming the node at fault.
-  ExecutionGraph(const ir::Model& model, const GraphOptions& options,
+  // Throws ModelError / ShapeError / ResourceError naming the node at fault. The graph
+  // keeps `model` alive and reads it, never copies it: graphs of one run share one model
+  // and (with `store`) one set of parameters. Without a store, the graph makes its own
+  // from the model's float initializers.
+  ExecutionGraph(std::shared_ptr<const ir::Model> model, const GraphOptions& options,
                  std::shared_ptr<ParamStore> store = nullptr);
+  // A stand-alone graph: copies `model` once (tests, single plans).
+  ExecutionGraph(const ir::Model& model, const GraphOptions& options, std::shared_ptr<ParamStore> store = nullptr);
   ~ExecutionGraph();
   ExecutionGraph(const ExecutionGraph&) = delete;
   ExecutionGraph& operator=(const ExecutionGraph&) = delete;
@@ -127,7 +145,13 @@ class ExecutionGraph {
   int slot_of(const std::string& name) const;  // -1 when unknown
   std::shared_ptr<ParamStore> store() const { return store_; }
   const ir::Model& model() const { return *model_; }
+  std::shared_ptr<const ir::Model> shared_model() const { return model_; }
+  // Bytes of the graph's own buffers charged to its budget: forward values, plus the
+  // gradients once allocated (at construction when training), plus the parameter store
+  // when the graph made its own.
   int64_t planned_bytes() const { return planned_bytes_; }
+  // Bytes the gradient buffers take (planned, whether allocated yet or not).
+  int64_t gradient_bytes() const;
 
  private:
   void plan(const GraphOptions& options);
@@ -137,6 +161,7 @@ class ExecutionGraph {
 
   std::shared_ptr<const ir::Model> model_;
   std::shared_ptr<ParamStore> store_;
+  std::shared_ptr<MemoryBudget> budget_;
   std::vector<Tensor> values_;  // slot storage (parameters live in store_)
   std::vector<Tensor*> slot_ptr_;
   std::vector<std::string> value_names_;
@@ -150,6 +175,7 @@ class ExecutionGraph {
   std::vector<Param> params_;
   Observer* observer_ = nullptr;
   bool training_ = false;
+  int64_t batch_size_ = 1;  // for messages
   std::mt19937_64 rng_;
   int64_t planned_bytes_ = 0;
   bool grads_allocated_ = false;

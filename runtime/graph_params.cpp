@@ -49,6 +49,25 @@ std::shared_ptr<ParamStore> ParamStore::from_model(const ir::Model& model) {
   return store;
 }
 
+int64_t ParamStore::bytes() const {
+  int64_t b = 0;
+  for (const auto& [name, t] : values) b += t.numel() * int64_t(sizeof(float));
+  return b;
+}
+
+int64_t initializer_bytes(const ir::Model& model) {
+  int64_t b = 0;
+  for (const auto& [name, d] : model.graph.initializers)
+    b += int64_t(d.floats.size() * sizeof(float) + d.ints.size() * sizeof(int64_t));
+  return b;
+}
+
+int layer_of_param(const std::vector<Layer>& layers, const std::string& name) {
+  for (const Layer& l : layers)
+    if (std::find(l.params.begin(), l.params.end(), name) != l.params.end()) return l.index;
+  return -1;
+}
+
 void ExecutionGraph::build_layers() {
   layers_.clear();
   auto param_name = [&](int slot) -> const std::string* {

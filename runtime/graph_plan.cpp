@@ -2,7 +2,6 @@
 // resolved, shapes inferred node by node with every buffer allocated once under the
 // memory cap, nodes computable from shapes and constants folded away, and the values
 // that need gradients marked.
-#include <cstdio>
 #include <set>
 
 #include "converter/errors.h"
@@ -17,17 +16,7 @@ using graph_detail::runtime_dtype;
 using graph_detail::tensor_from;
 using graph_detail::trainable_initializers;
 
-constexpr int64_t kDefaultMaxMemory = int64_t(4) << 30;
-
-std::string human_bytes(int64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
-  char buf[64];
-  snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
-  return buf;
-}
+int64_t value_bytes(const Tensor& t) { return t.numel() * (t.dtype() == DType::kFloat32 ? 4 : 8); }
 
 // One error that lists every unsupported node, grouped by op type, with the opset.
 void check_supported(const ir::Model& model) {
@@ -53,7 +42,13 @@ void check_supported(const ir::Model& model) {
 void ExecutionGraph::plan(const GraphOptions& options) {
   const ir::Graph& g = model_->graph;
   check_supported(*model_);
-  const int64_t budget = options.max_memory_bytes > 0 ? options.max_memory_bytes : kDefaultMaxMemory;
+  // Every buffer is charged to the run's budget before it is allocated; planned_bytes_
+  // is what this graph holds (given back by the destructor).
+  auto charge = [&](const Tensor& t, const std::string& what) {
+    const int64_t bytes = value_bytes(t);
+    budget_->charge(bytes, what);
+    planned_bytes_ += bytes;
+  };
 
   // Slots are numbered in order of appearance; storage is reserved up front so that
   // pointers into values_ stay valid.
@@ -87,9 +82,9 @@ void ExecutionGraph::plan(const GraphOptions& options) {
       const bool param = trainable.count(name) != 0;
       new_slot(name, &it->second, !param, param);
     } else {
-      int s = new_slot(name, nullptr, true, false);
+      new_slot(name, nullptr, true, false);
       values_.back() = tensor_from(data);
-      (void)s;
+      charge(values_.back(), "initializer '" + name + "'");
     }
   }
 
@@ -126,11 +121,7 @@ void ExecutionGraph::plan(const GraphOptions& options) {
     int s = new_slot(in.name, nullptr, false, false);
     Tensor& t = values_.back();
     t.plan(runtime_dtype(in.dtype, "graph input '" + in.name + "'"), shape);
-    planned_bytes_ += t.numel() * 4;
-    if (planned_bytes_ > budget)
-      throw ResourceError("graph input '" + in.name + "' of shape " + shape_str(shape) + " needs " +
-                          human_bytes(t.numel() * 4) + ", over the memory cap of " + human_bytes(budget) +
-                          " (raise it with --max-memory)");
+    charge(t, "graph input '" + in.name + "' of shape " + shape_str(shape));
     t.allocate();
     input_slots_.push_back(s);
     input_names_.push_back(in.name);
@@ -143,7 +134,7 @@ void ExecutionGraph::plan(const GraphOptions& options) {
     step.op = std::move(ops[node_index]);
     InferCtx ic;
     ic.training = options.training;
-    ic.max_bytes = budget - planned_bytes_;
+    ic.max_bytes = budget_->remaining();
     bool all_known = true;
     for (const std::string& name : node.inputs) {
       if (name.empty()) {
@@ -178,13 +169,8 @@ void ExecutionGraph::plan(const GraphOptions& options) {
     for (size_t k = 0; k < step.outputs.size(); ++k) {
       if (step.outputs[k] < 0) continue;
       Tensor& t = *slot_ptr_[step.outputs[k]];
-      const int64_t bytes = t.numel() * 8 / (t.dtype() == DType::kFloat32 ? 2 : 1);
-      planned_bytes_ += bytes;
-      if (planned_bytes_ > budget)
-        throw ResourceError("node '" + node.name + "' (" + node.op_type + "): output '" + node.outputs[k] +
-                            "' of shape " + shape_str(t.shape()) + " needs " + human_bytes(bytes) +
-                            "; the graph would exceed the memory cap of " + human_bytes(budget) +
-                            " (raise it with --max-memory)");
+      charge(t, "node '" + node.name + "' (" + node.op_type + "): output '" + node.outputs[k] + "' of shape " +
+                    shape_str(t.shape()));
       if (!t.allocated()) t.allocate();
     }
 

@@ -90,12 +90,4 @@ std::unique_ptr<Loss> make_loss(const std::string& name, bool from_logits) {
   throw ConfigError("--loss: unknown loss '" + name + "' (valid: " + valid_loss_names() + ")");
 }
 
-bool keras_uses_logits(const std::string& loss, const std::string& final_op_type, bool from_logits) {
-  if (from_logits) return false;
-  if (final_op_type == "Softmax")
-    return loss == "categorical_crossentropy" || loss == "sparse_categorical_crossentropy";
-  if (final_op_type == "Sigmoid") return loss == "binary_crossentropy";
-  return false;
-}
-
 }  // namespace dl::rt

@@ -27,11 +27,12 @@
 // interval [eps, hi], 0 strictly outside (so a ReLU output of 0 or a one-unit softmax
 // output of 1 gets exactly zero gradient). from_logits has no effect on mse/mae/huber/hinge.
 //
-// Keras caveat the trainer must handle (keras/backend.py _get_logits): when the model's
-// output tensor is produced by a Softmax op (categorical/sparse) or a Sigmoid op (binary),
-// Keras ignores from_logits=False and computes the loss from that op's INPUT as logits
-// (so a saturated sigmoid + binary_crossentropy is NOT clipped in Keras). ReLU/linear
-// outputs and a one-unit softmax behave the same either way. See keras_uses_logits().
+// Keras difference (keras/backend.py _get_logits): when the model's output tensor is
+// produced by a Softmax op (categorical/sparse) or a Sigmoid op (binary), Keras ignores
+// from_logits=False and computes the loss from that op's INPUT as logits (so a saturated
+// sigmoid + binary_crossentropy is NOT clipped in Keras). The trainer does not do this
+// bypass: it computes the loss on the model's output as the configuration says. ReLU/linear
+// outputs and a one-unit softmax behave the same either way.
 #pragma once
 
 #include <memory>
@@ -64,14 +65,6 @@ std::unique_ptr<Loss> make_loss(const std::string& name, bool from_logits);
 
 // The loss names make_loss accepts (canonical ones), for help texts.
 const char* valid_loss_names();
-
-// True when tf.keras would silently compute `loss` from the input of the model's final
-// op instead of its output (the op's output is then used only for metrics): Softmax with
-// categorical/sparse_categorical_crossentropy (a Softmax over the last axis), Sigmoid with
-// binary_crossentropy, and from_logits=false. The trainer should then evaluate
-// make_loss(loss, true) on the op's input and send the gradient there, bypassing the op's
-// backward; the metric still reads the op's output.
-bool keras_uses_logits(const std::string& loss, const std::string& final_op_type, bool from_logits);
 
 // The metric Keras reports for compile(metrics=["accuracy"]) with this loss.
 //   categorical_crossentropy         -> categorical accuracy (argmax of pred == argmax of

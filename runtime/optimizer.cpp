@@ -26,6 +26,16 @@ double Optimizer::current_learning_rate() const {
   return lr_ / (1.0 + config_.decay * double(iterations_));
 }
 
+int64_t Optimizer::state_bytes(const std::vector<Param>& params) const {
+  int64_t total = 0, largest = 0;
+  for (const Param& p : params) {
+    total += p.value->numel();
+    largest = std::max(largest, p.value->numel());
+  }
+  const int64_t scratch = config_.clipnorm || config_.clipvalue ? largest : 0;
+  return (total * slots_ + scratch + std::min<int64_t>(largest, int64_t(kChunk))) * int64_t(sizeof(float));
+}
+
 void Optimizer::allocate(const std::vector<Param>& params) {
   state_.assign(params.size(), {});
   size_t largest = 0;

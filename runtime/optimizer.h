@@ -77,6 +77,10 @@ class Optimizer {
   static constexpr size_t kChunk = 2048;  // floats (8 KiB)
   void step(std::vector<Param>& params, UpdateObserver* observer = nullptr);
 
+  // Bytes of the state step() allocates for these parameters (its slots, the clipping
+  // scratch and one chunk), for the memory budget.
+  int64_t state_bytes(const std::vector<Param>& params) const;
+
   double learning_rate() const { return lr_; }          // the configured (initial) rate
   double current_learning_rate() const;                 // lr_t the next step will use
   int64_t iterations() const { return iterations_; }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -84,6 +85,8 @@ class Pool {
     ctx_.store(ctx, std::memory_order_relaxed);
     helpers_.store(threads - 1, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
+    failed_.store(false, std::memory_order_relaxed);
+    error_ = nullptr;
     claim_.store(id << 32 | uint64_t(blocks) << 16);
     job_.store(id);  // seq_cst: pairs with the sleepers_ check
     wake_helpers();
@@ -97,6 +100,17 @@ class Pool {
                          [&] { return done_.load(std::memory_order_acquire) >= uint64_t(blocks); });
     }
     note_wait(start, t0);
+    // Every block is done (or skipped after a failure): no helper reads ctx or the
+    // caller's stack any more, so the first exception may now unwind the caller.
+    if (failed_.load(std::memory_order_acquire)) {
+      std::exception_ptr e;
+      {
+        std::lock_guard<std::mutex> lk(error_mutex_);
+        e = error_;
+        error_ = nullptr;
+      }
+      std::rethrow_exception(e);
+    }
   }
 
   ~Pool() {
@@ -127,7 +141,19 @@ class Pool {
       const uint64_t next = c & 0xffffu, blocks = (c >> 16) & 0xffffu;
       if ((c >> 32) != id || next >= blocks) return;
       if (!claim_.compare_exchange_weak(c, c + 1)) continue;
-      fn_.load(std::memory_order_relaxed)(ctx_.load(std::memory_order_relaxed), int64_t(next));
+      // A block that throws (bad_alloc in a kernel, on any thread) is caught here: on a
+      // helper an escaping exception would terminate the process, on the caller it would
+      // unwind the stack the helpers still read. The first one is kept for the caller;
+      // the blocks not yet started are skipped (counted done, not run).
+      if (!failed_.load(std::memory_order_acquire)) {
+        try {
+          fn_.load(std::memory_order_relaxed)(ctx_.load(std::memory_order_relaxed), int64_t(next));
+        } catch (...) {
+          std::lock_guard<std::mutex> lk(error_mutex_);
+          if (!error_) error_ = std::current_exception();
+          failed_.store(true, std::memory_order_release);
+        }
+      }
       if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) notify_finished();
     }
   }
@@ -168,7 +194,7 @@ class Pool {
     }
   }
 
-  std::mutex job_mutex_, workers_mutex_, mutex_;
+  std::mutex job_mutex_, workers_mutex_, mutex_, error_mutex_;
   std::condition_variable wake_, finished_;
   std::vector<std::thread> workers_;
   std::atomic<int> workers_count_{0};
@@ -178,6 +204,8 @@ class Pool {
   std::atomic<const void*> ctx_{nullptr};
   std::atomic<int> helpers_{0}, sleepers_{0};
   std::atomic<bool> stop_flag_{false};
+  std::atomic<bool> failed_{false};  // a block of the current job threw
+  std::exception_ptr error_;         // its exception, under error_mutex_
   std::atomic<int64_t> congested_until_{0};
   StallScore stalls_;  // see note_wait()
   bool stop_ = false;

@@ -80,18 +80,15 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
     }
   }
   auto& params = const_cast<ExecutionGraph&>(graph).params();
-  int layer_of_param = -1;
   for (const Param& prm : params) {
-    for (const Layer& l : graph.layers())
-      for (const std::string& name : l.params)
-        if (name == prm.name) layer_of_param = l.index;
+    const int layer = layer_of_param(graph.layers(), prm.name);
     weight_probe_.push_back(static_cast<int>(probes.size()));
     param_numel_.push_back(prm.value->numel());
     param_values += 3 * prm.value->numel();  // weight, gradient, update
     for (an::ProbeKind kind : {an::ProbeKind::kWeight, an::ProbeKind::kParamGrad, an::ProbeKind::kUpdate}) {
       an::Probe p;
       p.kind = kind;
-      p.layer = layer_of_param;
+      p.layer = layer;
       p.node = prm.name;
       probes.push_back(p);
     }

@@ -102,7 +102,7 @@ void describe_run(const ExecutionGraph& graph, const TrainConfig& config, const 
   d.targets_integer = integer;
   d.classes = h.output_width;
   for (const LabelIssue& issue : train.label_issues)
-    d.label_issues.push_back(row_location(train.source, train.csv_lines, issue.line) + ": " + issue.problem);
+    d.label_issues.push_back({row_location(train.source, train.csv_lines, issue.line), double(issue.value)});
   d.label_issue_count = train.label_issue_count;
 }
 

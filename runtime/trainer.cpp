@@ -33,27 +33,36 @@ bool targets_are_classes(const Dataset& data) {
   return !data.y.empty();
 }
 
-Trainer::Trainer(const ir::Model& model, const TrainConfig& config, Dataset train, Dataset validation)
-    : model_(model),
+Trainer::Trainer(std::shared_ptr<const ir::Model> model, const TrainConfig& config, Dataset train,
+                 Dataset validation)
+    : model_(std::move(model)),
       config_(config),
       train_(std::move(train)),
       validation_(std::move(validation)),
-      store_(ParamStore::from_model(model)) {
+      budget_(std::make_shared<MemoryBudget>(config.max_memory_bytes)) {
   validate(config_);
   if (train_.n == 0) throw DataError(train_.source + ": no training rows (after the validation split)");
   loss_ = make_loss(config_.loss, config_.from_logits);
   metric_ = make_metric(config_.loss, config_.from_logits, targets_are_classes(train_));
   optimizer_ = make_optimizer(config_.optimizer);
+  budget_->charge(initializer_bytes(*model_), model_->path + ": the model's initializers");
+  store_ = ParamStore::from_model(*model_);
+  budget_->charge(store_->bytes(), model_->path + ": the parameters being trained");
   ExecutionGraph& g = graph_for(std::min(config_.batch_size, train_.n));
   if (g.input_names().size() != 1 || g.output_names().size() < 1)
-    throw ConfigError(model_.path + ": training needs a model with exactly one data input (this one has " +
+    throw ConfigError(model_->path + ": training needs a model with exactly one data input (this one has " +
                       std::to_string(g.input_names().size()) + ")");
-  if (g.params().empty()) throw ConfigError(model_.path + ": the model has no trainable parameters");
+  if (g.params().empty()) throw ConfigError(model_->path + ": the model has no trainable parameters");
   if (g.input(0).dtype() == DType::kInt64) {  // token ids: the data files hold them as numbers
     check_integer_features(train_, g.input_names()[0]);
     check_integer_features(validation_, g.input_names()[0]);
   }
+  main_ = &g;
+  budget_->charge(optimizer_->state_bytes(g.params()), "the " + optimizer_->name() + " optimizer's state");
 }
+
+Trainer::Trainer(const ir::Model& model, const TrainConfig& config, Dataset train, Dataset validation)
+    : Trainer(std::make_shared<const ir::Model>(model), config, std::move(train), std::move(validation)) {}
 
 void Trainer::set_observer(Observer* observer) {
   observer_ = observer;
@@ -67,18 +76,21 @@ ExecutionGraph& Trainer::graph_for(int64_t rows) {
   o.training = true;
   o.batch_size = rows;
   o.seed = config_.seed;
-  o.max_memory_bytes = config_.max_memory_bytes;
+  o.budget = budget_;
   auto g = std::make_unique<ExecutionGraph>(model_, o, store_);
   const Tensor& out = g->output(0);
-  if (out.dtype() != DType::kFloat32) throw ConfigError(model_.path + ": the model output is not float32");
+  if (out.dtype() != DType::kFloat32) throw ConfigError(model_->path + ": the model output is not float32");
   if (shape_numel(out.shape()) != rows * (loss_ && loss_->name() == "sparse_categorical_crossentropy"
                                               ? out.numel() / rows
                                               : train_.y_size))
     throw ShapeError(train_.source + ": " + std::to_string(train_.y_size) + " target value(s) per row, but the model output '" +
                      g->output_names()[0] + "' has shape " + shape_str(out.shape()) + " (" +
                      std::to_string(out.numel() / std::max<int64_t>(rows, 1)) + " per sample)");
+  const bool sparse = loss_ && loss_->name() == "sparse_categorical_crossentropy";
+  budget_->charge((sparse ? rows : out.numel()) * int64_t(sizeof(float)),
+                  "the targets of a batch of " + std::to_string(rows));
   Tensor target;
-  if (loss_ && loss_->name() == "sparse_categorical_crossentropy")
+  if (sparse)
     target.reset(DType::kFloat32, {rows});
   else
     target.reset(DType::kFloat32, out.shape());

@@ -67,7 +67,13 @@ struct TrainResult {
 
 class Trainer {
  public:
-  // Throws ConfigError / ShapeError when the loss, optimizer or shapes do not fit.
+  // Throws ConfigError / ShapeError when the loss, optimizer or shapes do not fit, and
+  // ResourceError when the run would plan more than config.max_memory_bytes: the model,
+  // the parameter store, every graph's forward and gradient buffers, the optimizer's
+  // state and the targets all count (memory_budget.h). The graphs share `model` (never
+  // copied) and one parameter store.
+  Trainer(std::shared_ptr<const ir::Model> model, const TrainConfig& config, Dataset train, Dataset validation);
+  // Copies `model` once (tests, benchmarks).
   Trainer(const ir::Model& model, const TrainConfig& config, Dataset train, Dataset validation);
 
   void add_listener(TrainListener* listener) { listeners_.push_back(listener); }
@@ -78,8 +84,12 @@ class Trainer {
 
   TrainResult run();
 
-  ExecutionGraph& graph() { return *graphs_.begin()->second; }
+  // The main graph: the one for full batches (min(batch_size, rows)), planned first.
+  // Other batch sizes (the last partial batch, validation) have graphs of their own.
+  ExecutionGraph& graph() { return *main_; }
   std::shared_ptr<ParamStore> store() const { return store_; }
+  const MemoryBudget& budget() const { return *budget_; }
+  size_t graph_count() const { return graphs_.size(); }
   const Loss& loss() const { return *loss_; }
   const Metric& metric() const { return *metric_; }
   const Dataset& train_data() const { return train_; }
@@ -88,10 +98,12 @@ class Trainer {
   ExecutionGraph& graph_for(int64_t rows);
   void evaluate(EpochSummary& summary);
 
-  const ir::Model& model_;
+  std::shared_ptr<const ir::Model> model_;
   TrainConfig config_;
   Dataset train_, validation_;
+  std::shared_ptr<MemoryBudget> budget_;
   std::shared_ptr<ParamStore> store_;
+  ExecutionGraph* main_ = nullptr;
   std::map<int64_t, std::unique_ptr<ExecutionGraph>> graphs_;  // by batch rows
   std::map<int64_t, Tensor> targets_;                           // target buffer per batch rows
   std::unique_ptr<Loss> loss_;

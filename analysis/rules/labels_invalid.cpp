@@ -3,24 +3,13 @@
 // NaN or Inf in the features or targets.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
+#include <string>
 
 #include "analysis/context.h"
 #include "analysis/rules/rule_util.h"
 
 namespace dl::an {
 namespace {
-
-// The class id quoted in a label issue ("data.csv:12: class id 3 is outside 0..2").
-std::optional<double> quoted_id(const std::string& issue) {
-  const auto at = issue.find("class id ");
-  if (at == std::string::npos) return std::nullopt;
-  const char* begin = issue.c_str() + at + 9;
-  char* end = nullptr;
-  const double v = std::strtod(begin, &end);
-  if (end == begin) return std::nullopt;
-  return v;
-}
 
 class LabelsInvalid : public Rule {
  public:
@@ -81,17 +70,16 @@ class LabelsInvalid : public Rule {
     bool all_at_c = !d.label_issues.empty(), non_integer = false, negative = false;
     double max_id = -INFINITY;
     for (size_t k = 0; k < d.label_issues.size(); ++k) {
-      const std::string& issue = d.label_issues[k];
-      if (k < shown) lines.push_back(issue);
-      const auto id = quoted_id(issue);
-      if (!id || !std::isfinite(*id) || *id != std::floor(*id)) {
+      const double id = d.label_issues[k].value;
+      if (k < shown) lines.push_back(label_issue_text(d.label_issues[k], classes));
+      if (!std::isfinite(id) || id != std::floor(id)) {
         non_integer = true;
         all_at_c = false;
         continue;
       }
-      max_id = std::max(max_id, *id);
-      negative = negative || *id < 0;
-      all_at_c = all_at_c && *id == double(classes);
+      max_id = std::max(max_id, id);
+      negative = negative || id < 0;
+      all_at_c = all_at_c && id == double(classes);
     }
     Finding f = ctx.make(*this, sym::invalid_labels, Stage::kStatic, -1, std::nullopt);
     f.root_cause = RootCause::kLabels;
@@ -99,7 +87,7 @@ class LabelsInvalid : public Rule {
     const std::string range = "0.." + std::to_string(classes - 1);
     f.message = std::to_string(d.label_issue_count) + " of " + std::to_string(d.rows) +
                 " training labels are not class ids in " + range + " for the model's " + std::to_string(classes) +
-                " outputs" + (d.label_issues.empty() ? "" : " (first: " + d.label_issues.front() + ")");
+                " outputs" + (d.label_issues.empty() ? "" : " (first: " + label_issue_text(d.label_issues.front(), classes) + ")");
     // Class 0 never occurs in one-hot targets when the ids run 1..C (invalid rows are all zero).
     const bool no_class_zero = d.target_columns.size() == size_t(classes) && d.target_columns[0].max == 0.0;
     if (all_at_c)

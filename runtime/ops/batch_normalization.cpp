@@ -35,8 +35,9 @@ class BatchNormalization : public Op {
  public:
   explicit BatchNormalization(const ir::Node& node) : Op(node), version_(node.since_version) {
     Attrs a(node);
-    epsilon_ = a.f("epsilon", 1e-5f);
-    momentum_ = a.f("momentum", 0.9f);
+    epsilon_ = a.finite("epsilon", 1e-5f);
+    if (!(epsilon_ > 0.0f)) a.fail("epsilon", "is " + attr_number(epsilon_) + "; must be positive");
+    momentum_ = a.in_range("momentum", 0.9f, 0.0f, 1.0f);
     if (version_ == 0 || version_ >= 14) training_mode_ = a.i("training_mode", 0) != 0;
     if (version_ == 7 && a.i("spatial", 1) != 1)
       a.fail("spatial", "0 (per-activation statistics) is not supported; flatten to (N, C*D1*...) instead");

@@ -34,6 +34,8 @@ class DropoutOp : public Op {
       if (ctx.in[k] && ctx.in[k]->numel() != 1)
         throw ShapeError(where() + ": input " + (k == 1 ? "'ratio'" : "'training_mode'") +
                          " must be a scalar, got shape " + shape_str(ctx.in[k]->shape()));
+    // From 12 the ratio is an input, usually a constant: checked here like the attribute.
+    if (ctx.in.size() > 1 && ctx.in[1] && ctx.known.size() > 1 && ctx.known[1]) check_ratio(float(ctx.in[1]->at(0)));
     ctx.out[0]->plan(DType::kFloat32, x.shape());
     if (ctx.out.size() > 1 && ctx.out[1])
       ctx.out[1]->plan(version_ >= 10 ? DType::kBool : DType::kFloat32, x.shape());
@@ -46,7 +48,7 @@ class DropoutOp : public Op {
     const int64_t n = x.numel();
     const float* xf = x.f();
     float* y = ctx.out[0]->f();
-    const float ratio = ctx.in.size() > 1 && ctx.in[1] ? static_cast<float>(ctx.in[1]->at(0)) : ratio_;
+    const float ratio = ctx.in.size() > 1 && ctx.in[1] ? check_ratio(static_cast<float>(ctx.in[1]->at(0))) : ratio_;
     bool train = ctx.training && !is_test_;
     if (ctx.in.size() > 2 && ctx.in[2] && ctx.in[2]->at(0) != 0) train = true;
     applied_ = train && ratio > 0.0f;
@@ -56,15 +58,12 @@ class DropoutOp : public Op {
       return;
     }
     if (!ctx.rng) throw InternalError(where() + ": training-mode forward without a random stream");
-    if (ratio >= 1.0f) {
-      std::fill(keep_.begin(), keep_.end(), 0.0f);  // everything dropped; avoid 0 * inf
-    } else {
-      // Keep when a uniform 64-bit draw is at or above ratio * 2^64: P(keep) = 1 - ratio.
-      const uint64_t threshold = static_cast<uint64_t>(std::ldexp(double(ratio), 64));
-      const float scale = 1.0f / (1.0f - ratio);
-      std::mt19937_64& rng = *ctx.rng;
-      for (int64_t k = 0; k < n; ++k) keep_[size_t(k)] = rng() >= threshold ? scale : 0.0f;
-    }
+    // Keep when a uniform 64-bit draw is at or above ratio * 2^64: P(keep) = 1 - ratio
+    // (ratio < 1: checked).
+    const uint64_t threshold = static_cast<uint64_t>(std::ldexp(double(ratio), 64));
+    const float scale = 1.0f / (1.0f - ratio);
+    std::mt19937_64& rng = *ctx.rng;
+    for (int64_t k = 0; k < n; ++k) keep_[size_t(k)] = rng() >= threshold ? scale : 0.0f;
     for (int64_t k = 0; k < n; ++k) y[k] = xf[k] * keep_[size_t(k)];
     if (mask) fill_mask(mask, n, keep_.data());
   }
@@ -91,6 +90,13 @@ class DropoutOp : public Op {
   }
 
  private:
+  // The ONNX domain of the ratio, [0, 1): 1 would scale the kept values by infinity.
+  float check_ratio(float r) const {
+    if (!(r >= 0.0f && r < 1.0f))
+      throw ModelError(where() + ": input 'ratio' is " + attr_number(r) + "; must be in [0, 1)");
+    return r;
+  }
+
   // keep == nullptr: every element kept.
   static void fill_mask(Tensor* mask, int64_t n, const float* keep) {
     if (mask->dtype() == DType::kBool) {
@@ -115,8 +121,7 @@ std::unique_ptr<Op> make(const ir::Node& node) {
   float ratio = 0.5f;
   bool is_test = false;
   if (version < 12) {
-    ratio = attrs.f("ratio", 0.5f);
-    if (ratio < 0.0f || ratio >= 1.0f) attrs.fail("ratio", "must be in [0, 1)");
+    ratio = attrs.in_range("ratio", 0.5f, 0.0f, 1.0f, /*hi_open=*/true);
   } else {
     attrs.i("seed", 0);
   }

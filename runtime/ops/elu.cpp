@@ -12,7 +12,7 @@ namespace {
 
 std::unique_ptr<Op> make(const ir::Node& node) {
   Attrs attrs(node);
-  const float alpha = attrs.f("alpha", 1.0f);
+  const float alpha = attrs.finite("alpha", 1.0f);
   attrs.finish();
   const double inf = std::numeric_limits<double>::infinity();
   OpTraits t = activation_traits(alpha > 0 ? -double(alpha) : -inf, inf);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/ops/eigen_map.h"
+#include "runtime/ops/gemm_scratch.h"
 #include "runtime/parallel.h"
 
 namespace dl::rt {
@@ -25,21 +26,7 @@ constexpr double kFineMacs = double(1 << 27);
 
 // Packing buffers of the calling thread, grown to the largest product it has run.
 struct Scratch {
-  float* a = nullptr;
-  float* b = nullptr;
-  size_t size_a = 0, size_b = 0;
-  static float* grow(float* p, size_t& have, size_t need) {
-    if (need <= have) return p;
-    std::free(p);
-    have = (std::max<size_t>(need, 1) + 1023) & ~size_t(1023);
-    p = static_cast<float*>(std::aligned_alloc(64, have * sizeof(float)));
-    if (!p) throw std::bad_alloc();
-    return p;
-  }
-  ~Scratch() {
-    std::free(a);
-    std::free(b);
-  }
+  ScratchBuffer a, b;
 };
 
 Scratch& thread_scratch() {
@@ -58,10 +45,8 @@ class Blocking : public Eigen::internal::level3_blocking<float, float> {
     this->m_kc = depth;
     Eigen::internal::computeProductBlockingSizes<float, float, 1, Index>(this->m_kc, this->m_mc, this->m_nc, Index(1));
     Scratch& s = thread_scratch();
-    s.a = Scratch::grow(s.a, s.size_a, size_t(this->m_mc * this->m_kc));
-    s.b = Scratch::grow(s.b, s.size_b, size_t(this->m_kc * this->m_nc));
-    this->m_blockA = s.a;
-    this->m_blockB = s.b;
+    this->m_blockA = s.a.reserve(size_t(this->m_mc * this->m_kc));
+    this->m_blockB = s.b.reserve(size_t(this->m_kc * this->m_nc));
   }
 };
 

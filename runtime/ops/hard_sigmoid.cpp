@@ -9,8 +9,8 @@ namespace {
 
 std::unique_ptr<Op> make(const ir::Node& node) {
   Attrs attrs(node);
-  const float alpha = attrs.f("alpha", 0.2f);
-  const float beta = attrs.f("beta", 0.5f);
+  const float alpha = attrs.finite("alpha", 0.2f);
+  const float beta = attrs.finite("beta", 0.5f);
   attrs.finish();
   OpTraits t = activation_traits(0.0, 1.0);
   t.has_dead_zone = true;

@@ -10,7 +10,7 @@ namespace {
 
 std::unique_ptr<Op> make(const ir::Node& node) {
   Attrs attrs(node);
-  const float alpha = attrs.f("alpha", 0.01f);
+  const float alpha = attrs.finite("alpha", 0.01f);
   attrs.finish();
   const double inf = std::numeric_limits<double>::infinity();
   return make_unary(

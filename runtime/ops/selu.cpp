@@ -12,8 +12,8 @@ namespace {
 
 std::unique_ptr<Op> make(const ir::Node& node) {
   Attrs attrs(node);
-  const float alpha = attrs.f("alpha", 1.67326319217681884765625f);
-  const float gamma = attrs.f("gamma", 1.05070102214813232421875f);
+  const float alpha = attrs.finite("alpha", 1.67326319217681884765625f);
+  const float gamma = attrs.finite("gamma", 1.05070102214813232421875f);
   attrs.finish();
   const double inf = std::numeric_limits<double>::infinity();
   const double floor = double(gamma) * alpha;

@@ -277,3 +277,38 @@ for name, options in [("batch_epochs_wrap.json", '{"targets": 3, "epochs": 18446
                       ("batch_epochs_huge.json", '{"targets": 3, "epochs": 9223372036854775807}'),
                       ("batch_probe_every_zero.json", '{"targets": 3, "epochs": 1, "probe_every": 0}')]:
     write(name, '{"cases": [{"name": "a", "model": "good.onnx", "data": "good.csv", "options": %s}]}' % options, "w")
+# --- attribute domains and nested subgraphs (issue 18) ---
+W0 = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(3, 4) / 10, "W")
+B0 = numpy_helper.from_array(np.zeros(3, np.float32), "B")
+GEMM = helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1)
+mlp("dropout_ratio_1_5.onnx", init=[W0, B0, numpy_helper.from_array(np.array(1.5, np.float32), "ratio")], nodes=[
+    GEMM, helper.make_node("Dropout", ["h", "ratio"], ["y"], name="drop")])
+mlp("leaky_relu_alpha_inf.onnx", nodes=[GEMM, helper.make_node("LeakyRelu", ["h"], ["y"], name="act", alpha=float("inf"))])
+mlp("elu_alpha_nan.onnx", nodes=[GEMM, helper.make_node("Elu", ["h"], ["y"], name="act", alpha=float("nan"))])
+BN_INIT = [numpy_helper.from_array(np.ones(3, np.float32), "s"), numpy_helper.from_array(np.zeros(3, np.float32), "o"),
+           numpy_helper.from_array(np.zeros(3, np.float32), "m"), numpy_helper.from_array(np.ones(3, np.float32), "v")]
+mlp("batchnorm_epsilon_0.onnx", init=[W0, B0] + BN_INIT, nodes=[
+    GEMM, helper.make_node("BatchNormalization", ["h", "s", "o", "m", "v"], ["y"], name="bn", epsilon=0.0)])
+mlp("batchnorm_momentum_2.onnx", init=[W0, B0] + BN_INIT, nodes=[
+    GEMM, helper.make_node("BatchNormalization", ["h", "s", "o", "m", "v"], ["y"], name="bn", momentum=2.0)])
+
+
+def nested_if(levels):
+    """Gemm then `levels` If nodes, each the then-branch of the one around it."""
+    body = helper.make_graph([helper.make_node("Identity", ["h"], ["r0"], name="leaf")], "leaf", [],
+                             [helper.make_tensor_value_info("r0", TensorProto.FLOAT, ["N", 3])])
+    other = helper.make_graph([helper.make_node("Identity", ["h"], ["e"], name="else")], "else", [],
+                              [helper.make_tensor_value_info("e", TensorProto.FLOAT, ["N", 3])])
+    for k in range(1, levels):
+        body = helper.make_graph([helper.make_node("If", ["c"], ["r%d" % k], name="if%d" % k, then_branch=body,
+                                                   else_branch=other)], "level%d" % k, [],
+                                 [helper.make_tensor_value_info("r%d" % k, TensorProto.FLOAT, ["N", 3])])
+    c = numpy_helper.from_array(np.array(True), "c")
+    return [W0, B0, c], [GEMM, helper.make_node("If", ["c"], ["y"], name="outer_if", then_branch=body,
+                                                 else_branch=other)]
+
+
+init, nodes = nested_if(1)
+mlp("if_subgraph.onnx", init=init, nodes=nodes)
+init, nodes = nested_if(40)
+mlp("if_nested_40.onnx", init=init, nodes=nodes)

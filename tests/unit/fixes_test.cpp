@@ -228,7 +228,7 @@ TEST_CASE("fixes: label issues propose remapping the class ids") {
   TraceBuilder b;
   Trace t = multiclass(b);
   t.header.data_summary.label_issue_count = 12;
-  t.header.data_summary.label_issues = {"line 3: class id 3 is outside 0..2"};
+  t.header.data_summary.label_issues = {{"line 3", 3}};
   const auto cs = propose_fixes(faulty({finding("invalid_labels", RootCause::kLabels)}), t);
   REQUIRE_FALSE(cs.empty());
   CHECK(text(cs[0]) == "labels");

@@ -5,10 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <random>
 #include <vector>
 
 #include "runtime/ops/gemm_kernel.h"
+#include "runtime/ops/gemm_scratch.h"
 #include "runtime/optimizer.h"
 #include "runtime/probes.h"
 #include "runtime/threads.h"
@@ -181,4 +185,41 @@ TEST_CASE("reduce_stats: vectorised path equals the exact reduction; NaN/Inf cou
   CHECK(bad.inf == 2);
   CHECK(std::isfinite(bad.mean));
   CHECK(std::isfinite(bad.max));
+}
+
+namespace {
+int g_alloc_calls = 0;
+bool g_fail_alloc = false;
+void* test_alloc(size_t align, size_t bytes) {
+  ++g_alloc_calls;
+  return g_fail_alloc ? nullptr : std::aligned_alloc(align, bytes);
+}
+}  // namespace
+
+TEST_CASE("gemm scratch: a failed allocation leaves the old buffer valid and owned") {
+  g_alloc_calls = 0;
+  g_fail_alloc = false;
+  {
+    dl::rt::ScratchBuffer s(&test_alloc);
+    float* p = s.reserve(100);
+    REQUIRE(p != nullptr);
+    const size_t have = s.capacity();
+    CHECK(have >= 100);
+    for (size_t i = 0; i < have; ++i) p[i] = float(i);
+    g_fail_alloc = true;
+    CHECK_THROWS_AS(s.reserve(have * 4), std::bad_alloc);
+    CHECK(s.capacity() == have);  // not the size it failed to get
+    CHECK(s.data() == p);         // the old block, still owned (freed once, by the destructor)
+    CHECK(s.reserve(have) == p);  // a request that fits reuses it without allocating
+    CHECK(p[have - 1] == float(have - 1));
+    // A size whose byte count overflows is refused before asking the allocator.
+    const int calls = g_alloc_calls;
+    CHECK_THROWS_AS(s.reserve(SIZE_MAX / 2), std::bad_alloc);
+    CHECK(g_alloc_calls == calls);
+    CHECK(s.data() == p);
+    g_fail_alloc = false;
+    float* q = s.reserve(have * 4);
+    CHECK(q != nullptr);
+    CHECK(s.capacity() >= have * 4);
+  }
 }

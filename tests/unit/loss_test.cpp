@@ -201,15 +201,6 @@ TEST_CASE("loss errors name the option, the shapes or the bad class id") {
   CHECK_THROWS_AS(scce->compute(pred, Tensor::floats({3}, {1, 0, 0}), nullptr), dl::ShapeError);
 }
 
-TEST_CASE("Keras' silent switch to logits after Softmax / Sigmoid") {
-  CHECK(dl::rt::keras_uses_logits("categorical_crossentropy", "Softmax", false));
-  CHECK(dl::rt::keras_uses_logits("sparse_categorical_crossentropy", "Softmax", false));
-  CHECK(dl::rt::keras_uses_logits("binary_crossentropy", "Sigmoid", false));
-  CHECK_FALSE(dl::rt::keras_uses_logits("binary_crossentropy", "Sigmoid", true));
-  CHECK_FALSE(dl::rt::keras_uses_logits("binary_crossentropy", "Relu", false));
-  CHECK_FALSE(dl::rt::keras_uses_logits("mse", "Softmax", false));
-}
-
 TEST_CASE("metrics: Keras' accuracy for the loss, or mae for regression targets") {
   Tensor probs = Tensor::floats({3, 3}, {0.7f, 0.2f, 0.1f, 0.3f, 0.3f, 0.4f, 0.5f, 0.5f, 0.0f});
   Tensor onehot = Tensor::floats({3, 3}, {1, 0, 0, 0, 1, 0, 1, 0, 0});

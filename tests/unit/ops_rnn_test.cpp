@@ -210,7 +210,7 @@ TEST_CASE("recurrent ops: W, R, B of an exported LSTM are trainable and re-initi
     if (n.op_type == "LSTM") lstm = &n;
   REQUIRE(lstm != nullptr);
   const std::vector<std::string> names(lstm->inputs.begin() + 1, lstm->inputs.begin() + 4);
-  const std::string change = dl::conv::reinitialize_params(m, names, "glorot_uniform", 5);
+  const std::string change = dl::rt::reinitialize_params(m, names, "glorot_uniform", 5);
   // W [1, 24, 4]: fans 4 and 24; R [1, 24, 6]: 6 and 24; B zeros.
   CHECK(change.find(names[0] + " [1, 24, 4] U(+-" + std::to_string(std::sqrt(6.0 / 28)).substr(0, 6)) !=
         std::string::npos);

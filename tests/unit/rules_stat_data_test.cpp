@@ -18,7 +18,7 @@ TEST_CASE("rule labels_invalid: class ids 1..C") {
   TraceBuilder b;
   Trace t = b.dense("relu", 16).dense("softmax", 3).build(0);
   an::DataSummary& d = t.header.data_summary;
-  d.label_issues = {"data.csv:3: class id 3 is outside 0..2", "data.csv:7: class id 3 is outside 0..2"};
+  d.label_issues = {{"data.csv:3", 3}, {"data.csv:7", 3}};
   d.label_issue_count = 52;
   d.target_columns[0].max = 0;  // no valid class 0
   auto f = run("labels_invalid", t, false);
@@ -77,16 +77,41 @@ TEST_CASE("rule labels_invalid: NaN data, loss domain and other ids") {
   SUBCASE("non-integer and too large ids") {
     TraceBuilder b;
     Trace t = b.dense("relu", 16).dense("softmax", 3).build(0);
-    t.header.data_summary.label_issues = {"data.csv:4: class id 1.5 is not an integer"};
+    t.header.data_summary.label_issues = {{"data.csv:4", 1.5}};
     t.header.data_summary.label_issue_count = 1;
     auto f = run("labels_invalid", t);
     REQUIRE(f.size() == 1);
     CHECK(f[0].recommendation.find("integers") != std::string::npos);
-    t.header.data_summary.label_issues = {"data.csv:4: class id 9 is outside 0..2"};
+    t.header.data_summary.label_issues = {{"data.csv:4", 9}};
     f = run("labels_invalid", t);
     REQUIRE(f.size() == 1);
     CHECK(f[0].recommendation.find("10 units") != std::string::npos);
   }
+}
+
+TEST_CASE("rule labels_invalid: judges the label values, never text (a file named like an issue)") {
+  TraceBuilder b;
+  Trace t = b.dense("relu", 16).dense("softmax", 3).build(0);
+  an::DataSummary& d = t.header.data_summary;
+  // Text parsing would read "class id 7" out of the file name and advise 8 output units.
+  d.label_issues = {{"class id 7.csv:3", 3}, {"class id 7.csv:9", 3}};
+  d.label_issue_count = 2;
+  auto f = run("labels_invalid", t, false);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].recommendation.find("subtract 1") != std::string::npos);
+  CHECK(f[0].evidence["max_listed_id"] == 3.0);
+  CHECK(f[0].message.find("(first: class id 7.csv:3: class id 3 is outside 0..2)") != std::string::npos);
+  CHECK(f[0].evidence["first_issues"][1] == "class id 7.csv:9: class id 3 is outside 0..2");
+  // NaN and negative values are typed too.
+  d.label_issues = {{"data.csv:2", std::nan("")}};
+  f = run("labels_invalid", t, false);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].recommendation.find("integers") != std::string::npos);
+  CHECK(f[0].evidence["first_issues"][0] == "data.csv:2: class id nan is not a number");
+  d.label_issues = {{"data.csv:2", -1}};
+  f = run("labels_invalid", t, false);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].recommendation.find("negative") != std::string::npos);
 }
 
 // --- unnormalized_inputs ---------------------------------------------------------------------------------

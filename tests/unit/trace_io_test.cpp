@@ -62,7 +62,7 @@ Trace synthetic_trace(int records, int probes) {
   d.classes = 3;
   d.targets_are_classes = true;
   d.targets_integer = true;
-  d.label_issues = {"line 12: class id 3 is outside 0..2"};
+  d.label_issues = {{"data.csv:12", 3}, {"data.csv:14", std::numeric_limits<double>::infinity()}};
   d.label_issue_count = 1;
   h.metric_name = "accuracy";
   h.output_width = 3;
@@ -293,6 +293,26 @@ TEST_CASE("trace file: magic and version") {
   expect_error("DLTRACE 1", "bad magic line");
   expect_error("DLTRACE 2\n" + bytes.substr(10), "trace version 2 is newer than this deeplocalize reads (1)");
   expect_error("DLTRACE 0\n" + bytes.substr(10), "unsupported trace version 0");
+}
+
+TEST_CASE("trace file: label issues are typed records; older traces with text-only issues are refused clearly") {
+  const std::string bytes = trace_bytes(synthetic_trace(2, 2));
+  auto h = nlohmann::json::parse(header_of(bytes));
+  const auto& records = h["data_summary"]["label_issue_records"];
+  REQUIRE(records.size() == 2);
+  CHECK(records[0]["location"] == "data.csv:12");
+  CHECK(records[0]["value"] == 3.0);
+  CHECK(records[1]["value"] == "Infinity");
+  // The sentences older readers require (never read back).
+  CHECK(h["data_summary"]["label_issues"][0] == "data.csv:12: class id 3 is outside 0.." +
+                                                    std::to_string(h["data_summary"]["classes"].get<int64_t>() - 1));
+  // A trace from before the records: read when it lists no issues, refused when it does.
+  h["data_summary"].erase("label_issue_records");
+  h["data_summary"]["label_issues"] = nlohmann::json::array();
+  CHECK(read_trace_bytes(with_header(bytes, h.dump()), "old.dltrace").header.data_summary.label_issues.empty());
+  h["data_summary"]["label_issues"] = nlohmann::json::array({"data.csv:12: class id 3 is outside 0..2"});
+  expect_error(with_header(bytes, h.dump()), "data_summary.label_issues: this trace, from an older deeplocalize, "
+                                             "lists its invalid labels as text only");
 }
 
 TEST_CASE("trace file: huge declared lengths are rejected before allocating") {

@@ -80,8 +80,17 @@ void check_batch_outputs(const BatchOptions& o, const std::vector<CaseSpec>& cas
 
 bool stdout_color() { return isatty(1) && !std::getenv("NO_COLOR"); }
 
+// A shard index or count: 0..kMaxShards (--shard-count's range in runtime/option_list.def),
+// checked before it is narrowed to int.
+constexpr int64_t kMaxShards = 100000;
+int shard_number(const std::string& value, const std::string& what) {
+  const int64_t v = rt::parse_integer(value, what);
+  if (v < 0 || v > kMaxShards)
+    throw ConfigError(what + ": " + std::to_string(v) + " is not in 0.." + std::to_string(kMaxShards));
+  return static_cast<int>(v);
+}
 int parse_index(const char* value, const char* name) {
-  return static_cast<int>(rt::parse_integer(value, std::string("environment variable ") + name));
+  return shard_number(value, std::string("environment variable ") + name);
 }
 
 }  // namespace
@@ -96,8 +105,8 @@ Shard resolve_shard(const std::string& flag, int shard_count, const std::functio
   if (!flag.empty()) {
     const size_t slash = flag.find('/');
     if (slash == std::string::npos) throw ConfigError("--shard: '" + flag + "' is not I/N (e.g. 0/4)");
-    s.index = static_cast<int>(rt::parse_integer(flag.substr(0, slash), "--shard index"));
-    s.count = static_cast<int>(rt::parse_integer(flag.substr(slash + 1), "--shard count"));
+    s.index = shard_number(flag.substr(0, slash), "--shard index");
+    s.count = shard_number(flag.substr(slash + 1), "--shard count");
   } else {
     const char* gitlab_total = env("CI_NODE_TOTAL");
     if (shard_count > 0) s.count = shard_count;

@@ -91,7 +91,6 @@ void print_inspect(const ir::Model& model, std::ostream& out) {
   for (const rt::Layer& l : g.layers()) {
     const rt::Step& last = g.steps()[l.output_step];
     int64_t n = layer_param_count(g, l);
-    total += n;
     out << fmt::format("  {:>3}  {:<44} out {:<14} params {}\n", l.index, visible_join(l.nodes),
                        shape_of(p, last.outputs[0]), n);
   }
@@ -108,7 +107,7 @@ void print_inspect(const ir::Model& model, std::ostream& out) {
   const std::vector<std::string> tied = rt::tied_param_notes(roles);
   if (!tied.empty()) {
     out << fmt::format("tied parameters ({}): each trains as one tensor shared by its readers\n", tied.size());
-    for (const std::string& t : tied) out << "  " << t << "\n";
+    for (const std::string& t : tied) out << "  " << visible(t) << "\n";
   }
   out << "\ntraining configuration (model metadata):\n";
   bool any = false;

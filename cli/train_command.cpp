@@ -45,7 +45,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 rt::TrainConfig resolve_config(const ir::Model& model, const TrainOptions& o) {
   rt::TrainConfig c = rt::config_from_metadata(model.metadata, model.path);
   apply_overrides(o, c);
-  c.max_memory_bytes = static_cast<int64_t>(o.max_memory_mb * 1024 * 1024);
+  c.max_memory_bytes = static_cast<int64_t>(std::ceil(o.max_memory_mb * 1024 * 1024));  // > 0: 0 means the default
   rt::validate(c);
   return c;
 }
@@ -163,7 +163,7 @@ LoadedCase load_case(const TrainOptions& o) {
   LoadedCase c;
   conv::ImportOptions import;
   if (o.max_memory_mb > 0 && o.max_memory_mb < 1e12)  // the model file is read under the cap too
-    import.max_file_bytes = static_cast<int64_t>(o.max_memory_mb * 1024 * 1024);
+    import.max_file_bytes = static_cast<int64_t>(std::ceil(o.max_memory_mb * 1024 * 1024));
   c.model = std::make_shared<const ir::Model>(conv::import_model(o.model, import));
   c.config = resolve_config(*c.model, o);
   for (const std::string& s : o.settings) c.settings.set(s);

@@ -135,6 +135,10 @@ void ExecutionGraph::plan(const GraphOptions& options) {
     InferCtx ic;
     ic.training = options.training;
     ic.max_bytes = budget_->remaining();
+    ic.charge_buffer = [this, &node](int64_t bytes, const std::string& what) {
+      budget_->charge(bytes, "node '" + node.name + "' (" + node.op_type + "): " + what);
+      planned_bytes_ += bytes;
+    };
     bool all_known = true;
     for (const std::string& name : node.inputs) {
       if (name.empty()) {

@@ -3,6 +3,7 @@
 // cases) and is registered by one line in runtime/ops/op_list.def.
 #pragma once
 
+#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
@@ -95,6 +96,13 @@ struct InferCtx {
   // that allocates plan-time buffers of its own (e.g. Pad's index maps) checks them
   // against it before allocating, as the graph checks every output after infer().
   int64_t max_bytes = std::numeric_limits<int64_t>::max();
+  // Charges an op's own plan-time buffers (gate storage, masks, index maps) to the run's
+  // memory budget, so that they count like the graph's tensors (throws ResourceError over
+  // the cap). Set by the graph; unset in tests that plan an op alone.
+  std::function<void(int64_t bytes, const std::string& what)> charge_buffer;
+  void charge(int64_t bytes, const std::string& what) const {
+    if (charge_buffer) charge_buffer(bytes, what);
+  }
 };
 
 // Statistics of a tensor that an op reduces while it writes or reads the tensor anyway,

@@ -94,7 +94,8 @@ std::map<std::string, ModelParam> model_params(const ir::Graph& g, const std::ve
     if (!after) continue;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       auto it = source.find(n.inputs[i]);
-      if (it == source.end()) continue;
+      // Only a differentiable input is a bias: Dropout's ratio is a setting, not a parameter.
+      if (it == source.end() || !ops[k]->differentiable_input(i)) continue;
       ParamRole bias;
       bias.kind = ParamRole::Kind::kBias;
       add_use(it->second, n, i, bias);

@@ -62,6 +62,8 @@ class BinaryOp : public Op {
     if (a.dtype() != b.dtype())
       throw ShapeError(where() + ": inputs have different types (" + dtype_name(a.dtype()) + " and " +
                        dtype_name(b.dtype()) + ")");
+    if (a.dtype() == DType::kBool)  // arithmetic on bools is not ONNX (and would leave 0/1)
+      throw ShapeError(where() + ": inputs are bool; arithmetic takes numbers (float or int64)");
     plan_ = bcast_.plan(a.shape(), b.shape(), where());
     ctx.out[0]->plan(a.dtype(), plan_.out);
   }

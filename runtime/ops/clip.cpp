@@ -26,6 +26,8 @@ class ClipOp : public Op {
     if (ctx.in.size() > max_inputs)
       throw ShapeError(where() + ": expects at most " + std::to_string(max_inputs) + " inputs");
     const Tensor& x = *ctx.in[0];
+    if (x.dtype() != DType::kFloat32 && x.dtype() != DType::kInt64)
+      throw ShapeError(where() + ": input is " + dtype_name(x.dtype()) + "; Clip takes numbers (float or int64)");
     for (size_t k = 1; k < ctx.in.size(); ++k) {
       if (!ctx.in[k]) continue;
       if (ctx.in[k]->numel() != 1)

@@ -64,7 +64,9 @@ class Gather : public Op {
   OpTraits traits() const override {
     OpTraits t;
     t.role = embedding_ ? OpTraits::Role::kParameterized : OpTraits::Role::kOther;
-    t.linear = true;
+    // A lookup, not an affine map of its input (the ids): an Embedding before a Dense is no
+    // linear stack, and the table's N(0, 1) (PyTorch's default) is no too-wide fan-in.
+    t.linear = !embedding_;
     return t;
   }
   bool differentiable_input(size_t i) const override { return i == 0; }

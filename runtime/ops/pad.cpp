@@ -65,6 +65,7 @@ class PadOp : public Op {
       throw ResourceError(where() + ": output of shape " + shape_str(out) + " needs " + data::human_bytes(needed) +
                           " with its index maps, over what the memory cap leaves (" +
                           data::human_bytes(double(ctx.max_bytes)) + "; raise it with --max-memory)");
+    ctx.charge(map_entries * 8, "its index maps");
     map_.clear();
     map_at_.assign(r + 1, 0);
     in_strides_.assign(r, 1);

@@ -121,7 +121,8 @@ void RnnOp::infer(InferCtx& ctx) {
   plan_cell(ctx, floats);
   if (floats > ctx.max_bytes / static_cast<int64_t>(sizeof(float)))
     throw ResourceError(where() + ": the " + std::to_string(seq_) + " time steps' gates and states (" +
-                        std::to_string(floats * 4 / (1 << 20)) + " MiB) exceed the memory budget");
+                        std::to_string(floats * 4 / (1 << 20)) + " MiB) exceed the memory budget; raise it with --max-memory");
+  ctx.charge(floats * static_cast<int64_t>(sizeof(float)), "its time steps' gates and states");
   xw_.assign(static_cast<size_t>(steps * gh()), 0.0f);
   gates_buf_.assign(static_cast<size_t>(steps * gh()), 0.0f);
   dgates_.assign(static_cast<size_t>(steps * gh()), 0.0f);

@@ -53,6 +53,7 @@ class VariadicOp : public Op {
       if (n > ctx.max_bytes / 4)
         throw ResourceError(where() + ": the tie counts for output " + shape_str(bc_.out) +
                             " do not fit in what the memory cap leaves; raise it with --max-memory");
+      ctx.charge(n * 4, "its tie counts");
       ties_.assign(static_cast<size_t>(n), 0.0f);
     }
   }

@@ -32,6 +32,7 @@ class WhereOp : public Op {
       throw ResourceError(where() + ": the condition mask for output " + shape_str(bc_.out) +
                           " does not fit in what the memory cap leaves (" + data::human_bytes(double(ctx.max_bytes)) +
                           "; raise it with --max-memory)");
+    ctx.charge(n, "its condition mask");
     mask_.assign(static_cast<size_t>(n), 0);
   }
 

@@ -18,6 +18,7 @@
 
 #include "analysis/trace_io.h"
 #include "cli/batch_command.h"
+#include "cli/json_input.h"
 #include "converter/import.h"
 #include "converter/input_file.h"
 #include "data_test_util.h"
@@ -308,7 +309,7 @@ TEST_CASE("model, trace and JSON readers: pipes work, endless and binary streams
     PipeFeed feed("[", true);
     const std::string path = feed.path();
     const ChildRun run = in_child([&] { dl::cli::read_json_file(path); });
-    CHECK(starts_with(run.message, path + ": stopped reading after 256.0 MB"));
+    CHECK(starts_with(run.message, path + ": stopped reading after 64.0 MB"));
   }
 }
 

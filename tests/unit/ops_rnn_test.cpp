@@ -13,6 +13,7 @@
 #include "converter/transform.h"
 #include "runtime/attrs.h"
 #include "runtime/graph.h"
+#include "runtime/param_roles.h"
 #include "tests/unit/op_harness.h"
 
 using dl::rt::attr_i;

@@ -316,7 +316,21 @@ TEST_CASE("rule bad_initialization: single constant layer, wide init, biases") {
     REQUIRE(f.size() == 1);
     CHECK(f[0].symptom == "wide_initialization");
     CHECK(f[0].evidence["fan_in"] == 200);
-    CHECK(run("bad_initialization", t, true, with("bad_initialization.min_fan_in=300")).empty());
+    // Past min_fan_in the std is still 15x He's sqrt(2 / 200): max_he_ratio flags it too.
+    CHECK(run("bad_initialization", t, true, with("bad_initialization.min_fan_in=300")).size() == 1);
+    CHECK(run("bad_initialization", t, true,
+              with({"bad_initialization.min_fan_in=300", "bad_initialization.max_he_ratio=20"})).empty());
+  }
+  SUBCASE("N(0, 10) on a fan-in of 4: too wide at any fan-in") {
+    TraceBuilder b;
+    Trace t = healthy(b);
+    an::InitializerSummary& w = t.header.initializers[0];
+    w.count = 16 * 4, w.std = 10, w.min = -30, w.max = 30;
+    auto f = run("bad_initialization", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "wide_initialization");
+    w.std = 0.7;  // Glorot/He range for 4 inputs
+    CHECK(run("bad_initialization", t).empty());
   }
   SUBCASE("a constant bias-sized parameter is not a weight") {
     TraceBuilder b;

@@ -1,6 +1,7 @@
 #include "analysis/analyzer.h"
 
 #include <algorithm>
+#include <set>
 
 #include "analysis/context.h"
 #include "analysis/symptoms.h"
@@ -15,10 +16,22 @@ bool numerical(const Finding& f) { return symptom_info(f.symptom).numerical; }
 }  // namespace
 
 void order_findings(std::vector<Finding>& findings) {
-  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
-    // A confirmed upstream condition (unscaled data, too wide initial weights) is the first
-    // cause of the dynamic symptoms that follow it (symptom_list.def).
-    const bool ua = symptom_info(a.symptom).upstream, ub = symptom_info(b.symptom).upstream;
+  // A confirmed upstream condition (unscaled data, too wide initial weights) is the first
+  // cause of the dynamic symptoms that follow it (symptom_list.def), unless a conclusive
+  // finding already names its root cause (that one says more: it has the layer) or a
+  // conclusive static finding stands (a certain fault of the model, before any dynamics).
+  std::set<RootCause> named;
+  bool static_fault = false;
+  for (const Finding& f : findings) {
+    if (!f.conclusive || symptom_info(f.symptom).upstream) continue;
+    named.insert(f.root_cause);
+    static_fault = static_fault || f.stage == Stage::kStatic;
+  }
+  const auto promoted = [&](const Finding& f) {
+    return !static_fault && symptom_info(f.symptom).upstream && !named.count(f.root_cause);
+  };
+  std::stable_sort(findings.begin(), findings.end(), [&](const Finding& a, const Finding& b) {
+    const bool ua = promoted(a), ub = promoted(b);
     if (ua != ub) return ua;
     if (a.conclusive != b.conclusive) return a.conclusive;
     const bool sa = a.stage == Stage::kStatic, sb = b.stage == Stage::kStatic;

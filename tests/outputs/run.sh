@@ -93,7 +93,7 @@ refused "it is the same file as the model of case 'c1'" batch cases -q --json ca
 refused "--json cases/c1/c1.json and --reports (case 'c1') cases/c1/c1.json are the same file" \
   batch cases -q --json cases/c1/c1.json --reports cases/c1
 touch notadir
-refused "--reports notadir: it exists and is not a directory" batch cases -q --reports notadir
+refused "--reports notadir: exists and is not a directory" batch cases -q --reports notadir
 [[ $(sum s1.json) == "$s1_sum" ]] || fail "merge overwrote its input"
 
 # --- 6. Temporary files and concurrent writers -----------------------------------------

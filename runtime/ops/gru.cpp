@@ -157,10 +157,7 @@ std::unique_ptr<Op> make(const ir::Node& node) {
   return op;
 }
 
-Tensor ramp(Shape shape, float scale, float shift) {
-  const int64_t n = shape_numel(shape);
-  return Tensor::floats(std::move(shape), rnn::sample_ramp(n, scale, shift));
-}
+using rnn::ramp;
 
 // T = 3, batch 2, input 3, hidden 2: both reset placements, both directions, both
 // layouts, with and without initial state, sequence lengths shorter than T.

@@ -29,10 +29,11 @@ void check_shape(const Tensor* t, const char* name, const Shape& want, const std
 
 }  // namespace
 
-std::vector<float> sample_ramp(int64_t n, float scale, float shift) {
+Tensor ramp(Shape shape, float scale, float shift) {
+  const int64_t n = shape_numel(shape);
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = scale * static_cast<float>((k * 5) % 9) + shift;
-  return v;
+  return Tensor::floats(std::move(shape), std::move(v));
 }
 
 RnnOp::RnnOp(const ir::Node& node, Attrs& a, int64_t gates, size_t inputs, size_t outputs,

@@ -161,7 +161,8 @@ class RnnOp : public Op {
   std::vector<float> xw_, gates_buf_, dgates_, hs_, dh_, dh_prev_, bias_;
 };
 
-// Sample-case helpers: a deterministic, kink-free ramp of n values in [shift, shift + 8 scale].
-std::vector<float> sample_ramp(int64_t n, float scale, float shift);
+// Sample-case helper: a tensor of `shape` holding a deterministic, kink-free ramp of
+// values in [shift, shift + 8 scale].
+Tensor ramp(Shape shape, float scale, float shift);
 
 }  // namespace dl::rt::rnn

@@ -14,9 +14,9 @@
 namespace dl::rt {
 namespace {
 
-class Slice : public Op {
+class Slice : public StridedViewOp {
  public:
-  explicit Slice(const ir::Node& node) : Op(node), attr_form_(node.since_version == 1) {
+  explicit Slice(const ir::Node& node) : StridedViewOp(node), attr_form_(node.since_version == 1) {
     Attrs a(node);
     if (attr_form_) {
       if (!a.has("starts") || !a.has("ends")) a.fail(a.has("starts") ? "ends" : "starts", "is required");
@@ -81,24 +81,9 @@ class Slice : public Op {
     ctx.out[0]->plan(x.dtype(), std::move(out));
   }
 
-  void forward(FwdCtx& ctx) override { walk_.gather(*ctx.in[0], *ctx.out[0]); }
-
-  void backward(BwdCtx& ctx) override {
-    if (!ctx.din[0] || !ctx.dout[0]) return;
-    walk_.scatter_add(ctx.dout[0]->f(), ctx.din[0]->f());
-  }
-
-  OpTraits traits() const override {
-    OpTraits t;
-    t.linear = true;
-    return t;
-  }
-  bool differentiable_input(size_t i) const override { return i == 0; }
-
  private:
   bool attr_form_;
   std::vector<int64_t> starts_, ends_, axes_;
-  StridedWalk walk_;
 };
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<Slice>(node); }

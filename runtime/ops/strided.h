@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/op.h"
 #include "runtime/ops/shape_util.h"
 
 namespace dl::rt {
@@ -70,6 +71,27 @@ class StridedWalk {
  private:
   std::vector<int64_t> dims_, strides_, counter_;
   int64_t base_ = 0, total_ = 0;
+};
+
+// An op whose output is a strided view of its data input 0 (Slice, Expand, Tile): infer()
+// sets walk_; forward gathers through it and backward scatter-adds the gradient back.
+class StridedViewOp : public Op {
+ public:
+  using Op::Op;
+  void forward(FwdCtx& ctx) override { walk_.gather(*ctx.in[0], *ctx.out[0]); }
+  void backward(BwdCtx& ctx) override {
+    if (!ctx.din[0] || !ctx.dout[0]) return;
+    walk_.scatter_add(ctx.dout[0]->f(), ctx.din[0]->f());
+  }
+  OpTraits traits() const override {
+    OpTraits t;
+    t.linear = true;
+    return t;
+  }
+  bool differentiable_input(size_t i) const override { return i == 0; }
+
+ protected:
+  StridedWalk walk_;
 };
 
 // Row-major strides of a shape.

@@ -8,9 +8,9 @@
 namespace dl::rt {
 namespace {
 
-class Tile : public Op {
+class Tile : public StridedViewOp {
  public:
-  explicit Tile(const ir::Node& node) : Op(node) { Attrs(node).finish(); }
+  explicit Tile(const ir::Node& node) : StridedViewOp(node) { Attrs(node).finish(); }
 
   void infer(InferCtx& ctx) override {
     check_inputs(ctx, 2, 2, 2, where());
@@ -34,22 +34,6 @@ class Tile : public Op {
     ctx.out[0]->plan(x.dtype(), std::move(out));
   }
 
-  void forward(FwdCtx& ctx) override { walk_.gather(*ctx.in[0], *ctx.out[0]); }
-
-  void backward(BwdCtx& ctx) override {
-    if (!ctx.din[0] || !ctx.dout[0]) return;
-    walk_.scatter_add(ctx.dout[0]->f(), ctx.din[0]->f());
-  }
-
-  OpTraits traits() const override {
-    OpTraits t;
-    t.linear = true;
-    return t;
-  }
-  bool differentiable_input(size_t i) const override { return i == 0; }
-
- private:
-  StridedWalk walk_;
 };
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<Tile>(node); }

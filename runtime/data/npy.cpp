@@ -203,11 +203,13 @@ Table data::parse_npy(const char* data, size_t size, const std::string& label, c
   if (n == 0) throw DataError(label + ": the array is empty (shape " + shape_text(h.shape) + ")");
   // The declared size is checked against the bytes present before anything is
   // allocated: a 128-byte file may declare gigabytes.
-  const double need = double(n) * double(item);
-  if (item > 0 && double(size - h.data_offset) < need)
+  // n * item may exceed int64 (a shape just under 2^63 elements of 2-byte items).
+  int64_t need = 0;
+  const bool need_overflows = __builtin_mul_overflow(n, item, &need);
+  if (item > 0 && (need_overflows || uint64_t(size - h.data_offset) < uint64_t(need)))
     throw DataError(label + ": truncated: the header declares shape " + shape_text(h.shape) + " of '" + descr_text +
-                    "' (" + std::to_string(int64_t(need)) + " bytes of data) but only " +
-                    std::to_string(size - h.data_offset) + " bytes follow");
+                    "' (" + (need_overflows ? std::string("more than 2^63") : std::to_string(need)) +
+                    " bytes of data) but only " + std::to_string(size - h.data_offset) + " bytes follow");
   data::check_budget(label, double(n) * sizeof(float) * (h.fortran ? 2 : 1) + double(t.rows) * sizeof(int64_t),
                      std::to_string(n) + " float32 values", options);
   std::vector<float> values(static_cast<size_t>(n));

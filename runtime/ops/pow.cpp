@@ -3,6 +3,7 @@
 // either type independently. Gradients flow to a float32 base, and to a float32
 // exponent where the base is positive (d/dy x^y = x^y ln x is undefined for x <= 0).
 #include <cmath>
+#include <cstdint>
 
 #include "runtime/ops/binary.h"
 
@@ -18,6 +19,14 @@ int64_t int_pow(int64_t base, int64_t exp) {
     b *= b;
   }
   return static_cast<int64_t>(r);
+}
+
+// double -> int64 without undefined behaviour: NaN gives 0, out-of-range values saturate.
+int64_t to_int64_saturating(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return static_cast<int64_t>(v);
 }
 
 class PowOp : public Op {
@@ -42,7 +51,7 @@ class PowOp : public Op {
                       [](float a, int64_t b) { return static_cast<float>(std::pow(double(a), double(b))); });
     } else if (fe) {
       broadcast_apply(plan_, x.i(), e.f(), z.i(),
-                      [](int64_t a, float b) { return static_cast<int64_t>(std::pow(double(a), double(b))); });
+                      [](int64_t a, float b) { return to_int64_saturating(std::pow(double(a), double(b))); });
     } else {
       broadcast_apply(plan_, x.i(), e.i(), z.i(), int_pow);
     }

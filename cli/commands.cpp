@@ -17,13 +17,8 @@
 namespace dl::cli {
 
 int CommandSet::run() const {
-  StdoutCheck out;  // a report lost to a full disk or a closed pipe is an error, not exit 0
-  for (const auto& [sub, fn] : commands) {
-    if (!sub->parsed()) continue;
-    const int code = fn();
-    out.finish();
-    return code;
-  }
+  for (const auto& [sub, fn] : commands)
+    if (sub->parsed()) return fn();
   return 2;
 }
 

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "converter/errors.h"
 #include "io/text_escape.h"
 
@@ -15,14 +16,19 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", DL_VERSION);
   dl::cli::CommandSet commands = dl::cli::register_commands(app);
+  // A report, help text or version lost to a full disk or a closed pipe is an error, not exit 0.
+  dl::cli::StdoutCheck out;
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
-  try {
-    return commands.run();
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      const int code = app.exit(e);
+      out.finish();
+      return code == 0 ? 0 : 2;
+    }
+    const int code = commands.run();
+    out.finish();
+    return code;
   } catch (const dl::Error& e) {
     // Messages quote names from the input files: shown visibly, never as terminal escapes.
     std::cerr << "deeplocalize: error: " << dl::io::visible_multiline(e.what()) << "\n";

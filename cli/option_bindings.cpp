@@ -61,7 +61,10 @@ bool apply_json_option(const std::string& key, const nlohmann::json& value, cons
 
 void apply_overrides(const TrainOptions& o, rt::TrainConfig& c) {
 #define DL_TRAIN_OPTION(field, target, ...) \
-  if (o.field) c.target = *o.field;
+  if (o.field) {                            \
+    c.target = *o.field;                    \
+    c.optimizer.origin.erase(rt::option(#field).key); \
+  }
 #define DL_RUN_OPTION(...)
 #include "runtime/option_list.def"
 #undef DL_TRAIN_OPTION

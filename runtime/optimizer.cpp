@@ -134,23 +134,27 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& in) {
   OptimizerConfig c = in;
   std::transform(c.name.begin(), c.name.end(), c.name.begin(), [](unsigned char ch) { return std::tolower(ch); });
   const std::string& n = c.name;
+  auto where = [&c](const std::string& key, const std::string& flag) {
+    const auto it = c.origin.find(key);
+    return it == c.origin.end() ? flag : it->second;
+  };
   if (!opt_detail::known(n))
-    throw ConfigError("--optimizer: unknown optimizer '" + in.name + "' (valid: " + valid_optimizer_names() + ")");
+    throw ConfigError(where("optimizer", "--optimizer") + ": unknown optimizer '" + in.name + "' (valid: " + valid_optimizer_names() + ")");
   if (c.learning_rate)
     require(std::isfinite(*c.learning_rate) && *c.learning_rate >= 0,
-            "--lr: the learning rate must be a finite number >= 0, got " + num(*c.learning_rate));
+            where("learning_rate", "--lr") + ": the learning rate must be a finite number >= 0, got " + num(*c.learning_rate));
   require(std::isfinite(c.momentum) && c.momentum >= 0 && c.momentum < 1,
-          "--momentum: must be in [0, 1), got " + num(c.momentum));
+          where("momentum", "--momentum") + ": must be in [0, 1), got " + num(c.momentum));
   require(c.momentum == 0 || n == "sgd" || n == "rmsprop",
-          "--momentum: the " + n + " optimizer has no momentum (only sgd and rmsprop do)");
+          where("momentum", "--momentum") + ": the " + n + " optimizer has no momentum (only sgd and rmsprop do)");
   require(!c.nesterov || n == "sgd",
-          "--nesterov: only the sgd optimizer has Nesterov momentum, not " + n);
-  require(std::isfinite(c.decay) && c.decay >= 0, "decay: must be a finite number >= 0, got " + num(c.decay));
+          where("nesterov", "--nesterov") + ": only the sgd optimizer has Nesterov momentum, not " + n);
+  require(std::isfinite(c.decay) && c.decay >= 0, where("decay", "decay") + ": must be a finite number >= 0, got " + num(c.decay));
   if (c.clipnorm)
-    require(std::isfinite(*c.clipnorm) && *c.clipnorm > 0, "clipnorm: must be a finite number > 0, got " + num(*c.clipnorm));
+    require(std::isfinite(*c.clipnorm) && *c.clipnorm > 0, where("clipnorm", "clipnorm") + ": must be a finite number > 0, got " + num(*c.clipnorm));
   if (c.clipvalue)
     require(std::isfinite(*c.clipvalue) && *c.clipvalue > 0,
-            "clipvalue: must be a finite number > 0, got " + num(*c.clipvalue));
+            where("clipvalue", "clipvalue") + ": must be a finite number > 0, got " + num(*c.clipvalue));
   return opt_detail::make_rule(c);
 }
 

@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ struct OptimizerConfig {
   bool nesterov = false;                // sgd only
   double decay = 0;                     // time-based learning-rate decay
   std::optional<double> clipnorm, clipvalue;
+  // Where a value came from, by option key ("momentum" -> "m.onnx: model metadata
+  // 'deeplocalize.momentum'"), for messages; a key not listed came from its command-line flag.
+  std::map<std::string, std::string> origin;
 };
 
 class Optimizer {

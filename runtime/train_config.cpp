@@ -64,6 +64,7 @@ TrainConfig config_from_metadata(const std::map<std::string, std::string>& metad
       throw ConfigError(what + ": unknown key (known: " + known + "preprocessing)");
     }
     set_config(c, *spec, parse_option(*spec, value, what));
+    c.optimizer.origin[spec->key] = what;
   }
   return c;
 }

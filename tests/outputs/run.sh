@@ -205,6 +205,9 @@ full train m.onnx d.csv --epochs 1
 full analyze t.trace
 full batch cases -j 1
 full merge s1.json
+full --help
+full train --help
+full --version
 
 if [[ $failures -eq 0 ]]; then
   echo "outputs: all checks passed"

@@ -8,6 +8,7 @@
 
 #include "converter/errors.h"
 #include "runtime/optimizer.h"
+#include "runtime/train_config.h"
 
 using dl::rt::DType;
 using dl::rt::OptimizerConfig;
@@ -272,5 +273,19 @@ TEST_CASE("the values of Keras' own optimizer documentation examples") {
     opt->step(h.params);
     CHECK(double(before - h.w.f()[0]) == doctest::Approx(expected).epsilon(1e-5));
     before = h.w.f()[0];
+  }
+}
+
+TEST_CASE("an optimizer setting from the model's metadata is named by its key, not by a flag") {
+  const auto c = dl::rt::config_from_metadata(
+      {{"deeplocalize.optimizer", "adam"}, {"deeplocalize.momentum", "0.9"}, {"deeplocalize.loss", "mse"}}, "m.onnx");
+  try {
+    dl::rt::make_optimizer(c.optimizer);
+    FAIL("adam with momentum must be refused");
+  } catch (const dl::ConfigError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("m.onnx: model metadata 'deeplocalize.momentum'") != std::string::npos);
+    CHECK(what.find("--momentum") == std::string::npos);
+    CHECK(what.find("adam optimizer has no momentum") != std::string::npos);
   }
 }

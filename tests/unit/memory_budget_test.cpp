@@ -134,3 +134,28 @@ TEST_CASE("trainer: the graphs of every batch size share one model and one set o
   CHECK(watch.first_params.size() == 1);        // one tensor per parameter for both graphs
   CHECK(model.use_count() == 4);                // the test, the trainer and its two graphs
 }
+
+// A recurrent op keeps every time step's gates and states for backpropagation through
+// time; these buffers are its own (not graph values) and must be charged at plan time.
+TEST_CASE("graph plan: an LSTM's per-time-step buffers are charged to the budget") {
+  auto model = std::make_shared<const dl::ir::Model>(dl::conv::import_model(
+      std::string(DL_SOURCE_DIR) + "/tests/fixtures/parity/lstm_classifier_scce_sgd.onnx"));
+  auto planned = [&](int64_t batch) {
+    dl::rt::GraphOptions o;
+    o.batch_size = batch;
+    o.budget = std::make_shared<dl::rt::MemoryBudget>(int64_t(1) << 30);
+    dl::rt::ExecutionGraph g(model, o);
+    CHECK(o.budget->used() == g.planned_bytes());
+    return g.planned_bytes();
+  };
+  // Sequence 5, hidden 6, 4 gates: per row 3 * 5 * 24 gate values and (5 + 1) * 6 + 3 * 6
+  // state values, far more than the graph's own values per row.
+  const int64_t per_row = (3 * 5 * 24 + 6 * 6 + 3 * 6) * int64_t(sizeof(float));
+  CHECK(planned(64) - planned(8) >= 56 * per_row);
+
+  // A budget too small for those buffers is refused at plan time, naming the node.
+  dl::rt::GraphOptions o;
+  o.batch_size = 4096;
+  o.max_memory_bytes = planned(8) + 4096 * per_row / 2;
+  CHECK_THROWS_AS(dl::rt::ExecutionGraph(model, o), dl::ResourceError);
+}

@@ -59,6 +59,7 @@ struct OpDescription {
   bool saturates = false;
   bool normalizes = false;
   int64_t units = 0;  // size of the normalised / unit axis (last dim for dense, channels for conv)
+  double drop_rate = 0;  // fraction of the inputs zeroed at random while training (Dropout)
 };
 
 struct Probe {

@@ -40,6 +40,8 @@ struct OpTraits {
   // Normalises along an axis so the outputs sum to 1 (Softmax); normalized_axis as given.
   bool normalizes = false;
   int64_t normalized_axis = -1;
+  // While training, zeroes this fraction of its inputs at random (Dropout's ratio).
+  double drop_rate = 0.0;
 };
 
 // Traits of the ops that start a layer and are affine in their data input (Gemm, MatMul,

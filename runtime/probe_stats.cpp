@@ -23,6 +23,7 @@ an::OpDescription describe(const OpTraits& t, const Shape& shape) {
   d.has_dead_zone = t.has_dead_zone;
   d.saturates = t.saturates;
   d.normalizes = t.normalizes;
+  d.drop_rate = t.drop_rate;
   if (t.normalizes && !shape.empty()) {
     int64_t axis = t.normalized_axis < 0 ? t.normalized_axis + int64_t(shape.size()) : t.normalized_axis;
     d.units = axis >= 0 && axis < int64_t(shape.size()) ? shape[size_t(axis)] : 0;

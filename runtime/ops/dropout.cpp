@@ -9,6 +9,7 @@
 //           standing for bool from 10.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "converter/errors.h"
@@ -35,7 +36,8 @@ class DropoutOp : public Op {
         throw ShapeError(where() + ": input " + (k == 1 ? "'ratio'" : "'training_mode'") +
                          " must be a scalar, got shape " + shape_str(ctx.in[k]->shape()));
     // From 12 the ratio is an input, usually a constant: checked here like the attribute.
-    if (ctx.in.size() > 1 && ctx.in[1] && ctx.known.size() > 1 && ctx.known[1]) check_ratio(float(ctx.in[1]->at(0)));
+    if (ctx.in.size() > 1 && ctx.in[1] && ctx.known.size() > 1 && ctx.known[1])
+      known_ratio_ = check_ratio(float(ctx.in[1]->at(0)));
     ctx.out[0]->plan(DType::kFloat32, x.shape());
     if (ctx.out.size() > 1 && ctx.out[1])
       ctx.out[1]->plan(version_ >= 10 ? DType::kBool : DType::kFloat32, x.shape());
@@ -86,6 +88,7 @@ class DropoutOp : public Op {
     OpTraits t;
     t.role = OpTraits::Role::kElementwise;
     t.linear = true;
+    if (!is_test_) t.drop_rate = known_ratio_ ? *known_ratio_ : ratio_;
     return t;
   }
 
@@ -110,6 +113,7 @@ class DropoutOp : public Op {
 
   int version_;
   float ratio_;
+  std::optional<float> known_ratio_;  // a constant 'ratio' input (opset 12+), seen at plan time
   bool is_test_;
   bool applied_ = false;    // whether the last forward dropped (else y = x)
   std::vector<float> keep_;  // per element: scale if kept, 0 if dropped (sized in infer)

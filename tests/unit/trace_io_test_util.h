@@ -135,6 +135,7 @@ inline void check_equal(const Trace& a, const Trace& b) {
     CHECK(q.op.has_dead_zone == p.op.has_dead_zone);
     CHECK(q.op.saturates == p.op.saturates);
     CHECK(q.op.normalizes == p.op.normalizes);
+    CHECK(q.op.drop_rate == p.op.drop_rate);
     CHECK(q.op.units == p.op.units);
   }
   REQUIRE(b.header.initializers.size() == a.header.initializers.size());

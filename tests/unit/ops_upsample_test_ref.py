@@ -21,7 +21,9 @@ def seq(shape, mult, mod, div, shift):
 
 def emit(name, t):
     a = t.detach().numpy().astype(np.float32).reshape(-1)
-    print("const std::vector<float> %s = {%s};" % (name, ", ".join("%.8gf" % v for v in a)))
+    lit = ["%.9g" % v for v in a]
+    lit = [v if any(c in v for c in ".en") else v + ".0" for v in lit]  # a C++ float literal needs a '.' or exponent
+    print("const std::vector<float> %s = {%s};" % (name, ", ".join(v + "f" for v in lit)))
     print("// %s: shape %s" % (name, list(t.shape)))
 
 

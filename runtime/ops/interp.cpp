@@ -111,6 +111,9 @@ void Interp::plan(const InterpMode& mode, const Shape& in, const Shape& out, con
     if (two) two_tap_.push_back(a);
     stride *= len;
   }
+  bit_.assign(r, -1);
+  for (size_t b = 0; b < two_tap_.size(); ++b) bit_[two_tap_[b]] = static_cast<int>(b);
+  coord_.assign(r, 0);
 }
 
 // f(output flat index, input offset, weight) for every tap of every output element, or
@@ -119,7 +122,8 @@ template <class F>
 void Interp::walk(F f) const {
   const size_t r = axes_.size();
   const int64_t total = shape_numel(out_);
-  std::vector<int64_t> c(r, 0);
+  std::vector<int64_t>& c = coord_;
+  std::fill(c.begin(), c.end(), 0);
   const size_t k = two_tap_.size();
   for (int64_t flat = 0; flat < total; ++flat) {
     bool outside = false;
@@ -143,8 +147,7 @@ void Interp::walk(F f) const {
         for (size_t a = 0; a < r; ++a) {
           const Axis& ax = axes_[a];
           const size_t o = size_t(c[a]);
-          const auto pos = std::find(two_tap_.begin(), two_tap_.end(), a);
-          const bool second = pos != two_tap_.end() && (mask >> (pos - two_tap_.begin()) & 1u);
+          const bool second = bit_[a] >= 0 && ((mask >> bit_[a]) & 1u);
           off += second ? ax.i1[o] : ax.i0[o];
           w *= second ? ax.w1[o] : ax.w0[o];
         }

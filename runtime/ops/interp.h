@@ -28,7 +28,7 @@ struct InterpMode {
   float extrapolation = 0.0f;  // tf_crop_and_resize: the value outside the crop
 };
 
-// Names as the ONNX attributes spell them; "" when the name is not one of them.
+// Parse the names the ONNX attributes use; false when the name is not one of them.
 bool parse_interp_kind(const std::string& s, InterpMode::Kind& out);
 bool parse_interp_coord(const std::string& s, InterpMode::Coord& out);
 bool parse_interp_round(const std::string& s, InterpMode::Round& out);
@@ -52,6 +52,8 @@ class Interp {
   void walk(F f) const;
   std::vector<Axis> axes_;
   std::vector<size_t> two_tap_;  // axes with a second tap somewhere
+  std::vector<int> bit_;         // per axis: its bit in walk()'s tap mask, -1 for one tap
+  mutable std::vector<int64_t> coord_;  // walk()'s output coordinate, sized by plan()
   Shape out_;
   float extrapolation_ = 0.0f;
 };

@@ -110,8 +110,9 @@ class ConvTranspose : public Op {
         for_each_tile([&](int64_t r0, int64_t r1, int64_t p0, int64_t cols) {
           im2col(win_, origins_, mg, r0, r1, dyg, col_.data());
           if (dx) gemm(cg, cols, kk_, 1.0f, {wg, kk_, false}, {col_.data(), cols, false}, dx + xoff + p0, P, true);
-          if (dw) gemm(cg, kk_, cols, 1.0f, {x + xoff + p0, P, false}, {col_.data(), cols, true}, dw + g * cg * kk_,
-                       kk_, true);
+          if (dw)
+            gemm(cg, kk_, cols, 1.0f, {x + xoff + p0, P, false}, {col_.data(), cols, true}, dw + g * cg * kk_, kk_,
+                 true);
         });
       }
     }
@@ -215,11 +216,9 @@ std::vector<float> ramp(int64_t n, float scale, float shift) {
 std::vector<OpSample> samples() {
   OpSample a;
   a.label = "convtranspose 2-D 1x2x3x3 * 2x3x3x3, strides 2, pads 1, output_padding 1, bias";
-  a.node = sample_node("ConvTranspose", 3, 1,
-                       {{"pads", attr_ints({1, 1, 1, 1})},
-                        {"strides", attr_ints({2, 2})},
-                        {"output_padding", attr_ints({1, 1})}},
-                       11);
+  a.node = sample_node(
+      "ConvTranspose", 3, 1,
+      {{"pads", attr_ints({1, 1, 1, 1})}, {"strides", attr_ints({2, 2})}, {"output_padding", attr_ints({1, 1})}}, 11);
   a.inputs = {Tensor::floats({1, 2, 3, 3}, ramp(18, 0.3f, -1.4f)), Tensor::floats({2, 3, 3, 3}, ramp(54, 0.1f, -0.5f)),
               Tensor::floats({3}, {0.2f, -0.1f, 0.3f})};
   a.check_grad = {true, true, true};
@@ -232,9 +231,9 @@ std::vector<OpSample> samples() {
   b.check_grad = {true, true};
   OpSample c;
   c.label = "convtranspose 1-D stride 3, SAME_UPPER, bias";
-  c.node = sample_node("ConvTranspose", 3, 1,
-                       {{"strides", attr_ints({3})}, {"auto_pad", attr_s("SAME_UPPER")}, {"kernel_shape", attr_ints({4})}},
-                       11);
+  c.node = sample_node(
+      "ConvTranspose", 3, 1,
+      {{"strides", attr_ints({3})}, {"auto_pad", attr_s("SAME_UPPER")}, {"kernel_shape", attr_ints({4})}}, 11);
   c.inputs = {Tensor::floats({2, 2, 4}, ramp(16, 0.3f, -1.5f)), Tensor::floats({2, 2, 4}, ramp(16, 0.2f, -0.9f)),
               Tensor::floats({2}, {0.1f, -0.2f})};
   c.check_grad = {true, true, true};

@@ -51,7 +51,8 @@ double source_coord(const InterpMode& m, int64_t o, int64_t in, int64_t out, dou
       return x / scale;
     case C::kTfCropAndResize: {
       const double span = static_cast<double>(in - 1);
-      const double v = (out > 1 ? x * (r1 - r0) * span / static_cast<double>(out - 1) : (r1 - r0) * span / 2) + r0 * span;
+      const double v =
+          (out > 1 ? x * (r1 - r0) * span / static_cast<double>(out - 1) : (r1 - r0) * span / 2) + r0 * span;
       outside = v < 0 || v > span;
       return v;
     }
@@ -90,10 +91,18 @@ void Interp::plan(const InterpMode& mode, const Shape& in, const Shape& out, con
         bool up = false;  // take floor + 1
         if (ratio != 0.0) {
           switch (mode.round) {
-            case InterpMode::Round::kPreferFloor: up = ratio > 0.5; break;
-            case InterpMode::Round::kPreferCeil: up = ratio >= 0.5; break;
-            case InterpMode::Round::kFloor: up = false; break;
-            case InterpMode::Round::kCeil: up = true; break;
+            case InterpMode::Round::kPreferFloor:
+              up = ratio > 0.5;
+              break;
+            case InterpMode::Round::kPreferCeil:
+              up = ratio >= 0.5;
+              break;
+            case InterpMode::Round::kFloor:
+              up = false;
+              break;
+            case InterpMode::Round::kCeil:
+              up = true;
+              break;
           }
         }
         ax.i0[size_t(o)] = clamp(fl + (up ? 1 : 0)) * stride;

@@ -44,15 +44,15 @@ class Interp {
 
  private:
   struct Axis {
-    std::vector<int64_t> i0, i1;  // input offsets (index times the input stride)
-    std::vector<float> w0, w1;    // weights; w1 = 0 for a single tap
+    std::vector<int64_t> i0, i1;   // input offsets (index times the input stride)
+    std::vector<float> w0, w1;     // weights; w1 = 0 for a single tap
     std::vector<uint8_t> outside;  // tf_crop_and_resize: the coordinate is outside the input
   };
   template <class F>
   void walk(F f) const;
   std::vector<Axis> axes_;
-  std::vector<size_t> two_tap_;  // axes with a second tap somewhere
-  std::vector<int> bit_;         // per axis: its bit in walk()'s tap mask, -1 for one tap
+  std::vector<size_t> two_tap_;         // axes with a second tap somewhere
+  std::vector<int> bit_;                // per axis: its bit in walk()'s tap mask, -1 for one tap
   mutable std::vector<int64_t> coord_;  // walk()'s output coordinate, sized by plan()
   Shape out_;
   float extrapolation_ = 0.0f;

@@ -64,7 +64,8 @@ class Resize : public Op {
     if (sizes) {
       const std::vector<int64_t> s = known_ints(ctx, i_sizes, where(), "sizes");
       if (s.size() != rank)
-        throw ShapeError(where() + ": 'sizes' has " + std::to_string(s.size()) + " values for X " + shape_str(x.shape()));
+        throw ShapeError(where() + ": 'sizes' has " + std::to_string(s.size()) + " values for X " +
+                         shape_str(x.shape()));
       for (size_t a = 0; a < rank; ++a) {
         if (s[a] < 1 || x.shape()[a] < 1)
           throw ShapeError(where() + ": sizes " + shape_str(s) + " for X " + shape_str(x.shape()) +
@@ -149,13 +150,18 @@ std::vector<OpSample> samples() {
     s.check_grad = {true, false, false, false};
     out.push_back(std::move(s));
   };
-  add("resize nearest x2 (torch nn.Upsample)", {{"mode", attr_s("nearest")}, {"nearest_mode", attr_s("floor")},
-      {"coordinate_transformation_mode", attr_s("asymmetric")}}, {1, 2, 2, 3}, {1, 1, 2, 2}, {});
+  add("resize nearest x2 (torch nn.Upsample)",
+      {{"mode", attr_s("nearest")},
+       {"nearest_mode", attr_s("floor")},
+       {"coordinate_transformation_mode", attr_s("asymmetric")}},
+      {1, 2, 2, 3}, {1, 1, 2, 2}, {});
   add("resize linear half_pixel x2", {{"mode", attr_s("linear")}}, {1, 1, 3, 3}, {1, 1, 2, 2}, {});
-  add("resize linear align_corners to sizes 5x4", {{"mode", attr_s("linear")},
-      {"coordinate_transformation_mode", attr_s("align_corners")}}, {2, 1, 3, 2}, {}, {2, 1, 5, 4});
-  add("resize linear pytorch_half_pixel downsample to 2x3", {{"mode", attr_s("linear")},
-      {"coordinate_transformation_mode", attr_s("pytorch_half_pixel")}}, {1, 2, 4, 5}, {}, {1, 2, 2, 3});
+  add("resize linear align_corners to sizes 5x4",
+      {{"mode", attr_s("linear")}, {"coordinate_transformation_mode", attr_s("align_corners")}}, {2, 1, 3, 2}, {},
+      {2, 1, 5, 4});
+  add("resize linear pytorch_half_pixel downsample to 2x3",
+      {{"mode", attr_s("linear")}, {"coordinate_transformation_mode", attr_s("pytorch_half_pixel")}}, {1, 2, 4, 5}, {},
+      {1, 2, 2, 3});
   add("resize nearest round_prefer_ceil scales 1.5", {{"nearest_mode", attr_s("round_prefer_ceil")}}, {1, 1, 2, 4},
       {1, 1, 1.5f, 1.5f}, {});
   return out;

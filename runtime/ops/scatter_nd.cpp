@@ -39,7 +39,8 @@ class ScatterND : public Op {
     const Tensor& data = *ctx.in[0];
     const Tensor& idx = *ctx.in[1];
     const Tensor& upd = *ctx.in[2];
-    if (idx.dtype() != DType::kInt64) throw ShapeError(where() + ": indices must be int64, got " + dtype_name(idx.dtype()));
+    if (idx.dtype() != DType::kInt64)
+      throw ShapeError(where() + ": indices must be int64, got " + dtype_name(idx.dtype()));
     if (upd.dtype() != data.dtype())
       throw ShapeError(where() + ": updates (" + dtype_name(upd.dtype()) + ") must have data's type (" +
                        dtype_name(data.dtype()) + ")");
@@ -118,9 +119,8 @@ class ScatterND : public Op {
         int64_t v = p[j * k_ + d];
         const int64_t n = dims_[size_t(d)];
         if (v < -n || v >= n)
-          throw IndexRangeError(where() + ": index " + std::to_string(v) + " (tuple " + std::to_string(j) +
-                                    ", axis " + std::to_string(d) + ") is out of range for axis size " +
-                                    std::to_string(n),
+          throw IndexRangeError(where() + ": index " + std::to_string(v) + " (tuple " + std::to_string(j) + ", axis " +
+                                    std::to_string(d) + ") is out of range for axis size " + std::to_string(n),
                                 v);
         off = off * n + (v < 0 ? v + n : v);
       }
@@ -135,9 +135,15 @@ class ScatterND : public Op {
       const T* u = upd + j * slice_;
       for (int64_t e = 0; e < slice_; ++e) {
         switch (reduction_) {
-          case Reduction::kNone: o[e] = u[e]; break;
-          case Reduction::kAdd: o[e] += u[e]; break;
-          case Reduction::kMul: o[e] *= u[e]; break;
+          case Reduction::kNone:
+            o[e] = u[e];
+            break;
+          case Reduction::kAdd:
+            o[e] += u[e];
+            break;
+          case Reduction::kMul:
+            o[e] *= u[e];
+            break;
         }
       }
     }
@@ -214,6 +220,5 @@ std::vector<OpSample> samples() {
 }  // namespace
 
 OpInfo op_info_scatter_nd() { return {"ScatterND", {11, 13, 16}, make, samples}; }
-
 
 }  // namespace dl::rt

@@ -103,8 +103,9 @@ TEST_CASE("ConvTranspose output_shape and auto_pad follow the spec") {
   // test_convtranspose_output_shape: an output_shape past the kernels' reach equals
   // output_padding (the extra positions hold the bias).
   const Tensor x = seq({1, 1, 3, 3}, 7, 23, 8, 1.25f), w = seq({1, 2, 3, 3}, 5, 13, 10, 0.6f);
-  dl::test::OpRun a(sample_node("ConvTranspose", 2, 1, {{"strides", attr_ints({3, 2})}, {"output_shape", attr_ints({10, 8})}}, 11),
-                    {x, w});
+  dl::test::OpRun a(
+      sample_node("ConvTranspose", 2, 1, {{"strides", attr_ints({3, 2})}, {"output_shape", attr_ints({10, 8})}}, 11),
+      {x, w});
   dl::test::OpRun b(
       sample_node("ConvTranspose", 2, 1, {{"strides", attr_ints({3, 2})}, {"output_padding", attr_ints({1, 1})}}, 11),
       {x, w});
@@ -113,8 +114,9 @@ TEST_CASE("ConvTranspose output_shape and auto_pad follow the spec") {
   REQUIRE(a.outputs[0].shape() == Shape{1, 2, 10, 8});
   CHECK(a.outputs[0].fvec() == b.outputs[0].fvec());
   // SAME_UPPER: the output is in * stride, the odd padding pixel at the end.
-  dl::test::OpRun c(sample_node("ConvTranspose", 2, 1, {{"strides", attr_ints({2, 2})}, {"auto_pad", attr_s("SAME_UPPER")}}, 11),
-                    {x, w});
+  dl::test::OpRun c(
+      sample_node("ConvTranspose", 2, 1, {{"strides", attr_ints({2, 2})}, {"auto_pad", attr_s("SAME_UPPER")}}, 11),
+      {x, w});
   dl::test::OpRun d(sample_node("ConvTranspose", 2, 1, {{"strides", attr_ints({2, 2})}}, 11), {x, w});
   c.forward();
   d.forward();
@@ -132,11 +134,13 @@ TEST_CASE("ConvTranspose rejects bad shapes and attributes naming the node") {
   CHECK_THROWS_WITH_AS(dl::test::OpRun(node, {seq({1, 3, 4, 4}, 7, 23, 8, 1.25f), seq({3, 1, 3, 3}, 5, 13, 10, 0.6f)}),
                        doctest::Contains("node 'up1' (ConvTranspose)"), dl::ShapeError);
   auto bad_adj = sample_node("ConvTranspose", 2, 1, {{"output_padding", attr_ints({1, 1})}}, 11);
-  CHECK_THROWS_WITH_AS(dl::test::OpRun(bad_adj, {seq({1, 1, 3, 3}, 7, 23, 8, 1.25f), seq({1, 1, 3, 3}, 5, 13, 10, 0.6f)}),
-                       doctest::Contains("output_padding"), dl::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      dl::test::OpRun(bad_adj, {seq({1, 1, 3, 3}, 7, 23, 8, 1.25f), seq({1, 1, 3, 3}, 5, 13, 10, 0.6f)}),
+      doctest::Contains("output_padding"), dl::ShapeError);
   auto unknown = sample_node("ConvTranspose", 2, 1, {{"kernel_size", attr_ints({3, 3})}}, 11);
-  CHECK_THROWS_WITH_AS(dl::test::OpRun(unknown, {seq({1, 1, 3, 3}, 7, 23, 8, 1.25f), seq({1, 1, 3, 3}, 5, 13, 10, 0.6f)}),
-                       doctest::Contains("kernel_size"), dl::ModelError);
+  CHECK_THROWS_WITH_AS(
+      dl::test::OpRun(unknown, {seq({1, 1, 3, 3}, 7, 23, 8, 1.25f), seq({1, 1, 3, 3}, 5, 13, 10, 0.6f)}),
+      doctest::Contains("kernel_size"), dl::ModelError);
 }
 
 TEST_CASE("Resize matches torch interpolate (nearest and bilinear exports)") {

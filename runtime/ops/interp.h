@@ -1,13 +1,14 @@
-// Separable interpolation for Resize and Upsample (runtime/ops/resize.cpp, upsample.cpp):
-// per axis and output coordinate, the input coordinate the spec's coordinate
-// transformation maps it to, and the one (nearest) or two (linear) input indices with
-// their weights. An output element is the sum over the taps of all axes of the product
-// of the weights times the input value there (multilinear), so backward is the same
-// walk scatter-adding dy * weight into dx.
+// Separable interpolation for Resize (runtime/ops/resize.cpp): per axis and output
+// coordinate, the input coordinate the spec's coordinate transformation maps it to, and
+// the one (nearest), two (linear) or four (cubic) input indices with their weights. An
+// output element is the sum over the taps of all axes of the product of the weights
+// times the input value there (multilinear, multicubic), so backward is the same walk
+// scatter-adding dy * weight into dx.
 //
 // Follows the ONNX reference (onnx/backend/test/case/node/resize.py): indices past the
 // edges are clamped (edge padding), an integer coordinate takes that index exactly, and
-// align_corners uses the scaled length in * scale, not the rounded output length.
+// align_corners uses the scaled length in * scale, not the rounded output length; cubic
+// with exclude_outside drops the taps outside the input and renormalises the rest.
 #pragma once
 
 #include <cstdint>
@@ -19,13 +20,15 @@
 namespace dl::rt {
 
 struct InterpMode {
-  enum class Kind { kNearest, kLinear };
+  enum class Kind { kNearest, kLinear, kCubic };
   enum class Coord { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfCropAndResize };
   enum class Round { kPreferFloor, kPreferCeil, kFloor, kCeil };
   Kind kind = Kind::kNearest;
   Coord coord = Coord::kHalfPixel;
   Round round = Round::kPreferFloor;
-  float extrapolation = 0.0f;  // tf_crop_and_resize: the value outside the crop
+  float extrapolation = 0.0f;    // tf_crop_and_resize: the value outside the crop
+  float cubic_a = -0.75f;        // cubic: the kernel's coefficient
+  bool exclude_outside = false;  // cubic: taps outside the input get weight 0
 };
 
 // Parse the names the ONNX attributes use; false when the name is not one of them.
@@ -44,16 +47,17 @@ class Interp {
 
  private:
   struct Axis {
-    std::vector<int64_t> i0, i1;   // input offsets (index times the input stride)
-    std::vector<float> w0, w1;     // weights; w1 = 0 for a single tap
+    int taps = 1;                  // per output coordinate
+    std::vector<int64_t> idx;      // [out][taps]: input offsets (index times the input stride)
+    std::vector<float> w;          // [out][taps]: weights
     std::vector<uint8_t> outside;  // tf_crop_and_resize: the coordinate is outside the input
   };
   template <class F>
   void walk(F f) const;
   std::vector<Axis> axes_;
-  std::vector<size_t> two_tap_;         // axes with a second tap somewhere
-  std::vector<int> bit_;                // per axis: its bit in walk()'s tap mask, -1 for one tap
+  std::vector<size_t> multi_;           // axes with more than one tap
   mutable std::vector<int64_t> coord_;  // walk()'s output coordinate, sized by plan()
+  mutable std::vector<int> tap_;        // walk()'s tap per axis of multi_
   Shape out_;
   float extrapolation_ = 0.0f;
 };

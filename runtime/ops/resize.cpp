@@ -1,12 +1,11 @@
-// Resize (since 10, 11, 13): nearest or (multi)linear interpolation of X to `sizes`, or
+// Resize (since 10, 11, 13): nearest, (multi)linear or cubic interpolation of X to `sizes`, or
 // to floor(in * scales), on any axes (torch exports nn.Upsample / F.interpolate as a
 // Resize of the spatial axes of N, C, H, W). roi, scales and sizes must be known at plan
 // time (constants or shape arithmetic, as torch exports them): they decide the output
 // shape. Version 10 has only X and scales, and the asymmetric transformation; nearest
 // then rounds down (torch's nearest, which its opset-10 export targets).
 //
-// Backward to X scatter-adds dy with the interpolation weights (interp.h). Cubic mode is
-// refused by name: its 4-tap kernel is not implemented.
+// Backward to X scatter-adds dy with the interpolation weights (interp.h).
 #include <cmath>
 
 #include "runtime/attrs.h"
@@ -21,8 +20,8 @@ class Resize : public Op {
   explicit Resize(const ir::Node& node) : Op(node), v10_(node.since_version == 10) {
     Attrs a(node);
     const std::string kind = a.s("mode", "nearest");
-    if (kind == "cubic") a.fail("mode", "'cubic' is not supported (nearest and linear are)");
     if (!parse_interp_kind(kind, mode_.kind)) a.fail("mode", "must be nearest, linear or cubic, got '" + kind + "'");
+    if (v10_ && mode_.kind == InterpMode::Kind::kCubic) a.fail("mode", "cubic needs Resize-11 or later");
     if (v10_) {
       mode_.coord = InterpMode::Coord::kAsymmetric;
       mode_.round = InterpMode::Round::kFloor;
@@ -35,8 +34,9 @@ class Resize : public Op {
       const std::string round = a.s("nearest_mode", "round_prefer_floor");
       if (!parse_interp_round(round, mode_.round))
         a.fail("nearest_mode", "must be round_prefer_floor, round_prefer_ceil, floor or ceil, got '" + round + "'");
-      a.f("cubic_coeff_a", -0.75f);  // cubic only
-      a.i("exclude_outside", 0);     // edge taps already clamp for nearest and linear: no effect
+      mode_.cubic_a = a.finite("cubic_coeff_a", -0.75f);
+      // Nearest and linear taps clamp to the edge already: exclude_outside changes only cubic.
+      mode_.exclude_outside = a.i("exclude_outside", 0) != 0;
       mode_.extrapolation = a.finite("extrapolation_value", 0.0f);
     }
     a.finish();
@@ -162,6 +162,12 @@ std::vector<OpSample> samples() {
   add("resize linear pytorch_half_pixel downsample to 2x3",
       {{"mode", attr_s("linear")}, {"coordinate_transformation_mode", attr_s("pytorch_half_pixel")}}, {1, 2, 4, 5}, {},
       {1, 2, 2, 3});
+  add("resize cubic A -0.5, exclude_outside, to sizes 3x5",
+      {{"mode", attr_s("cubic")}, {"cubic_coeff_a", attr_f(-0.5f)}, {"exclude_outside", attr_i(1)}}, {1, 1, 2, 3}, {},
+      {1, 1, 3, 5});
+  add("resize cubic align_corners x2",
+      {{"mode", attr_s("cubic")}, {"coordinate_transformation_mode", attr_s("align_corners")}}, {1, 2, 3, 3},
+      {1, 1, 2, 2}, {});
   add("resize nearest round_prefer_ceil scales 1.5", {{"nearest_mode", attr_s("round_prefer_ceil")}}, {1, 1, 2, 4},
       {1, 1, 1.5f, 1.5f}, {});
   return out;

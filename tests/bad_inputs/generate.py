@@ -133,11 +133,11 @@ mlp("unsupported_op.onnx", nodes=[
     helper.make_node("Asinh", ["h"], ["e1"], name="asinh_1"),
     helper.make_node("Asinh", ["e1"], ["e2"], name="asinh_2"),
     helper.make_node("Relu", ["e2"], ["y"], name="act")])
-# Resize in cubic mode (not implemented) and a ScatterND index past the data: refused
+# Resize in a mode ONNX does not define and a ScatterND index past the data: refused
 # naming the node (exit 2), never run wrong.
-mlp("resize_cubic.onnx", nodes=[
+mlp("resize_bad_mode.onnx", nodes=[
     helper.make_node("Reshape", ["x", "shape4"], ["x4"], name="to4d"),
-    helper.make_node("Resize", ["x4", "", "scales"], ["r"], name="up", mode="cubic"),
+    helper.make_node("Resize", ["x4", "", "scales"], ["r"], name="up", mode="lanczos"),
     helper.make_node("Flatten", ["r"], ["f"], name="flat"),
     helper.make_node("Gemm", ["f", "W", "B"], ["h"], name="fc", transB=1),
     helper.make_node("Relu", ["h"], ["y"], name="act")],

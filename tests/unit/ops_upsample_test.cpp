@@ -65,6 +65,8 @@ const std::vector<float> kBilinear57dx = {-1.75714266f, -0.0928572565f, 1.423214
 // kBilinear57dx: shape [1, 2, 3, 4]
 const std::vector<float> kBilinear57Corners = {-1.25f, -0.8125f, -0.375f, 0.0625f, 0.5f, 0.9375f, 1.375f, -0.9375f, -0.5f, -0.0625f, 0.375f, 0.8125f, 0.53125f, 0.25f, -0.625f, -0.1875f, 0.25f, 0.6875f, 1.125f, 0.125f, -0.875f, -0.3125f, 0.125f, 0.5625f, 0.28125f, 0.0f, -0.28125f, -0.5625f, 0.0f, 0.4375f, 0.875f, -0.125f, -1.125f, -0.6875f, -0.25f, 0.625f, 1.0625f, 1.5f, 0.5f, -0.5f, -0.0625f, 0.375f, 0.9375f, 0.65625f, 0.375f, 0.09375f, -0.1875f, 0.25f, 0.6875f, 1.25f, 0.25f, -0.75f, -0.3125f, 0.125f, 0.5625f, 1.0f, 0.125f, -0.15625f, -0.4375f, 0.0f, 0.4375f, 0.15625f, -0.125f, -1.0f, -0.5625f, -0.125f, 0.3125f, 0.75f, -0.25f, -1.25f};
 // kBilinear57Corners: shape [1, 2, 5, 7]
+const std::vector<float> kBicubic57 = {-1.39681494f, -1.0656606f, -0.52548182f, -0.0233748537f, 0.546272993f, 1.25261462f, 1.70519817f, -1.13931441f, -0.820890307f, -0.277543187f, 0.487484515f, 0.92887485f, 0.676022649f, 0.4126001f, -0.711814642f, -0.380660534f, 0.159518212f, 0.957031369f, 1.05098605f, -0.139702752f, -1.07343292f, -0.284314722f, 0.155045271f, 0.668292701f, 0.359234214f, -0.273460597f, -0.556411743f, -0.698898911f, -0.0268144216f, 0.498120159f, 0.990068972f, -0.228875265f, -1.38027692f, -0.722164392f, -0.0758019239f, 0.450802207f, 1.09716535f, 1.75527728f, 0.603874743f, -0.615068495f, -0.12311919f, 0.401814491f, 1.07389939f, 0.931412101f, 0.648460209f, -0.00364078046f, -0.281448841f, 0.356420815f, 0.886851788f, 1.44843328f, 0.514702559f, -0.675986171f, -0.582031071f, 0.21548143f, 0.755659878f, 1.08681428f, -0.037600778f, -0.301023453f, -0.553875208f, 0.0524691008f, 0.551871955f, 0.0359279551f, -0.419757038f, -1.33019876f, -0.877615452f, -0.17127344f, 0.693781435f, 0.720194817f, -0.636657476f, -1.69181681f};
+// kBicubic57: shape [1, 2, 5, 7]
 const std::vector<float> kBilinear23 = {-0.947916627f, 0.21875006f, 0.786458373f, -0.0104166567f, 0.0781249255f, -0.432291657f, 0.807291687f, 0.29687494f, 0.385416746f, -0.411458343f, 0.15625006f, -0.473958433f};
 // kBilinear23: shape [1, 2, 2, 3]
 // END GENERATED
@@ -143,7 +145,7 @@ TEST_CASE("ConvTranspose rejects bad shapes and attributes naming the node") {
       doctest::Contains("kernel_size"), dl::ModelError);
 }
 
-TEST_CASE("Resize matches torch interpolate (nearest and bilinear exports)") {
+TEST_CASE("Resize matches torch interpolate (nearest, bilinear and bicubic exports)") {
   const Tensor x = seq({1, 2, 3, 4}, 7, 23, 8, 1.25f);
   const std::map<std::string, dl::ir::Attribute> nearest = {{"coordinate_transformation_mode", attr_s("asymmetric")},
                                                             {"nearest_mode", attr_s("floor")}};
@@ -170,6 +172,11 @@ TEST_CASE("Resize matches torch interpolate (nearest and bilinear exports)") {
     run.forward();
     check_close(run.outputs[0], {1, 2, 5, 7}, kBilinear57Corners);
   }
+  SUBCASE("bicubic half_pixel to 5x7") {
+    auto run = resize({{"mode", attr_s("cubic")}}, x, {}, {1, 2, 5, 7});
+    run.forward();
+    check_close(run.outputs[0], {1, 2, 5, 7}, kBicubic57);
+  }
   SUBCASE("bilinear downsampling to 2x3") {
     auto run = resize({{"mode", attr_s("linear")}}, x, {}, {1, 2, 2, 3});
     run.forward();
@@ -177,13 +184,15 @@ TEST_CASE("Resize matches torch interpolate (nearest and bilinear exports)") {
   }
 }
 
-TEST_CASE("Resize refuses cubic, unknown modes and run-time scales, naming the node") {
-  auto cubic = sample_node("Resize", 4, 1, {{"mode", attr_s("cubic")}}, 13);
-  cubic.name = "up";
-  CHECK_THROWS_WITH_AS(dl::rt::make_op(cubic), doctest::Contains("node 'up' (Resize): attribute 'mode'"),
+TEST_CASE("Resize refuses unknown modes and run-time scales, naming the node") {
+  auto mode = dl::rt::sample_node("Resize", 4, 1, {{"mode", attr_s("lanczos")}}, 13);
+  mode.name = "up";
+  CHECK_THROWS_WITH_AS(dl::rt::make_op(mode), doctest::Contains("node 'up' (Resize): attribute 'mode'"),
                        dl::ModelError);
   auto coord = sample_node("Resize", 4, 1, {{"coordinate_transformation_mode", attr_s("half_pixel_symmetric")}}, 13);
   CHECK_THROWS_AS(dl::rt::make_op(coord), dl::ModelError);
+  auto cubic10 = sample_node("Resize", 2, 1, {{"mode", attr_s("cubic")}}, 10);
+  CHECK_THROWS_WITH_AS(dl::rt::make_op(cubic10), doctest::Contains("Resize-11"), dl::ModelError);
   // Scales computed at run time would make the output shape data-dependent.
   auto node = sample_node("Resize", 3, 1, {}, 13);
   auto op = dl::rt::make_op(node);

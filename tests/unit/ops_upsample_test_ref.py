@@ -55,6 +55,8 @@ def main():
     y.backward(seq(tuple(y.shape), 3, 17, 8, 1.0))
     emit("kBilinear57dx", xg.grad)
     emit("kBilinear57Corners", F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=True))
+    # Bicubic to 5x7 (A = -0.75, half_pixel, edge-clamped taps)
+    emit("kBicubic57", F.interpolate(x, size=(5, 7), mode="bicubic", align_corners=False))
     # Downsampling 3x4 -> 2x3 (no antialias: torch's default)
     emit("kBilinear23", F.interpolate(x, size=(2, 3), mode="bilinear", align_corners=False))
 

@@ -172,6 +172,10 @@ class Op {
   virtual bool reports_input() const { return false; }
   // Whether a gradient can flow into input i (false for indices, shapes, BN running stats).
   virtual bool differentiable_input(size_t i) const { (void)i; return true; }
+  // Whether input i's values must be known at plan time because they decide output
+  // shapes (Resize's scales and sizes): a float input that is, read from a graph input,
+  // must be fixed when planning (the conformance runner asks this).
+  virtual bool plan_time_input(size_t i) const { (void)i; return false; }
   // What an initializer of `shape` read as input i is to this op (kNone: a constant).
   // Needs only the node's attributes, not infer(): parameters are decided before planning.
   virtual ParamRole param_role(size_t i, const Shape& shape) const { (void)i; (void)shape; return {}; }

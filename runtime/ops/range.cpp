@@ -45,6 +45,7 @@ class RangeOp : public Op {
   void forward(FwdCtx& ctx) override { fill(ctx.in, *ctx.out[0]); }
   void backward(BwdCtx&) override {}
   bool differentiable_input(size_t) const override { return false; }
+  bool plan_time_input(size_t) const override { return true; }  // they decide the length
 
  private:
   static void fill(const std::vector<const Tensor*>& in, Tensor& y) {

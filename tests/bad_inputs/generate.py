@@ -133,6 +133,26 @@ mlp("unsupported_op.onnx", nodes=[
     helper.make_node("Asinh", ["h"], ["e1"], name="asinh_1"),
     helper.make_node("Asinh", ["e1"], ["e2"], name="asinh_2"),
     helper.make_node("Relu", ["e2"], ["y"], name="act")])
+# Resize in a mode ONNX does not define and a ScatterND index past the data: refused
+# naming the node (exit 2), never run wrong.
+mlp("resize_bad_mode.onnx", nodes=[
+    helper.make_node("Reshape", ["x", "shape4"], ["x4"], name="to4d"),
+    helper.make_node("Resize", ["x4", "", "scales"], ["r"], name="up", mode="lanczos"),
+    helper.make_node("Flatten", ["r"], ["f"], name="flat"),
+    helper.make_node("Gemm", ["f", "W", "B"], ["h"], name="fc", transB=1),
+    helper.make_node("Relu", ["h"], ["y"], name="act")],
+    init=[numpy_helper.from_array(np.array([-1, 1, 2, 2], np.int64), "shape4"),
+          numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+          numpy_helper.from_array(np.ones((3, 16), np.float32), "W"),
+          numpy_helper.from_array(np.zeros(3, np.float32), "B")])
+mlp("scatternd_bad_index.onnx", nodes=[
+    helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1),
+    helper.make_node("ScatterND", ["h", "idx", "upd"], ["s"], name="scatter"),
+    helper.make_node("Relu", ["s"], ["y"], name="act")],
+    init=[numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(3, 4) / 10, "W"),
+          numpy_helper.from_array(np.zeros(3, np.float32), "B"),
+          numpy_helper.from_array(np.array([[0, 5]], np.int64), "idx"),
+          numpy_helper.from_array(np.zeros(1, np.float32), "upd")])
 nanw = np.ones((3, 4), np.float32)
 nanw[1, 2] = np.nan
 mlp("nan_initializer.onnx", init=[numpy_helper.from_array(nanw, "W"),

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "converter/errors.h"
@@ -149,6 +150,23 @@ void check_value_types(const dl::ir::Graph& g) {
                         "' is not a tensor of an element type the runtime holds (a sequence or optional, or float16, bfloat16, string, uint32, ...)"};
 }
 
+// Graph inputs some node reads where its op needs values at plan time
+// (Op::plan_time_input: Resize's scales), as exported models hold them in constants.
+std::set<std::string> plan_time_inputs(const dl::ir::Graph& g) {
+  std::set<std::string> out;
+  for (const auto& node : g.nodes) {
+    std::unique_ptr<dl::rt::Op> op;
+    try {
+      op = dl::rt::make_op(node);
+    } catch (const dl::Error&) {
+      continue;  // planning reports it
+    }
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      if (!node.inputs[i].empty() && op->plan_time_input(i)) out.insert(node.inputs[i]);
+  }
+  return out;
+}
+
 Outcome run_data_set(const dl::ir::Model& model, const fs::path& set_dir) {
   const auto in_files = numbered_files(set_dir, "input_");
   const auto out_files = numbered_files(set_dir, "output_");
@@ -167,6 +185,7 @@ Outcome run_data_set(const dl::ir::Model& model, const fs::path& set_dir) {
   dl::rt::GraphOptions opts;
   opts.allow_empty_inputs = true;  // the node tests include empty tensors
   std::map<std::string, const dl::ir::TensorData*> fed;
+  const std::set<std::string> fixed = plan_time_inputs(g);
   for (size_t k = 0; k < inputs.size(); ++k) {
     const std::string& name = g.inputs[k].name;
     const auto& d = inputs[k];
@@ -175,6 +194,8 @@ Outcome run_data_set(const dl::ir::Model& model, const fs::path& set_dir) {
       opts.known_inputs[name] = Tensor::ints(d.dims, d.ints);
     else if (d.dtype == dl::ir::DType::kBool)
       opts.known_inputs[name] = Tensor::bools(d.dims, d.ints);
+    else if (fixed.count(name) && d.dtype == dl::ir::DType::kFloat32)
+      opts.known_inputs[name] = Tensor::floats(d.dims, d.floats);
     else
       fed[name] = &d;
   }

@@ -60,6 +60,7 @@ struct OpDescription {
   bool normalizes = false;
   int64_t units = 0;  // size of the normalised / unit axis (last dim for dense, channels for conv)
   double drop_rate = 0;  // fraction of the inputs zeroed at random while training (Dropout)
+  int64_t sample_size = 0;  // values per sample of the output (non-batch dims); 0 = unknown
 };
 
 struct Probe {

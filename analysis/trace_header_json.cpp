@@ -205,6 +205,7 @@ json encode_probe(const Probe& p) {
              {"out_hi", bound(o.out_hi)}, {"has_dead_zone", o.has_dead_zone},
              {"saturates", o.saturates}, {"normalizes", o.normalizes}, {"units", o.units}};
   if (o.drop_rate > 0) op["drop_rate"] = o.drop_rate;  // absent (0) in traces of older versions
+  if (o.sample_size > 0) op["sample_size"] = o.sample_size;
   return {{"kind", probe_kind_name(p.kind)}, {"layer", p.layer}, {"step", p.step},
           {"node", p.node}, {"op_type", p.op_type}, {"op", std::move(op)}};
 }
@@ -230,6 +231,7 @@ Probe decode_probe(const Fields& f, int64_t layer_count) {
   p.op.saturates = o.flag("saturates");
   p.op.normalizes = o.flag("normalizes");
   p.op.units = o.count("units");
+  if (o.has("sample_size")) p.op.sample_size = o.count("sample_size");
   if (o.has("drop_rate")) {
     p.op.drop_rate = o.num("drop_rate");
     if (!(p.op.drop_rate >= 0 && p.op.drop_rate < 1)) o.fail(o.at("drop_rate"), "must be in [0, 1)");

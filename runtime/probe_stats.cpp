@@ -24,6 +24,8 @@ an::OpDescription describe(const OpTraits& t, const Shape& shape) {
   d.saturates = t.saturates;
   d.normalizes = t.normalizes;
   d.drop_rate = t.drop_rate;
+  d.sample_size = 1;
+  for (size_t k = 1; k < shape.size(); ++k) d.sample_size *= shape[k];
   if (t.normalizes && !shape.empty()) {
     int64_t axis = t.normalized_axis < 0 ? t.normalized_axis + int64_t(shape.size()) : t.normalized_axis;
     d.units = axis >= 0 && axis < int64_t(shape.size()) ? shape[size_t(axis)] : 0;

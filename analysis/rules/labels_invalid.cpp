@@ -128,19 +128,28 @@ class LabelsInvalid : public Rule {
     }
     if (column < 0) return;
     Finding f = ctx.make(*this, sym::targets_outside_loss_domain, Stage::kStatic, -1, std::nullopt);
-    f.root_cause = RootCause::kLabels;
+    // Real-valued (non-integer) targets beyond [0, 1] are a regression task given a
+    // classification loss: the loss is the fault, not the data. Integer targets beyond it
+    // are labels coded wrongly (1/2 instead of 0/1, class ids for a binary loss).
+    const bool real_valued = !d.targets_integer;
+    f.root_cause = real_valued ? RootCause::kLoss : RootCause::kLabels;
     f.conclusive = true;
     f.message = loss + " needs targets in [0, 1] but the targets span [" + ru::num(tmin) + ", " + ru::num(tmax) +
-                "] (first in target column " + std::to_string(column) + ")";
+                "] (first in target column " + std::to_string(column) + ")" +
+                (real_valued ? ": real-valued targets are a regression task, which needs a regression loss" : "");
     const bool ids = d.targets_integer && tmin >= 0 && tmax > 1;
-    if (ids && loss == "binary_crossentropy")
+    if (real_valued)
+      f.recommendation = "use a regression loss (mse, or mae/huber with outliers) with a linear output layer; "
+                         "if the targets are probabilities, rescale them into [0, 1]";
+    else if (ids && loss == "binary_crossentropy")
       f.recommendation = "the targets look like class ids 0.." + ru::num(tmax) +
                          ": use sparse_categorical_crossentropy with a softmax over " + ru::num(tmax + 1) +
                          " output units, or map them to 0/1 for binary classification";
     else
       f.recommendation = "rescale the targets into [0, 1] (e.g. (y - min) / (max - min)), or use mse for real-valued "
                          "targets";
-    f.evidence = {{"loss", loss}, {"target_min", tmin}, {"target_max", tmax}, {"target_column", column}};
+    f.evidence = {{"loss", loss}, {"target_min", tmin}, {"target_max", tmax}, {"target_column", column},
+                  {"targets_integer", d.targets_integer}};
     out.push_back(std::move(f));
   }
 };

@@ -74,6 +74,19 @@ TEST_CASE("rule labels_invalid: NaN data, loss domain and other ids") {
     t.header.data_summary.target_columns = {{0.0, 1.0, 0.5, 0.5, 0, 0}};
     CHECK(run("labels_invalid", t).empty());
   }
+  SUBCASE("binary_crossentropy with real-valued targets: a regression task given the wrong loss") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 8).dense("sigmoid", 1).config("loss", "binary_crossentropy").build(0);
+    t.header.data_summary.target_columns = {{-2.1, 3.4, 0.0, 1.0, 0, 0}};
+    t.header.data_summary.targets_integer = false;
+    auto f = run("labels_invalid", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "targets_outside_loss_domain");
+    CHECK(f[0].root_cause == RootCause::kLoss);
+    CHECK(f[0].conclusive);
+    CHECK(f[0].recommendation.find("regression loss") != std::string::npos);
+    CHECK(f[0].evidence["targets_integer"] == false);
+  }
   SUBCASE("non-integer and too large ids") {
     TraceBuilder b;
     Trace t = b.dense("relu", 16).dense("softmax", 3).build(0);

@@ -1,5 +1,5 @@
 // Static checks of the model (analysis/rules): loss_activation_mismatch, output_range,
-// linear_stack, bad_initialization, excessive_dropout. Each: a true positive, edge cases, a --set override.
+// linear_stack, bad_initialization (architecture checks: rules_stat_arch_test.cpp). Each: a true positive, edge cases, a --set override.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -348,48 +348,4 @@ TEST_CASE("rule bad_initialization: single constant layer, wide init, biases") {
     CHECK(f[0].conclusive);
     CHECK(f[0].layer == 2);
   }
-}
-
-// --- excessive_dropout --------------------------------------------------------------------------------------
-
-TEST_CASE("rule excessive_dropout: a rate written as a keep probability is a warning at its layer") {
-  TraceBuilder b;
-  Trace t = healthy(b);
-  t.header.probes[b.forward(1)].op.drop_rate = 0.8;  // the step after layer 1's activation
-  auto f = run("excessive_dropout", t);
-  REQUIRE(f.size() == 1);
-  CHECK(f[0].symptom == "excessive_dropout");
-  CHECK(f[0].layer == 1);
-  CHECK(f[0].stage == an::Stage::kStatic);
-  CHECK(f[0].root_cause == RootCause::kArchitecture);
-  CHECK_FALSE(f[0].conclusive);
-  CHECK(f[0].evidence["drop_rate"] == doctest::Approx(0.8));
-  CHECK(f[0].recommendation.find("the rate is 0.2") != std::string::npos);
-  // A healthy run keeps it a warning: the verdict stays ok.
-  an::Diagnosis d = an::analyze(t, an::Settings(), true);
-  CHECK_FALSE(d.fault);
-  bool warned = false;
-  for (const auto& w : d.warnings) warned = warned || w.symptom == "excessive_dropout";
-  CHECK(warned);
-  // The threshold is a setting.
-  CHECK(run("excessive_dropout", t, true, with("excessive_dropout.max_rate=0.85")).empty());
-  // From 0.9 on a fault even when the run learns.
-  t.header.probes[b.forward(1)].op.drop_rate = 0.95;
-  f = run("excessive_dropout", t);
-  REQUIRE(f.size() == 1);
-  CHECK(f[0].conclusive);
-  d = an::analyze(t, an::Settings(), true);
-  REQUIRE(d.fault);
-  CHECK(d.findings[0].symptom == "excessive_dropout");
-  CHECK_FALSE(run("excessive_dropout", t, true, with("excessive_dropout.conclusive_rate=0.96"))[0].conclusive);
-}
-
-TEST_CASE("rule excessive_dropout: usual rates and eval-mode Dropout are quiet") {
-  TraceBuilder b;
-  Trace t = healthy(b);
-  t.header.probes[b.forward(0)].op.drop_rate = 0.5;
-  t.header.probes[b.forward(1)].op.drop_rate = 0.2;
-  CHECK(run("excessive_dropout", t).empty());
-  t.header.probes[b.forward(1)].op.drop_rate = 0;  // is_test / ratio 0: no rate in the trace
-  CHECK(run("excessive_dropout", t).empty());
 }

@@ -136,6 +136,7 @@ inline void check_equal(const Trace& a, const Trace& b) {
     CHECK(q.op.saturates == p.op.saturates);
     CHECK(q.op.normalizes == p.op.normalizes);
     CHECK(q.op.drop_rate == p.op.drop_rate);
+    CHECK(q.op.sample_size == p.op.sample_size);
     CHECK(q.op.units == p.op.units);
   }
   REQUIRE(b.header.initializers.size() == a.header.initializers.size());

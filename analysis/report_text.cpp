@@ -79,6 +79,31 @@ std::string metrics_text(const FixOutcome& x) {
          " \u2192 " + num(x.after.metric);
 }
 
+// What the verified repairs say about the layer (analysis/fixes.h: localize_by_repair).
+void repair_localization(std::string& out, const Finding& f) {
+  using S = RepairLocalization::Status;
+  const RepairLocalization& r = f.repair_localization;
+  const std::string by = r.repair >= 0 && static_cast<size_t>(r.repair) < f.fixes.size()
+                             ? f.fixes[static_cast<size_t>(r.repair)].change : "";
+  std::string ranking;
+  for (const auto& s : r.ranking)
+    ranking += (ranking.empty() ? "" : ", ") + std::string("layer ") + std::to_string(s.layer) + " (" + num(s.score) + ")";
+  switch (r.status) {
+    case S::kConfirmed: out += "  Layer confirmed by repair: " + by + " removes the fault.\n"; break;
+    case S::kOtherLayer: out += "  The repairs point at another layer: " + by + " removes the fault.\n"; break;
+    case S::kNotLayer:
+      out += "  No layer to blame: " + by + " (a change of the training or the data) removes the fault.\n";
+      break;
+    case S::kMixed:
+      out += "  The verified repair changes a layer and the training or the data at once: it does not tell which "
+             "one was at fault.\n";
+      break;
+    case S::kNotTried:
+    case S::kUnconfirmed: break;
+  }
+  if (r.ranking.size() > 1) out += "  Layers by verified repairs: " + ranking + "\n";
+}
+
 // The repairs tried with --verify-fixes: the best verified one first, with its curve.
 void fixes(std::string& out, const Finding& f, const RunInfo& run, const Style& st) {
   if (f.fixes.empty()) return;
@@ -115,6 +140,7 @@ void fixes(std::string& out, const Finding& f, const RunInfo& run, const Style& 
       }
     }
   }
+  repair_localization(out, f);
 }
 
 void secondary(std::string& out, const std::vector<Finding>& fs, const Trace& t, const Style& st) {

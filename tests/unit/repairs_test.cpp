@@ -59,7 +59,7 @@ TEST_CASE("repairs: every kind of repair_list.def has one name, its fields and a
     CHECK(names.insert(k.name).second);
     CHECK(std::string(an::fix_kind_name(k.kind)) == k.name);
     CHECK(an::repair_kind_from(k.name) == k.kind);
-    CHECK(cli::repairs::apply_fn(k.kind) != nullptr);
+    CHECK(static_cast<bool>(cli::repairs::apply_fn(k.kind)));
     CHECK(std::string(k.doc).size() > 10);
     // A kind that edits one layer names it; the others never do.
     CHECK(((k.fields & an::kRepairLayer) != 0) == (k.scope == an::RepairKindInfo::Scope::kModel));
@@ -75,7 +75,11 @@ TEST_CASE("repairs: docs/fixes.md's table of repair kinds is the registry's") {
   text << in.rdbuf();
   const std::string want = an::repair_kind_table();
   INFO("docs/fixes.md must contain, under '## Repair kinds':\n" << want);
-  CHECK(text.str().find("## Repair kinds\n\n" + want) != std::string::npos);
+  const std::string doc = text.str();
+  const size_t from = doc.find("## Repair kinds\n");
+  REQUIRE(from != std::string::npos);
+  const std::string section = doc.substr(from, doc.find("\n## ", from + 1) - from);
+  CHECK(section.find("\n\n" + want) != std::string::npos);
 }
 
 TEST_CASE("repairs: an action's JSON holds the fields its kind carries") {

@@ -60,6 +60,7 @@ TEST_CASE("repairs: every kind of repair_list.def has one name, its fields and a
     CHECK(std::string(an::fix_kind_name(k.kind)) == k.name);
     CHECK(an::repair_kind_from(k.name) == k.kind);
     CHECK(static_cast<bool>(cli::repairs::apply_fn(k.kind)));
+    CHECK(std::ifstream(std::string(DL_SOURCE_DIR) + "/cli/repairs/" + k.name + ".cpp").good());  // its file stem
     CHECK(std::string(k.doc).size() > 10);
     // A kind that edits one layer names it; the others never do.
     CHECK(((k.fields & an::kRepairLayer) != 0) == (k.scope == an::RepairKindInfo::Scope::kModel));

@@ -1,10 +1,6 @@
 // Applying a candidate repair to a loaded case: each action by its kind's file
 // (cli/repairs/<stem>.cpp), and recording a repair in the exported model's metadata.
-#include <cmath>
-#include <cstdio>
-
 #include "cli/fix_trials.h"
-#include "converter/errors.h"
 #include "cli/repairs/repair.h"
 
 namespace dl::cli {

@@ -113,3 +113,37 @@ TEST_CASE("localize by repair: nothing verified, nothing tried") {
   CHECK(j["repair"].is_null());
   CHECK(j["layer_blamed"].is_null());
 }
+
+TEST_CASE("localize by repair: the reports carry it under the primary finding") {
+  an::Diagnosis d;
+  d.fault = true;
+  d.findings = {tried(1, {outcome({action(Kind::kLearningRate, -1, "", 0.1)}, true, "learning rate 1 -> 0.1"),
+                          outcome({action(Kind::kActivation, 0, "LeakyRelu")}, true, "layer 0 (/0/Gemm): LeakyRelu")})};
+  an::Finding& f = d.findings[0];
+  f.repair_localization = an::localize_by_repair(f);
+  an::Trace t;
+  for (int l = 0; l < 2; ++l) {
+    an::LayerInfo info;
+    info.index = l;
+    info.nodes = {"/" + std::to_string(2 * l) + "/Gemm"};
+    t.header.layers.push_back(info);
+  }
+  an::RunInfo run;
+  const nlohmann::json j = an::report_json(d, t, run);
+  const nlohmann::json& loc = j["findings"][0]["repair_localization"];
+  CHECK(loc["status"] == "not_layer");
+  CHECK(loc["repair"] == "learning rate 1 -> 0.1");
+  CHECK(loc["layer_ranking"] == nlohmann::json::array({{{"layer", 0}, {"score", 1.0}, {"repairs", 1}}}));
+  const std::string text = an::report_text(d, t, run, false);
+  CHECK(text.find("Localization: no layer to blame: repair 1 changes only the training or the data") !=
+        std::string::npos);
+  CHECK(text.find("Layers whose own repair works: 0 (score 1)") != std::string::npos);
+
+  // Without --verify-fixes: no such field, no such line.
+  an::Diagnosis plain = d;
+  plain.findings[0].fixes.clear();
+  plain.findings[0].fixes_attempted = false;
+  plain.findings[0].repair_localization = {};
+  CHECK_FALSE(an::report_json(plain, t, run)["findings"][0].contains("repair_localization"));
+  CHECK(an::report_text(plain, t, run, false).find("Localization:") == std::string::npos);
+}

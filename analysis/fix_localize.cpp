@@ -1,5 +1,6 @@
 // Localization confirmed by repair (analysis/fixes.h: localize_by_repair).
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -84,6 +85,37 @@ nlohmann::json to_json(const RepairLocalization& r, const std::vector<FixOutcome
           {"layer_blamed", layer_blamed(r.status)},
           {"repair", has_repair ? json(fixes[static_cast<size_t>(r.repair)].change) : json(nullptr)},
           {"layer_ranking", ranking}};
+}
+
+std::string describe_repair_localization(const Finding& f) {
+  using S = RepairLocalization::Status;
+  const RepairLocalization& r = f.repair_localization;
+  const std::string by = "repair " + std::to_string(r.repair + 1);
+  std::string layers;
+  for (const auto& s : r.ranking) {
+    char score[32];
+    std::snprintf(score, sizeof score, "%.3g", s.score);
+    layers += (layers.empty() ? "" : ", ") + std::to_string(s.layer) + " (score " + score + ")";
+  }
+  std::string out;
+  switch (r.status) {
+    case S::kConfirmed:
+      out = "layer " + std::to_string(f.layer) + " confirmed by " + by + ", which edits only layers and removes the fault.";
+      break;
+    case S::kOtherLayer: out = by + " edits only other layers and removes the fault: look there too."; break;
+    case S::kNotLayer:
+      out = "no layer to blame: " + by + " changes only the training or the data and removes the fault.";
+      break;
+    case S::kMixed:
+      out = "the verified repairs change a layer and the training or the data at once, so they do not tell which one "
+            "was at fault.";
+      break;
+    case S::kNotTried:
+    case S::kUnconfirmed: return "";
+  }
+  if (!layers.empty() && (r.status != S::kConfirmed || r.ranking.size() > 1))
+    out += " Layers whose own repair works: " + layers + ".";
+  return out;
 }
 
 }  // namespace dl::an

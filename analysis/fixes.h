@@ -64,6 +64,9 @@ TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, co
 // kNotTried when no repairs were tried. Docs: docs/fixes.md, "Localization by repair".
 RepairLocalization localize_by_repair(const Finding& f);
 nlohmann::json to_json(const RepairLocalization& r, const std::vector<FixOutcome>& fixes);
+// The finding's repair_localization in words for the text and HTML reports (repairs named
+// by their number in `fixes`, from 1); "" when there is nothing to say.
+std::string describe_repair_localization(const Finding& f);
 
 // Ranks outcomes: verified first, then by improvement (metric gain, then loss ratio),
 // then shorter trials; stable for ties.

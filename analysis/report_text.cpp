@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "analysis/fixes.h"
 #include "analysis/report.h"
 #include "io/text_escape.h"
 
@@ -79,35 +80,10 @@ std::string metrics_text(const FixOutcome& x) {
          " \u2192 " + num(x.after.metric);
 }
 
-// What the verified repairs say about the layer (analysis/fixes.h: localize_by_repair);
-// repairs are named by their number in the list above.
+// What the verified repairs say about the layer (analysis/fixes.h).
 void repair_localization(std::string& out, const Finding& f) {
-  using S = RepairLocalization::Status;
-  const RepairLocalization& r = f.repair_localization;
-  const std::string by = "repair " + std::to_string(r.repair + 1);
-  std::string layers;
-  for (const auto& s : r.ranking)
-    layers += (layers.empty() ? "" : ", ") + std::to_string(s.layer) + " (score " + num(s.score) + ")";
-  switch (r.status) {
-    case S::kConfirmed:
-      out += "  Localization: layer " + std::to_string(f.layer) + " confirmed by " + by +
-             ", which edits only layers and removes the fault.\n";
-      break;
-    case S::kOtherLayer:
-      out += "  Localization: " + by + " edits only other layers and removes the fault: look there too.\n";
-      break;
-    case S::kNotLayer:
-      out += "  Localization: no layer to blame: " + by + " changes only the training or the data and removes the fault.\n";
-      break;
-    case S::kMixed:
-      out += "  Localization: the verified repairs change a layer and the training or the data at once, so they do "
-             "not tell which one was at fault.\n";
-      break;
-    case S::kNotTried:
-    case S::kUnconfirmed: break;
-  }
-  if (!layers.empty() && (r.status != S::kConfirmed || r.ranking.size() > 1))
-    out += "  Layers whose own repair works: " + layers + "\n";
+  const std::string what = describe_repair_localization(f);
+  if (!what.empty()) out += "  Localization: " + what + "\n";
 }
 
 // The repairs tried with --verify-fixes: the best verified one first, with its curve.

@@ -4,6 +4,7 @@
 
 #include "analysis/fixes.h"
 #include "analysis/report.h"
+#include "analysis/report_html_parts.h"
 #include "fixes_test_util.h"
 
 using namespace dl;
@@ -137,7 +138,8 @@ TEST_CASE("localize by repair: the reports carry it under the primary finding") 
   const std::string text = an::report_text(d, t, run, false);
   CHECK(text.find("Localization: no layer to blame: repair 1 changes only the training or the data") !=
         std::string::npos);
-  CHECK(text.find("Layers whose own repair works: 0 (score 1)") != std::string::npos);
+  CHECK(text.find("Layers whose own repair works: 0 (score 1).") != std::string::npos);
+  CHECK(an::html::fixes_section(d, run).find("Localization: no layer to blame: repair 1") != std::string::npos);
 
   // Without --verify-fixes: no such field, no such line.
   an::Diagnosis plain = d;

@@ -102,8 +102,8 @@ struct RepairLocalization {
   };
   struct LayerScore {
     int layer = -1;
-    double score = 0;  // each verified layer repair adds 1 / (the layers it edits)
-    int repairs = 0;   // verified layer repairs that edit it
+    double score = 0;  // each verified layer-only repair adds 1 / (the layers it edits)
+    int repairs = 0;   // verified layer-only repairs that edit it
   };
   Status status = Status::kNotTried;
   std::vector<LayerScore> ranking;  // highest score first, then graph order

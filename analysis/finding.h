@@ -22,30 +22,29 @@ RootCause root_cause_from(const std::string& name);  // kUnknown when not in the
 enum class Stage { kStatic, kForward, kBackward, kWeights, kLoss, kAccuracy };
 const char* stage_name(Stage s);
 
-// One change to the model, its training configuration or its data.
+// The fields a repair kind carries (analysis/repair_list.def): a bit set.
+constexpr unsigned kRepairLayer = 1, kRepairValue = 2, kRepairFactor = 4, kRepairCount = 8;
+
+// One change to the model, its training configuration or its data: a repair kind of
+// analysis/repair_list.def and the fields that kind carries (the others keep their
+// defaults). What each kind does: its `doc` there.
 struct FixAction {
   enum class Kind {
-    kLearningRate,   // factor: learning rate multiplied by it
-    kOptimizer,      // value: optimizer name (its default learning rate)
-    kEpochs,         // factor: epochs multiplied by it (at least `count` epochs)
-    kLoss,           // value: loss name (from_logits false)
-    kActivation,     // layer, value: op type ("Identity" removes the activation)
-    kReinitialize,   // layer, value: "glorot_uniform" or "he_uniform"
-    kFeatures,       // value: "standardize" or "minmax"
-    kTargets,        // standardise regression targets
-    kLabels,         // remap class ids to 0..C-1
+#define DL_REPAIR(stem, Name, fields, scope, doc) k##Name,
+#include "analysis/repair_list.def"
+#undef DL_REPAIR
   };
   Kind kind = Kind::kLearningRate;
-  int layer = -1;
-  std::string value;
-  double factor = 1;
-  int64_t count = 0;
+  int layer = -1;     // kRepairLayer: the layer's index (trace header)
+  std::string value;  // kRepairValue: an op type, optimizer, loss, initializer or scaling
+  double factor = 1;  // kRepairFactor
+  int64_t count = 0;  // kRepairCount
 
   bool operator==(const FixAction& o) const {
     return kind == o.kind && layer == o.layer && value == o.value && factor == o.factor && count == o.count;
   }
 };
-const char* fix_kind_name(FixAction::Kind k);
+const char* fix_kind_name(FixAction::Kind k);  // the kind's stem (analysis/repair_kinds.h)
 
 // Loss and metric at the end of a run (the last epoch's means over its batches, Keras'
 // history), in the original target units. NaN when not available or not comparable.
@@ -54,12 +53,24 @@ struct FixMetrics {
   double metric = std::numeric_limits<double>::quiet_NaN();
 };
 
+// How a trial ended (the reports' `reason` says it in words).
+enum class TrialStatus {
+  kVerified,
+  kSymptomRemains,  // the primary symptom is still there
+  kNewFault,        // a conclusive fault the faulty run did not have
+  kInfiniteLoss,
+  kNoImprovement,
+  kCutShort,       // stopped by the trial budget
+  kCouldNotTrain,  // the repair could not be applied to the data or trained
+};
+
 // The outcome of one trial, as the reports show it.
 struct FixOutcome {
   std::string change;  // human-readable, e.g. "learning rate 1 -> 0.01"
   std::vector<FixAction> actions;
   RootCause root_cause = RootCause::kUnknown;
   bool verified = false;
+  TrialStatus status = TrialStatus::kNoImprovement;
   std::string reason;
   std::string metric_name;
   FixMetrics before, after;
@@ -73,6 +84,32 @@ struct FixOutcome {
   bool loss_comparable = true;         // false when the fix changes the loss function
   int order = 0;                       // proposal order (the evidence's ranking of the candidates)
 };
+
+// With --verify-fixes: what the verified repairs say about where the fault is
+// (analysis/fix_localize.cpp, DeepMufl-style). A repair that edits layers (activation,
+// initialization) and removes the fault points at those layers; one that changes only the
+// training configuration or the data (learning rate, loss, scaling) points away from them.
+// Decisive: the best-ranked verified repair that changes only layers, or only the training
+// configuration and the data.
+struct RepairLocalization {
+  enum class Status {
+    kNotTried,     // no repairs were tried
+    kConfirmed,    // the best decisive repair (below) edits only layers, the finding's among them
+    kOtherLayer,   // it edits only layers, not the finding's (or the finding has no layer)
+    kNotLayer,     // the best decisive repair changes only the training or the data
+    kMixed,        // only repairs that change a layer and the training or data at once are verified
+    kUnconfirmed,  // no repair is verified
+  };
+  struct LayerScore {
+    int layer = -1;
+    double score = 0;  // each verified layer-only repair adds 1 / (the layers it edits)
+    int repairs = 0;   // verified layer-only repairs that edit it
+  };
+  Status status = Status::kNotTried;
+  std::vector<LayerScore> ranking;  // highest score first, then graph order
+  int repair = -1;                  // index in Finding::fixes of the repair behind the status
+};
+const char* repair_localization_name(RepairLocalization::Status s);
 
 struct Finding {
   std::string symptom;  // rule-specific id, e.g. "nan_forward", "dead_relu"
@@ -95,6 +132,7 @@ struct Finding {
   // With --verify-fixes (primary finding): the repairs tried, ranked, best first.
   std::vector<FixOutcome> fixes;
   bool fixes_attempted = false;  // --verify-fixes looked for repairs (fixes may be empty)
+  RepairLocalization repair_localization;  // from `fixes` (localize_by_repair)
 };
 
 nlohmann::json to_json(const FixOutcome& f);  // analysis/fixes.cpp

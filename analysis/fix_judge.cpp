@@ -5,11 +5,10 @@
 #include <set>
 
 #include "analysis/fixes.h"
+#include "analysis/repair_kinds.h"
 
 namespace dl::an {
 namespace {
-
-using Kind = FixAction::Kind;
 
 // -1 when a is clearly better than b (by the metric, else by a comparable loss), +1 when
 // clearly worse, 0 when neither is (then the evidence's order decides).
@@ -38,18 +37,18 @@ int compare_after(const FixOutcome& a, const FixOutcome& b, bool higher_is_bette
 TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, const Diagnosis& trial,
                            const FixMetrics& after, bool higher_is_better, bool completed, bool loss_comparable,
                            const VerifyMargins& m) {
-  if (!completed) return {false, "cut short by the trial budget"};
+  if (!completed) return {false, "cut short by the trial budget", TrialStatus::kCutShort};
   const std::string symptom = faulty.findings.empty() ? "" : faulty.findings.front().symptom;
   std::set<std::string> known;
   for (const Finding& f : faulty.findings) known.insert(f.symptom);
   for (const Finding& f : trial.findings) {
-    if (f.symptom == symptom) return {false, "symptom remains: " + symptom};
+    if (f.symptom == symptom) return {false, "symptom remains: " + symptom, TrialStatus::kSymptomRemains};
   }
   for (const Finding& f : trial.findings)
     if (trial.fault && f.conclusive && f.consequence_of < 0 && !known.count(f.symptom))
-      return {false, "new fault: " + f.symptom};
-  if (!std::isfinite(after.loss) && !std::isnan(after.loss)) return {false, "loss is infinite"};
-  if (!std::isfinite(before.loss) && std::isfinite(after.loss)) return {true, "verified"};
+      return {false, "new fault: " + f.symptom, TrialStatus::kNewFault};
+  if (!std::isfinite(after.loss) && !std::isnan(after.loss)) return {false, "loss is infinite", TrialStatus::kInfiniteLoss};
+  if (!std::isfinite(before.loss) && std::isfinite(after.loss)) return {true, "verified", TrialStatus::kVerified};
   const bool loss_known = loss_comparable && std::isfinite(before.loss) && std::isfinite(after.loss);
   const bool metric_known = std::isfinite(before.metric) && std::isfinite(after.metric);
   const double dmetric = metric_known ? (higher_is_better ? after.metric - before.metric : before.metric - after.metric) : 0;
@@ -59,11 +58,11 @@ TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, co
   const bool metric_worse = metric_known && dmetric <= -m.metric;
   const bool loss_worse = loss_known && rel_loss <= -m.loss;
   if (higher_is_better) {
-    if ((loss_better && !metric_worse) || (metric_better && !loss_worse)) return {true, "verified"};
+    if ((loss_better && !metric_worse) || (metric_better && !loss_worse)) return {true, "verified", TrialStatus::kVerified};
   } else if (metric_better || (loss_better && !metric_worse)) {  // a regression metric (mae) is a loss too
-    return {true, "verified"};
+    return {true, "verified", TrialStatus::kVerified};
   }
-  return {false, "no clear improvement"};
+  return {false, "no clear improvement", TrialStatus::kNoImprovement};
 }
 
 void rank_fixes(std::vector<FixOutcome>& v, bool higher_is_better) {
@@ -92,13 +91,7 @@ nlohmann::json to_json(const FixOutcome& f) {
     return j;
   };
   json actions = json::array();
-  for (const FixAction& a : f.actions) {
-    json x = {{"kind", fix_kind_name(a.kind)}};
-    if (a.layer >= 0) x["layer"] = a.layer;
-    if (!a.value.empty()) x["value"] = a.value;
-    if (a.kind == Kind::kLearningRate || a.kind == Kind::kEpochs) x["factor"] = a.factor;
-    actions.push_back(x);
-  }
+  for (const FixAction& a : f.actions) actions.push_back(to_json(a));
   json curve = json::array();
   for (double v : f.epoch_loss) curve.push_back(num(v));
   json j = {{"change", f.change},

@@ -270,21 +270,6 @@ class Proposer {
 
 }  // namespace
 
-const char* fix_kind_name(FixAction::Kind k) {
-  switch (k) {
-    case Kind::kLearningRate: return "learning_rate";
-    case Kind::kOptimizer: return "optimizer";
-    case Kind::kEpochs: return "epochs";
-    case Kind::kLoss: return "loss";
-    case Kind::kActivation: return "activation";
-    case Kind::kReinitialize: return "reinitialize";
-    case Kind::kFeatures: return "features";
-    case Kind::kTargets: return "targets";
-    case Kind::kLabels: return "labels";
-  }
-  return "?";
-}
-
 std::vector<FixCandidate> propose_fixes(const Diagnosis& d, const Trace& trace, const std::vector<FixAction>& applied) {
   if (!d.fault || d.findings.empty()) return {};
   Proposer p(trace, applied);

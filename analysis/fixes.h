@@ -42,6 +42,7 @@ struct VerifyMargins {
 struct TrialJudgement {
   bool verified = false;
   std::string reason;  // "verified", or why not ("symptom remains: dead_relu", ...)
+  TrialStatus status = TrialStatus::kNoImprovement;
 };
 
 // A trial verifies a fix when (1) the primary symptom of the faulty run is gone, (2) no
@@ -55,6 +56,17 @@ struct TrialJudgement {
 TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, const Diagnosis& trial,
                            const FixMetrics& after, bool higher_is_better, bool completed, bool loss_comparable,
                            const VerifyMargins& margins = {});
+
+// What the verified repairs of `f.fixes` (ranked) say about the finding's layer: the best
+// verified repair that changes only layers (analysis/repair_kinds.h: is_layer_repair) or
+// only the training configuration and the data decides the status (RepairLocalization);
+// the ranking scores each layer by the verified layer-only repairs that edit it.
+// kNotTried when no repairs were tried. Docs: docs/fixes.md, "Localization by repair".
+RepairLocalization localize_by_repair(const Finding& f);
+nlohmann::json to_json(const RepairLocalization& r, const std::vector<FixOutcome>& fixes);
+// The finding's repair_localization in words for the text and HTML reports (repairs named
+// by their number in `fixes`, from 1); "" when there is nothing to say.
+std::string describe_repair_localization(const Finding& f);
 
 // Ranks outcomes: verified first, then by improvement (metric gain, then loss ratio),
 // then shorter trials; stable for ties.

@@ -1,5 +1,6 @@
 // The "Verified fixes" section of the HTML report (--verify-fixes): the repairs tried on
 // the user's model, best first, and the loss/metric per epoch before and after the best.
+#include "analysis/fixes.h"
 #include "analysis/report_html_parts.h"
 #include "analysis/svg_chart.h"
 
@@ -69,7 +70,10 @@ std::string fixes_section(const Diagnosis& d, const RunInfo& run) {
            "</td><td class=\"n\">" + num(x.before.metric) + "</td><td class=\"n\">" + num(x.after.metric) +
            "</td><td class=\"n\">" + num(x.seconds) + "</td><td>" + escape(x.reason) + "</td></tr>";
   }
-  return out + "</table></section>";
+  out += "</table>";
+  if (const std::string loc = describe_repair_localization(d.findings.front()); !loc.empty())
+    out += "<p class=\"note\">Localization: " + escape(loc) + "</p>";
+  return out + "</section>";
 }
 
 }  // namespace dl::an::html

@@ -1,5 +1,7 @@
 #include "analysis/report.h"
 
+#include "analysis/fixes.h"
+
 namespace dl::an {
 
 namespace report_detail {
@@ -50,6 +52,7 @@ json finding_json(const Finding& f, const Trace& t) {
   if (f.fixes_attempted || !f.fixes.empty()) {
     j["fixes"] = json::array();
     for (const FixOutcome& x : f.fixes) j["fixes"].push_back(to_json(x));
+    j["repair_localization"] = to_json(f.repair_localization, f.fixes);
   }
   return j;
 }

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "analysis/fixes.h"
 #include "analysis/report.h"
 #include "io/text_escape.h"
 
@@ -79,6 +80,12 @@ std::string metrics_text(const FixOutcome& x) {
          " \u2192 " + num(x.after.metric);
 }
 
+// What the verified repairs say about the layer (analysis/fixes.h).
+void repair_localization(std::string& out, const Finding& f) {
+  const std::string what = describe_repair_localization(f);
+  if (!what.empty()) out += "  Localization: " + what + "\n";
+}
+
 // The repairs tried with --verify-fixes: the best verified one first, with its curve.
 void fixes(std::string& out, const Finding& f, const RunInfo& run, const Style& st) {
   if (f.fixes.empty()) return;
@@ -115,6 +122,7 @@ void fixes(std::string& out, const Finding& f, const RunInfo& run, const Style& 
       }
     }
   }
+  repair_localization(out, f);
 }
 
 void secondary(std::string& out, const std::vector<Finding>& fs, const Trace& t, const Style& st) {

@@ -1,46 +1,10 @@
-// Applying a candidate repair to a loaded case: edits of the model (converter/transform.h),
-// of the training configuration, and of the data (runtime/data/preprocess.h).
-#include <cmath>
-#include <cstdio>
-
+// Applying a candidate repair to a loaded case: each action by its kind's file
+// (cli/repairs/<stem>.cpp), and recording a repair in the exported model's metadata.
 #include "cli/fix_trials.h"
-#include "converter/errors.h"
-#include "converter/transform.h"
-#include "runtime/param_roles.h"
-#include "runtime/optimizer.h"
+#include "cli/repairs/repair.h"
 
 namespace dl::cli {
 namespace {
-
-using Kind = an::FixAction::Kind;
-
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-
-double effective_lr(const rt::OptimizerConfig& c) { return rt::make_optimizer(c)->learning_rate(); }
-
-const an::LayerInfo& layer_of(const an::Trace& trace, int layer) {
-  const auto& layers = trace.header.layers;
-  if (layer < 0 || static_cast<size_t>(layer) >= layers.size())
-    throw ModelError("repair names layer " + std::to_string(layer) + ", but the model has " +
-                     std::to_string(layers.size()) + " layers");
-  return layers[static_cast<size_t>(layer)];
-}
-
-// The repair's own copy of the model, to edit: the case's model is shared by every trial
-// that does not change it (a learning-rate or data repair trains the case's model).
-ir::Model& edit_model(RepairedCase& r) {
-  auto copy = std::make_shared<ir::Model>(*r.model);
-  r.model = copy;
-  return *copy;
-}
-
-std::string layer_name(const an::LayerInfo& l) {
-  return "layer " + std::to_string(l.index) + (l.nodes.empty() ? "" : " (" + l.nodes.front() + ")");
-}
 
 // Affine maps compose: (x - o1) * s1 then (. - o2) * s2 = (x - (o1 + o2 / s1)) * (s1 * s2).
 void compose_affine(std::vector<float>& o1, std::vector<float>& s1, const std::vector<float>& o2,
@@ -97,107 +61,41 @@ RepairedCase unrepaired(const LoadedCase& c) {
 RepairedCase apply_fix(const RepairedCase& base, const std::vector<an::FixAction>& actions, const an::Trace& trace,
                        const LoadedCase& data) {
   RepairedCase r = base;
+  const repairs::RepairInputs in{trace, data};
   for (const an::FixAction& a : actions) {
-    std::string change;
-    switch (a.kind) {
-      case Kind::kLearningRate: {
-        const double before = effective_lr(r.config.optimizer);
-        r.config.optimizer.learning_rate = before * a.factor;
-        change = "learning rate " + num(before) + " -> " + num(before * a.factor);
-        break;
-      }
-      case Kind::kOptimizer: {
-        const std::string before = r.config.optimizer.name;
-        rt::OptimizerConfig o;
-        o.name = a.value;
-        o.clipnorm = r.config.optimizer.clipnorm, o.clipvalue = r.config.optimizer.clipvalue;
-        r.config.optimizer = o;
-        change = "optimizer " + before + " -> " + a.value + " (learning rate " + num(effective_lr(o)) + ")";
-        break;
-      }
-      case Kind::kEpochs: {
-        const int64_t before = r.config.epochs;
-        r.config.epochs = std::max<int64_t>(a.count, static_cast<int64_t>(std::llround(double(before) * a.factor)));
-        change = "epochs " + std::to_string(before) + " -> " + std::to_string(r.config.epochs);
-        break;
-      }
-      case Kind::kLoss: {
-        change = "loss " + r.config.loss + (r.config.from_logits ? " (from logits)" : "") + " -> " + a.value;
-        r.config.loss = a.value;
-        r.config.from_logits = false;
-        r.loss_changed = true;
-        break;
-      }
-      case Kind::kActivation: {
-        const an::LayerInfo& l = layer_of(trace, a.layer);
-        std::string what = conv::set_layer_activation(edit_model(r), l.nodes, a.value);
-        if (what.empty()) throw ModelError(layer_name(l) + " already has activation " + a.value);  // not a repair
-        if (const size_t colon = what.rfind(": "); colon != std::string::npos) what = what.substr(colon + 2);
-        // "Softmax inserted after /1/Gemm (...)" reads "add Softmax"; "Relu -> Identity (...)", "remove Relu".
-        if (what.find(" inserted after ") != std::string::npos) {
-          what = "add " + a.value;
-        } else if (const size_t id = what.find(" -> Identity"); id != std::string::npos) {
-          what = "remove " + what.substr(0, id);
-        }
-        change = layer_name(l) + ": " + what;
-        break;
-      }
-      case Kind::kReinitialize: {
-        const an::LayerInfo& l = layer_of(trace, a.layer);
-        rt::reinitialize_params(edit_model(r), l.params, a.value, r.config.seed + 1 + static_cast<uint64_t>(a.layer));
-        change = layer_name(l) + ": re-initialise (" + a.value + " weights, zero biases)";
-        break;
-      }
-      case Kind::kFeatures:
-        r.preprocessing.fit_features(data.train, a.value == "minmax" ? rt::Preprocessing::Features::kMinMax
-                                                                    : rt::Preprocessing::Features::kStandardize);
-        change = a.value == "minmax" ? "min-max scale the input features to [0, 1]" : "standardise the input features";
-        break;
-      case Kind::kTargets:
-        r.preprocessing.fit_targets(data.train);
-        change = "standardise the regression targets";
-        break;
-      case Kind::kLabels:
-        if (!r.preprocessing.fit_labels(data.train))
-          throw DataError(data.train.source + ": the class ids cannot be mapped onto 0.." +
-                          std::to_string(std::max<int64_t>(data.train.num_classes - 1, 0)));
-        change = "map the class ids onto 0.." + std::to_string(data.train.num_classes - 1);
-        break;
-    }
+    r.changes.push_back(repairs::apply_fn(a.kind)(r, a, in));
     r.actions.push_back(a);
-    r.changes.push_back(change);
   }
   rt::validate(r.config);
   return r;
 }
 
 std::string describe(const RepairedCase& r) {
-  // "layer 0 (/0/Gemm): X" and "layer 1 (/2/Gemm): X" read as "layers 0 (/0/Gemm), 1 (/2/Gemm): X".
-  std::vector<std::pair<std::string, std::string>> merged;  // (who, what)
-  for (const std::string& c : r.changes) {
-    const size_t colon = c.rfind("): ");
-    if (c.compare(0, 6, "layer ") != 0 || colon == std::string::npos) {
-      merged.emplace_back("", c);
-      continue;
-    }
-    const std::string who = c.substr(6, colon + 1 - 6), what = c.substr(colon + 3);
-    if (!merged.empty() && !merged.back().first.empty() && merged.back().second == what) {
-      merged.back().first += ", " + who;
-    } else {
-      merged.emplace_back(who, what);
-    }
-  }
+  // Consecutive changes that do the same to several layers read as one:
+  // "layers 0 (/0/Gemm), 1 (/2/Gemm): Relu -> LeakyRelu (alpha 0.01)".
   std::string s;
-  for (const auto& [who, what] : merged) {
+  for (size_t i = 0; i < r.changes.size();) {
+    const RepairChange& c = r.changes[i];
+    size_t j = i + 1;
+    if (c.layer >= 0)
+      while (j < r.changes.size() && r.changes[j].layer >= 0 && r.changes[j].what == c.what) ++j;
     if (!s.empty()) s += "; ";
-    if (!who.empty()) s += (who.find(", ") != std::string::npos && who.find("), ") != std::string::npos ? "layers " : "layer ") + who + ": ";
-    s += what;
+    if (c.layer >= 0) {
+      s += j - i > 1 ? "layers " : "layer ";
+      for (size_t k = i; k < j; ++k) {
+        const RepairChange& x = r.changes[k];
+        s += (k > i ? ", " : "") + std::to_string(x.layer) + (x.layer_node.empty() ? "" : " (" + x.layer_node + ")");
+      }
+      s += ": ";
+    }
+    s += c.what;
+    i = j;
   }
   return s;
 }
 
 void record_in_metadata(RepairedCase& r, const rt::Preprocessing& already_applied) {
-  ir::Model& m = edit_model(r);
+  ir::Model& m = repairs::edit_model(r);
   for (const auto& [key, value] : rt::config_to_metadata(r.config)) m.metadata[key] = value;
   const rt::Preprocessing p = compose(already_applied, r.preprocessing);
   if (p.empty()) {

@@ -161,6 +161,7 @@ an::FixOutcome outcome_of(const Trial& t, const CaseResult& faulty, const an::Fi
   o.loss_comparable = !t.repaired.loss_changed;
   o.order = t.order;
   if (!t.ran) {
+    o.status = an::TrialStatus::kCouldNotTrain;
     o.reason = "could not train: " + t.error;
     return o;
   }
@@ -179,6 +180,7 @@ an::FixOutcome outcome_of(const Trial& t, const CaseResult& faulty, const an::Fi
   const an::TrialJudgement j = an::judge_trial(faulty.diagnosis, before, t.result.diagnosis, o.after, higher,
                                                !t.result.interrupted, !t.repaired.loss_changed);
   o.verified = j.verified;
+  o.status = j.status;
   o.reason = j.reason;
   if (!t.repaired.preprocessing.empty()) o.python_code = t.repaired.preprocessing.python_code();
   return o;
@@ -192,8 +194,8 @@ const Trial* next_base(const std::deque<Trial>& all, const std::vector<an::FixOu
   const an::FixOutcome* pick = nullptr;
   const Trial* base = nullptr;
   for (const an::FixOutcome& o : outcomes) {  // ranked: verified first, then better results
-    if (expanded.count(o.order) || o.reason.rfind("symptom remains", 0) == 0 || o.reason.rfind("could not", 0) == 0 ||
-        o.reason.rfind("cut short", 0) == 0)
+    if (expanded.count(o.order) || o.status == an::TrialStatus::kSymptomRemains ||
+        o.status == an::TrialStatus::kCouldNotTrain || o.status == an::TrialStatus::kCutShort)
       continue;
     const Trial& t = all[static_cast<size_t>(o.order)];
     if (!t.ran || t.depth >= kMaxDepth) continue;
@@ -255,6 +257,7 @@ void verify_fixes(const LoadedCase& c, const TrainOptions& o, const CaseRunOptio
   std::vector<Trial*> round = prepare(an::propose_fixes(faulty.diagnosis, faulty.trace), first_round, unrepaired(c),
                                       faulty.trace, c, an::RootCause::kUnknown, 1, all);
   if (round.empty()) {
+    faulty.diagnosis.findings.front().repair_localization = an::localize_by_repair(faulty.diagnosis.findings.front());
     if (!o.export_fixed.empty())
       std::cerr << "deeplocalize: no repair applies to this model, so nothing was written to " << o.export_fixed << "\n";
     return;
@@ -299,6 +302,7 @@ void verify_fixes(const LoadedCase& c, const TrainOptions& o, const CaseRunOptio
                              primary.recommendation + ")";
   }
   primary.fixes = std::move(outcomes);
+  primary.repair_localization = an::localize_by_repair(primary);
   if (!o.export_fixed.empty()) export_fixed(c, o, all, primary.fixes.empty() ? nullptr : &primary.fixes.front(), o.quiet);
 }
 

@@ -24,13 +24,20 @@
 
 namespace dl::cli {
 
+// One change a repair made, as values (describe() makes the text of a whole repair).
+struct RepairChange {
+  int layer = -1;          // the layer it edits; -1: the training configuration or the data
+  std::string layer_node;  // that layer's first node, to name it
+  std::string what;        // what changed there: "learning rate 1 -> 0.01", "add Softmax"
+};
+
 // A repaired case: model, configuration and preprocessing with some fix applied.
 struct RepairedCase {
   std::shared_ptr<const ir::Model> model;  // the case's own until a repair edits it (then a copy)
   rt::TrainConfig config;
   rt::Preprocessing preprocessing;  // fitted on the case's training split (applied to copies)
   std::vector<an::FixAction> actions;
-  std::vector<std::string> changes;  // one description per action
+  std::vector<RepairChange> changes;  // one per action
   an::RootCause root_cause = an::RootCause::kUnknown;
   bool loss_changed = false;
 };

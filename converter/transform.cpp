@@ -187,8 +187,8 @@ bool is_settable_activation(const std::string& op_type) {
   return op_type == "Identity" || activation_ops().count(op_type) > 0;
 }
 
-std::string set_layer_activation(ir::Model& model, const std::vector<std::string>& layer_nodes,
-                                 const std::string& op_type, float alpha) {
+ActivationEdit edit_layer_activation(ir::Model& model, const std::vector<std::string>& layer_nodes,
+                                     const std::string& op_type, float alpha) {
   const std::string label = source(model) + ": layer nodes " + join(layer_nodes);
   if (!is_settable_activation(op_type)) {
     throw ConfigError(label + ": '" + op_type + "' is not an activation that can be set (settable: Identity, " +
@@ -205,29 +205,57 @@ std::string set_layer_activation(ir::Model& model, const std::vector<std::string
     last = std::max(last, k);
     if (is_activation(*it) && static_cast<int>(k) > act) act = static_cast<int>(k);
   }
-  const std::string prefix = "layer nodes " + join(layer_nodes) + ": ";
+  ActivationEdit e;
+  e.layer_nodes = layer_nodes;
   if (op_type == "Identity") {
-    if (act < 0) return "";
-    const std::string old = g.nodes[static_cast<size_t>(act)].op_type;
-    const std::string node = g.nodes[static_cast<size_t>(act)].name;
+    if (act < 0) return e;
+    e.old_op = g.nodes[static_cast<size_t>(act)].op_type;
+    e.node = g.nodes[static_cast<size_t>(act)].name;
     remove_activation(model, static_cast<size_t>(act), label);
-    return prefix + old + " -> Identity (" + node + ")";
+    e.kind = ActivationEdit::Kind::kRemoved;
+    return e;
   }
   if (act < 0) {
-    const std::string after = g.nodes[last].name;
-    const std::string node = insert_activation(model, last, op_type, alpha, label);
-    return prefix + op_type + " inserted after " + after + " (" + node + ")";
+    e.after = g.nodes[last].name;
+    e.node = insert_activation(model, last, op_type, alpha, label);
+    e.new_op = op_type;
+    e.kind = ActivationEdit::Kind::kInserted;
+    return e;
   }
   ir::Node& n = g.nodes[static_cast<size_t>(act)];
   auto attrs = activation_attrs(op_type, alpha);
-  if (n.op_type == op_type && same_attrs(n.attrs, attrs)) return "";
-  const std::string old = n.op_type;
+  if (n.op_type == op_type && same_attrs(n.attrs, attrs)) return e;
+  e.old_op = n.op_type;
+  e.new_op = op_type;
+  e.node = n.name;
   n.since_version = since_version(model, op_type, label);
   n.op_type = op_type;
   n.attrs = std::move(attrs);
-  std::string change = prefix + old + " -> " + op_type;
-  if (n.attrs.count("alpha")) change += " (alpha " + number(n.attrs["alpha"].f) + ")";
-  return change;
+  if (n.attrs.count("alpha")) e.alpha = n.attrs["alpha"].f;
+  e.kind = ActivationEdit::Kind::kReplaced;
+  return e;
 }
+
+std::string to_string(const ActivationEdit& e) {
+  const std::string prefix = "layer nodes " + join(e.layer_nodes) + ": ";
+  switch (e.kind) {
+    case ActivationEdit::Kind::kUnchanged: return "";
+    case ActivationEdit::Kind::kRemoved: return prefix + e.old_op + " -> Identity (" + e.node + ")";
+    case ActivationEdit::Kind::kInserted: return prefix + e.new_op + " inserted after " + e.after + " (" + e.node + ")";
+    case ActivationEdit::Kind::kReplaced: {
+      std::string change = prefix + e.old_op + " -> " + e.new_op;
+      if (!std::isnan(e.alpha)) change += " (alpha " + attr_number(e.alpha) + ")";
+      return change;
+    }
+  }
+  return "";
+}
+
+std::string set_layer_activation(ir::Model& model, const std::vector<std::string>& layer_nodes,
+                                 const std::string& op_type, float alpha) {
+  return to_string(edit_layer_activation(model, layer_nodes, op_type, alpha));
+}
+
+std::string attr_number(double v) { return number(v); }
 
 }  // namespace dl::conv

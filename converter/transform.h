@@ -22,6 +22,18 @@ namespace dl::conv {
 // (no activation).
 bool is_settable_activation(const std::string& op_type);
 
+// What set_layer_activation changed, as values (the repairs build their own text from it).
+struct ActivationEdit {
+  enum class Kind { kUnchanged, kReplaced, kInserted, kRemoved };
+  Kind kind = Kind::kUnchanged;
+  std::vector<std::string> layer_nodes;  // the layer, as given
+  std::string old_op;                    // kReplaced, kRemoved: the activation it had
+  std::string new_op;                    // kReplaced, kInserted: the one it has now
+  std::string node;                      // the activation node replaced, inserted or removed
+  std::string after;                     // kInserted: the node it follows
+  float alpha = std::numeric_limits<float>::quiet_NaN();  // kReplaced: the new node's alpha, if it has one
+};
+
 // Sets the activation of the layer made of `layer_nodes`:
 //  - the layer has activation nodes (the ops above): its last one becomes `op_type`, with
 //    the new op's attributes (Softmax/LogSoftmax: axis -1; LeakyRelu: alpha; Elu: alpha);
@@ -32,13 +44,26 @@ bool is_settable_activation(const std::string& op_type);
 // name, so the layer's node names stay valid; an inserted one is named "<last node>_<op>".
 // `alpha` applies to LeakyRelu (default 0.01, PyTorch's and ONNX's) and Elu (default 1.0);
 // NaN means the default. New nodes get the since_version of `model.opset`.
-// Returns what changed, e.g. "layer nodes /6/Gemm, /7/Softmax: Softmax -> Sigmoid", or ""
-// when nothing would change (the layer already has that activation, or none to remove).
+// Returns what changed; kind kUnchanged when nothing would change (the layer already has
+// that activation, or none to remove).
 // Throws ConfigError for an op_type that is not settable, ModelError for a node name the
 // model does not have.
+ActivationEdit edit_layer_activation(ir::Model& model, const std::vector<std::string>& layer_nodes,
+                                     const std::string& op_type,
+                                     float alpha = std::numeric_limits<float>::quiet_NaN());
+
+// The edit in words, e.g. "layer nodes /6/Gemm, /7/Softmax: Softmax -> Sigmoid",
+// "layer nodes fc1: Relu inserted after fc1 (fc1_Relu)", "... Relu -> Identity (fc1_Relu)";
+// "" for kUnchanged.
+std::string to_string(const ActivationEdit& edit);
+
+// edit_layer_activation, in words (to_string).
 std::string set_layer_activation(ir::Model& model, const std::vector<std::string>& layer_nodes,
                                  const std::string& op_type,
                                  float alpha = std::numeric_limits<float>::quiet_NaN());
+
+// A number as the edits print it (an attribute value: "0.01").
+std::string attr_number(double v);
 
 // Re-initialisation (weights by their fans, biases to zero) needs the ops' parameter
 // roles: rt::reinitialize_params in runtime/param_roles.h.

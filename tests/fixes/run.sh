@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Verified fixes end to end (issue 9) on small models/benchmark cases:
 #   a healthy case is never "fixed" (exit 0, no "fixes", --export-fixed writes nothing);
-#   faulty cases get a verified first fix with the contract's keys, the same on a rerun;
+#   faulty cases get a verified first fix with the contract's keys, the same on a rerun,
+#   and the localization those fixes confirm (repair_localization);
 #   --export-fixed writes a model that `inspect` loads, that trains to verdict ok on the
 #   ORIGINAL data (graph change, label remap and feature scaling alike), and that passes
 #   onnx.checker (full_check) where /usr/bin/python3 has onnx;
@@ -67,6 +68,17 @@ check_json "$work/exploding_lr_buggy.json" 'fixes[0]["root_cause"] == "learning_
   'fixes[0]["before"]["accuracy"] is None and fixes[0]["after"]["accuracy"] is None'
 check_json "$work/labels_one_based_buggy.json" 'fixes[0]["root_cause"] == "labels"' 'fixes[0]["after"]["accuracy"] > 0.9'
 check_json "$work/so_31880720_buggy.json" 'fixes[0]["root_cause"] == "activation"' 'fixes[0]["after"]["accuracy"] == 1'
+# Localization by repair (docs/fixes.md): the output layer's own repair confirms the
+# finding's layer; a smaller learning rate or remapped labels blame no layer.
+check_json "$work/so_31880720_buggy.json" 'r["findings"][0]["repair_localization"]["status"] == "confirmed"' \
+  'r["findings"][0]["repair_localization"]["confirmed_by_repair"] is True' \
+  'r["findings"][0]["repair_localization"]["layer_ranking"][0]["layer"] == r["findings"][0]["layer"]["index"]'
+for case in exploding_lr_buggy labels_one_based_buggy; do
+  check_json "$work/$case.json" 'r["findings"][0]["repair_localization"]["status"] == "not_layer"' \
+    'r["findings"][0]["repair_localization"]["layer_blamed"] is False' \
+    'r["findings"][0]["repair_localization"]["repair"] in [f["change"] for f in fixes if f["verified"]]'
+done
+check_json "$work/healthy.json" 'not any("repair_localization" in f for f in r["findings"])'
 # Deterministic: the same trials and numbers on a rerun (the seconds aside).
 run exploding_again exploding_lr_buggy --verify-fixes --max-trials 3
 "$py" - "$work/exploding_lr_buggy.json" "$work/exploding_again.json" <<'EOF' || fail "exploding_lr_buggy: the fixes differ between two runs"

@@ -53,7 +53,7 @@ std::string config_error(const std::vector<std::string>& args, bool batch) {
       cli::TrainOptions o;
       parse_train(args, o);
     }
-  } catch (const ConfigError& e) {  // exit code 2 (cli maps ConfigError there)
+  } catch (const CLI::ParseError& e) {  // exit code 2 (cli/main.cpp)
     return e.what();
   }
   return "";

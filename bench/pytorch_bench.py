@@ -172,7 +172,7 @@ def main():
     print(f"kernels: {kernel_paths()}", flush=True)
 
     rng = np.random.default_rng(0)
-    times = []
+    times, cpu_times = [], []
     for r in range(args.rounds):
         it = 0
         order = None
@@ -194,13 +194,17 @@ def main():
             loss.item(), acc.item()
             it += 1
             if it == args.warmup:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
         s = time.perf_counter() - t0
         times.append(s)
+        # CPU time of the process (all threads): far steadier than wall time on a busy
+        # machine, though it also counts OpenMP's spin-waiting at more than one thread.
+        cpu_times.append(time.process_time() - c0)
         print(f"round {r}  pytorch  {args.steps / s:8.2f} steps/s", flush=True)
     name = os.path.basename(args.model)
     print(f"RESULT model={name} batch={batch} threads={args.threads} mode=pytorch "
-          f"steps_per_s={args.steps / statistics.median(times):.3f}", flush=True)
+          f"steps_per_s={args.steps / statistics.median(times):.3f} "
+          f"cpu_us_per_step={1e6 * statistics.median(cpu_times) / args.steps:.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -143,9 +143,9 @@ names = {"a": ("mlp_a", "(a) MLP 784-256-128-10, batch 64"), "b": ("lenet5", "(b
          "m": ("mobilenet_v2", "(m) mobilenet_v2 3x32x32, batch 16, Adam"),
          "s": ("shufflenet_v2_x0_5", "(s) shufflenet_v2_x0_5 3x32x32, batch 16, Adam")}
 print("| model | threads | dl probes off (steps/s) | dl probes on | dl probes + online analysis | probe overhead wall / CPU | "
-      "with analysis wall / CPU | PyTorch (steps/s) | dl probes on / PyTorch | dl GFLOP/s (probes on) | PyTorch GFLOP/s | "
+      "with analysis wall / CPU | PyTorch (steps/s) | dl probes on / PyTorch | CPU ms/step dl probes on / PyTorch | dl GFLOP/s (probes on) | PyTorch GFLOP/s | "
       "GEMM efficiency: vs peak | vs same-round Eigen peak | vs same-round kernel peak |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for c in cases:
     model, label = names[c]
     for th in sorted({k[2] for k in rows if k[0] == model}, key=int):
@@ -158,12 +158,14 @@ for c in cases:
         eff2 = gf / peak if peak else float("nan")
         # PyTorch runs the same products: its GFLOP/s is our FLOPs per step at its pace.
         py_gf = gf / on * py if on > 0 else float("nan")
-        print("| %s | %s | %.2f | %.2f | %.2f | %+.1f%% / %+.1f%% | %+.1f%% / %+.1f%% | %.2f | %.2fx | %.1f | %.1f | %.0f%% | %.0f%% | %.0f%% |" % (
+        print("| %s | %s | %.2f | %.2f | %.2f | %+.1f%% / %+.1f%% | %+.1f%% / %+.1f%% | %.2f | %.2fx | %.1f / %.1f | %.1f | %.1f | %.0f%% | %.0f%% | %.0f%% |" % (
             label, th, off, on, full, m("overhead_pct", "probes"), m("cpu_overhead_pct", "probes"),
             m("overhead_pct", "full"), m("cpu_overhead_pct", "full"), py, on / py,
+            m("cpu_us_per_step", "probes") / 1e3, m("cpu_us_per_step", "pytorch") / 1e3,
             gf, py_gf, 100 * eff2, 100 * eff, 100 * gf / kp if kp == kp and kp > 0 else float("nan")))
 print()
 print("Medians over rounds. Overheads are medians of per-round paired ratios (each round runs off, probes, full back")
 print("to back); CPU overhead compares the process CPU time per step, which a busy machine disturbs far less than")
-print("wall time. GFLOP/s count the Gemm/Conv/MatMul products of forward and backward from the graph's shapes.")
+print("wall time. GFLOP/s count the Gemm/Conv/MatMul products of forward and backward from the graph's shapes")
+print("(PyTorch's: the same FLOPs per step at its pace). CPU ms/step: process CPU time per step of each side.")
 EOF

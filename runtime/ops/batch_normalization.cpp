@@ -117,6 +117,26 @@ class BatchNormalization : public Op {
 
  private:
   static constexpr int64_t kParallelWork = int64_t{1} << 16;  // values from which channels go to helpers
+  // Rows (one image's plane of a channel) shorter than sum_of's 16 lanes are summed
+  // plainly, in double: setting up and folding the lanes would cost more than the row
+  // (mobilenet_v2's last maps are 2x2 and 1x1).
+  static constexpr int64_t kShortRow = 16;
+
+  // The sum over images of a channel's rows (first row at `x`, one every c_ * inner_):
+  // row(p, len) for rows of kShortRow or more, else term(p, k) over the values.
+  template <class Row, class Term>
+  double rows_sum(const float* x, Row row, Term term) const {
+    double s = 0.0;
+    for (int64_t n = 0; n < outer_; ++n) {
+      const float* r = x + n * c_ * inner_;
+      if (inner_ >= kShortRow) {
+        s += row(r, inner_);
+      } else {
+        for (int64_t k = 0; k < inner_; ++k) s += term(r, k);
+      }
+    }
+    return s;
+  }
   struct Pass {
     const BatchNormalization* op;
     const float *x, *scale, *bias, *in_mean, *in_var;
@@ -129,11 +149,16 @@ class BatchNormalization : public Op {
     const double count = static_cast<double>(outer_ * inner_);
     double mean = ps.in_mean[c], var = ps.in_var[c];
     if (batch_stats_) {  // two passes: the variance from deviations, not E[x^2] - mean^2
-      double s = 0.0;
-      for (int64_t n = 0; n < outer_; ++n) s += sum_of(ps.x + (n * c_ + c) * inner_, inner_);
+      const double s = rows_sum(ps.x + c * inner_, [](const float* r, int64_t len) { return double(sum_of(r, len)); },
+                                [](const float* r, int64_t k) { return double(r[k]); });
       mean = count > 0 ? s / count : 0.0;
-      double ss = 0.0;
-      for (int64_t n = 0; n < outer_; ++n) ss += sum_sq_dev(ps.x + (n * c_ + c) * inner_, inner_, float(mean));
+      const float m = float(mean);
+      const double ss = rows_sum(
+          ps.x + c * inner_, [m](const float* r, int64_t len) { return double(sum_sq_dev(r, len, m)); },
+          [m](const float* r, int64_t k) {
+            const double d = double(r[k]) - m;
+            return d * d;
+          });
       var = count > 0 ? ss / count : 0.0;
     }
     mean_[c] = static_cast<float>(mean);
@@ -151,10 +176,23 @@ class BatchNormalization : public Op {
   void backward_channel(const Pass& ps, int64_t c) const {
     const float count = static_cast<float>(outer_ * inner_);
     float s = 0.0f, sx = 0.0f;  // sum dy, sum dy * xhat
-    for (int64_t n = 0; n < outer_; ++n) {
-      const int64_t off = (n * c_ + c) * inner_;
-      s += sum_of(ps.dy + off, inner_);
-      sx += dot_dev(ps.dy + off, ps.x + off, inner_, mean_[c]);
+    const float m = mean_[c];
+    if (inner_ >= kShortRow) {
+      for (int64_t n = 0; n < outer_; ++n) {
+        const int64_t off = (n * c_ + c) * inner_;
+        s += sum_of(ps.dy + off, inner_);
+        sx += dot_dev(ps.dy + off, ps.x + off, inner_, m);
+      }
+    } else {
+      double sd = 0.0, sxd = 0.0;
+      for (int64_t n = 0; n < outer_; ++n) {
+        const int64_t off = (n * c_ + c) * inner_;
+        for (int64_t k = 0; k < inner_; ++k) {
+          sd += ps.dy[off + k];
+          sxd += double(ps.dy[off + k]) * (ps.x[off + k] - m);
+        }
+      }
+      s = float(sd), sx = float(sxd);
     }
     sx *= invstd_[c];
     if (ps.dscale) ps.dscale[c] += sx;

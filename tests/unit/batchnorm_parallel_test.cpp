@@ -15,11 +15,8 @@ using dl::rt::Tensor;
 using dl::test::OpRun;
 using dl::test::random_values;
 
-}  // namespace
-
-TEST_CASE("BatchNormalization training mode: the same bits on 1 and 2 threads, and the batch statistics") {
-  // 16 x 64 x 8 x 8 = 65,536 values: the size from which channels go to the helpers.
-  const int64_t n = 16, c = 64, h = 8, w = 8, inner = h * w;
+void check_batchnorm(int64_t n, int64_t c, int64_t h, int64_t w) {
+  const int64_t inner = h * w;
   const std::vector<float> x = random_values(n * c * inner, 7), dyv = random_values(n * c * inner, 8);
   std::vector<float> scale = random_values(c, 9), bias = random_values(c, 10);
   std::vector<std::vector<float>> by_threads[2];
@@ -49,7 +46,23 @@ TEST_CASE("BatchNormalization training mode: the same bits on 1 and 2 threads, a
       db += dyv[size_t((i * c + ch) * inner + k)];
     }
   const double invstd = 1.0 / std::sqrt(ss / double(n * inner) + 1e-5);
-  const size_t at = size_t((3 * c + ch) * inner + 11);
+  const size_t at = size_t((3 * c + ch) * inner + 11 % inner);
   CHECK(by_threads[0][0][at] == doctest::Approx((x[at] - mean) * invstd * scale[ch] + bias[ch]).epsilon(1e-5));
   CHECK(by_threads[0][4][size_t(ch)] == doctest::Approx(db).epsilon(1e-4));
+  // dScale = sum dY * xhat.
+  double dscale = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < inner; ++k) {
+      const size_t j = size_t((i * c + ch) * inner + k);
+      dscale += double(dyv[j]) * (x[j] - mean) * invstd;
+    }
+  CHECK(by_threads[0][3][size_t(ch)] == doctest::Approx(dscale).epsilon(1e-4));
+}
+
+}  // namespace
+
+TEST_CASE("BatchNormalization training mode: the same bits on 1 and 2 threads, and the batch statistics") {
+  check_batchnorm(16, 64, 8, 8);  // 65,536 values: the size from which channels go to the helpers
+  check_batchnorm(16, 1024, 2, 2);  // rows shorter than sum_of's lanes (mobilenet_v2's last maps)
+  check_batchnorm(16, 4096, 1, 1);
 }

@@ -208,7 +208,8 @@ int run_batch(const BatchOptions& o) {
         oversubscription_warning(jobs, o.threads, std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
     if (!w.empty()) std::cerr << "deeplocalize batch: " << w << "\n";
   }
-  run_cases(cases, jobs, case_threads(jobs, o.threads), o.timeout_s, o.in_process, [&](size_t k, const CaseOutcome& outcome) {
+  const int threads = case_threads(jobs, o.threads);
+  run_cases(cases, jobs, threads, o.timeout_s, o.in_process, [&](size_t k, const CaseOutcome& outcome) {
     records.push_back(case_record(cases[k], outcome));
     if (!o.reports_dir.empty() && outcome.status == "ok")
       write_text_output((std::filesystem::path(o.reports_dir) / report_names[k]).string(), dump(outcome.report));

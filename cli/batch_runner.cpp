@@ -118,8 +118,8 @@ struct Child {
   _exit(0);
 }
 
-void run_forked(const std::vector<CaseSpec>& cases, int jobs, int threads, double timeout_s, std::vector<CaseOutcome>& out,
-                InOrder& order) {
+void run_forked(const std::vector<CaseSpec>& cases, int jobs, int threads, double timeout_s,
+                std::vector<CaseOutcome>& out, InOrder& order) {
   std::vector<Child> running;
   size_t next = 0;
   std::cout.flush();

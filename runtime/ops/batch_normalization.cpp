@@ -239,7 +239,9 @@ class BatchNormalization : public Op {
   bool legacy_training_ = false;  // versions 7/9 with training outputs requested
   bool batch_stats_ = false;      // forward used batch statistics (read by backward)
   int64_t c_ = 0, outer_ = 0, inner_ = 0;
-  mutable std::vector<float> mean_, invstd_, var_;  // statistics the last forward normalised with (one entry per channel, written by its thread)
+  // The statistics the last forward normalised with; each channel's entry is written by
+  // the thread that computes the channel.
+  mutable std::vector<float> mean_, invstd_, var_;
 };
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<BatchNormalization>(node); }

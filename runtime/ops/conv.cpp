@@ -305,7 +305,8 @@ std::vector<OpSample> samples() {
   e.label = "conv depthwise group 2 (x2 multiplier), strides 2, pads 1, bias";
   e.node = sample_node("Conv", 3, 1,
                        {{"group", attr_i(2)}, {"pads", attr_ints({1, 1, 1, 1})}, {"strides", attr_ints({2, 2})}}, 11);
-  e.inputs = {Tensor::floats({2, 2, 5, 4}, ramp(80, 0.25f, -1.3f)), Tensor::floats({4, 1, 3, 3}, ramp(36, 0.15f, -0.7f)),
+  e.inputs = {Tensor::floats({2, 2, 5, 4}, ramp(80, 0.25f, -1.3f)),
+              Tensor::floats({4, 1, 3, 3}, ramp(36, 0.15f, -0.7f)),
               Tensor::floats({4}, {0.1f, -0.2f, 0.05f, 0.3f})};
   e.check_grad = {true, true, true};
   return {a, b, c, d, e};

@@ -97,9 +97,10 @@ TEST_CASE("Conv depthwise: reference values for strides, padding, dilation and a
     CAPTURE(g.c);
     CAPTURE(g.stride);
     CAPTURE(g.dil);
-    const std::vector<float> x = random_values(g.n * g.c * g.h * g.w, seed++), w = random_values(g.m() * g.k * g.k, seed++),
-                             b = random_values(g.m(), seed++);
-    const Tensor dy = Tensor::floats({g.n, g.m(), g.oh(), g.ow()}, random_values(g.n * g.m() * g.oh() * g.ow(), seed++));
+    const std::vector<float> x = random_values(g.n * g.c * g.h * g.w, seed++);
+    const std::vector<float> w = random_values(g.m() * g.k * g.k, seed++), b = random_values(g.m(), seed++);
+    const int64_t ny = g.n * g.m() * g.oh() * g.ow();
+    const Tensor dy = Tensor::floats({g.n, g.m(), g.oh(), g.ow()}, random_values(ny, seed++));
     const Reference ref(g, x, w, b, dy.fvec());
     const auto got = run_conv(g, x, w, b, dy);
     check_close(got[0], ref.y, 1e-5);

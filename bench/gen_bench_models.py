@@ -7,11 +7,17 @@ mlp_784_128_10   784-128(relu)-10(softmax)       issue 3's 60,000-row epoch benc
 mlp_a            784-256-128-10                  issue 8 (a)
 lenet5           LeNet-5 on 1x28x28              issue 8 (b)
 wide_c           4096-4096-10                    issue 8 (c)
+resnet18, mobilenet_v2, shufflenet_v2_x0_5       issue 17: torchvision (random init, never
+                 downloaded weights), 3x32x32 input, 10 classes, exported in training mode
+                 (BatchNorm with batch statistics), Adam on logits, batch 16; NAME.pt holds
+                 the same weights as a state_dict for pytorch_bench.py
 Data: MNIST-shaped synthetic CSV (pixels in [0,1], class id last), 60,000 rows for
-mnist60k.csv; wide4096.npy, 8,192 rows of 4096 features in [0,1] and a class id (last
+mnist60k.csv; cifar1k.npy, 1,024 rows of 3x32x32 values in [0,1] and a class id for the
+torchvision nets; wide4096.npy, 8,192 rows of 4096 features in [0,1] and a class id (last
 column, float32) for wide_c. Deterministic (fixed seeds)."""
 import os
 import sys
+import warnings
 
 import numpy as np
 import onnx
@@ -20,6 +26,8 @@ import torch
 out = sys.argv[1] if len(sys.argv) > 1 else "bench-data"
 os.makedirs(out, exist_ok=True)
 torch.manual_seed(0)
+# torch.onnx warns once per BatchNorm that it drops num_batches_tracked's update.
+warnings.filterwarnings("ignore", category=UserWarning)
 
 
 def keras_init(model):
@@ -30,9 +38,10 @@ def keras_init(model):
     return model
 
 
-def export(model, shape, name, meta):
+def export(model, shape, name, meta, trace_batch=1):
     path = os.path.join(out, name + ".onnx")
-    torch.onnx.export(model, torch.zeros(1, *shape), path, opset_version=13, input_names=["input"],
+    # BatchNorm in training mode needs more than one value per channel to trace.
+    torch.onnx.export(model, torch.zeros(trace_batch, *shape), path, opset_version=13, input_names=["input"],
                       output_names=["output"], dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
     m = onnx.load(path)
@@ -55,6 +64,36 @@ export(keras_init(torch.nn.Sequential(
     torch.nn.Linear(84, 10), torch.nn.Softmax(dim=1))), (1, 28, 28), "lenet5", dict(cfg, batch_size=64))
 export(keras_init(torch.nn.Sequential(torch.nn.Linear(4096, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 10),
                                       torch.nn.Softmax(dim=1))), (4096,), "wide_c", dict(cfg, batch_size=256))
+
+# The torchvision nets (issue 17). Only the architecture comes from torchvision: the
+# weights are its random init (weights=None), saved next to the ONNX file so that
+# PyTorch trains the very same module.
+TORCHVISION_NETS = ("resnet18", "mobilenet_v2", "shufflenet_v2_x0_5")
+
+
+def export_torchvision(name):
+    import torchvision
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(weights=None, num_classes=10)
+    model.train()
+    export(model, (3, 32, 32), name, {"loss": "categorical_crossentropy", "from_logits": "true",
+                                      "optimizer": "adam", "learning_rate": 0.001, "epochs": 1, "batch_size": 16},
+           trace_batch=2)
+    torch.save(model.state_dict(), os.path.join(out, name + ".pt"))
+
+
+for net in TORCHVISION_NETS:
+    try:
+        export_torchvision(net)
+    except Exception as e:  # reported, not hidden: the harness then skips the net
+        print(f"{net}: export failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+path = os.path.join(out, "cifar1k.npy")
+if not os.path.exists(path):
+    rng = np.random.default_rng(3)
+    xy = rng.random((1024, 3 * 32 * 32 + 1), dtype=np.float32)
+    xy[:, -1] = rng.integers(0, 10, 1024).astype(np.float32)
+    np.save(path, xy)
 
 rng = np.random.default_rng(1)
 path = os.path.join(out, "mnist60k.csv")

@@ -6,11 +6,18 @@ cross-entropy of the softmax output (probabilities clipped to [1e-7, 1 - 1e-7]).
 
   /usr/bin/python3 bench/pytorch_bench.py MODEL.onnx DATA [--batch 64] [--steps 200]
       [--warmup 20] [--rounds 1] [--threads 2]
+  /usr/bin/python3 bench/pytorch_bench.py --kernels      # the kernel paths, then exit
 
 DATA is a .npy (rows x features+1, class id last) or a CSV (header, class id last);
 a CSV is parsed once and cached next to it as .npy. Each step: gather a shuffled
 batch, forward, loss, backward, SGD update, accuracy (as the C++ trainer does).
-Prints "RESULT model=... mode=pytorch steps_per_s=..." with the median over rounds."""
+Prints "RESULT model=... mode=pytorch steps_per_s=..." with the median over rounds.
+
+A torchvision net of gen_bench_models.py (MODEL.onnx with MODEL.pt beside it) is
+rebuilt from torchvision with the state_dict saved from the very module that was
+exported, and trained as its metadata says (Adam, cross-entropy on logits), in
+training mode (BatchNorm with batch statistics). The kernel paths PyTorch was built
+with (oneDNN/MKL-DNN for convolutions, the BLAS) are printed from torch.__config__."""
 import argparse
 import os
 import statistics
@@ -86,6 +93,38 @@ def build_model(path):
     return torch.nn.Sequential(*layers), input_shape, meta
 
 
+TORCHVISION_NETS = ("resnet18", "mobilenet_v2", "shufflenet_v2_x0_5")
+
+
+def build_torchvision(path):
+    """The torchvision module and weights saved next to a gen_bench_models.py export."""
+    import torchvision
+    name = os.path.splitext(os.path.basename(path))[0]
+    model = getattr(torchvision.models, name)(weights=None, num_classes=10)
+    model.load_state_dict(torch.load(os.path.splitext(path)[0] + ".pt"))
+    model.train()
+    m = onnx.load(path, load_external_data=False)
+    input_shape = [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim][1:]
+    return model, input_shape, {p.key: p.value for p in m.metadata_props}
+
+
+def kernel_paths():
+    """What the convolutions and products run on, from PyTorch's build configuration."""
+    cfg = torch.__config__.show()
+    parts = []
+    for line in cfg.splitlines():
+        line = line.strip(" -")
+        if line.startswith("Intel(R) MKL-DNN") or line.startswith("Intel(R) oneDNN"):
+            parts.append("conv: " + line.replace("Intel(R) ", "") + " (oneDNN)"
+                         + (" enabled" if torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled else " disabled"))
+        elif line.startswith("CPU capability usage"):
+            parts.append(line)
+    blas = next((kv.split("=", 1)[1] for kv in cfg.replace(",", " ").split() if kv.startswith("BLAS_INFO=")), "?")
+    lib = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+    parts.append(f"BLAS_INFO={blas} -> {os.path.basename(os.path.dirname(lib))}/{os.path.basename(lib)}")
+    return "; ".join(parts)
+
+
 def keras_categorical_crossentropy(p, y):
     p = p / p.sum(dim=1, keepdim=True)
     return -(y * torch.log(p.clamp(1e-7, 1 - 1e-7))).sum(dim=1).mean()
@@ -93,34 +132,47 @@ def keras_categorical_crossentropy(p, y):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("model")
-    ap.add_argument("data")
+    ap.add_argument("model", nargs="?")
+    ap.add_argument("data", nargs="?")
+    ap.add_argument("--kernels", action="store_true", help="print the kernel paths PyTorch uses and exit")
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
+    if args.kernels:
+        print(f"PyTorch {torch.__version__} kernels: {kernel_paths()}")
+        return 0
+    if not args.model or not args.data:
+        ap.error("MODEL and DATA are required")
 
     torch.set_num_threads(args.threads)
-    model, input_shape, meta = build_model(args.model)
+    torchvision_net = os.path.splitext(os.path.basename(args.model))[0] in TORCHVISION_NETS
+    model, input_shape, meta = (build_torchvision if torchvision_net else build_model)(args.model)
     batch = args.batch or int(meta.get("deeplocalize.batch_size", 32))
     lr = float(meta.get("deeplocalize.learning_rate", 0.01))
-    assert meta.get("deeplocalize.optimizer", "sgd") == "sgd"
+    optimizer = meta.get("deeplocalize.optimizer", "sgd")
+    assert optimizer in ("sgd", "adam")
     assert meta.get("deeplocalize.loss") == "categorical_crossentropy"
+    from_logits = meta.get("deeplocalize.from_logits", "false") == "true"
     xy = load_data(args.data)
     x_all = torch.from_numpy(np.ascontiguousarray(xy[:, :-1], dtype=np.float32)).reshape(-1, *input_shape)
     labels = torch.from_numpy(np.ascontiguousarray(xy[:, -1]).astype(np.int64))
-    classes = model(x_all[:1]).shape[1]
+    with torch.no_grad():
+        classes = model(x_all[:2]).shape[1]  # 2 rows: BatchNorm in training mode needs more than one
     y_all = torch.nn.functional.one_hot(labels, classes).float()
     n = x_all.shape[0]
     per_epoch = (n + batch - 1) // batch
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    # Keras' Adam defaults (deeplocalize's): epsilon 1e-7, not PyTorch's 1e-8.
+    opt = (torch.optim.Adam(model.parameters(), lr=lr, eps=1e-7) if optimizer == "adam"
+           else torch.optim.SGD(model.parameters(), lr=lr))
     print(f"model {args.model}  data {args.data} ({n} rows)  batch {batch}  torch {torch.__version__}  "
-          f"threads {torch.get_num_threads()}", flush=True)
+          f"threads {torch.get_num_threads()}  optimizer {optimizer}", flush=True)
+    print(f"kernels: {kernel_paths()}", flush=True)
 
     rng = np.random.default_rng(0)
-    times = []
+    times, cpu_times = [], []
     for r in range(args.rounds):
         it = 0
         order = None
@@ -134,20 +186,25 @@ def main():
             y = y_all.index_select(0, idx)
             opt.zero_grad(set_to_none=True)
             p = model(x)
-            loss = keras_categorical_crossentropy(p, y)
+            loss = (torch.nn.functional.cross_entropy(p, y) if from_logits
+                    else keras_categorical_crossentropy(p, y))
             loss.backward()
             opt.step()
             acc = (p.argmax(dim=1) == y.argmax(dim=1)).float().mean()
             loss.item(), acc.item()
             it += 1
             if it == args.warmup:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
         s = time.perf_counter() - t0
         times.append(s)
+        # CPU time of the process (all threads): far steadier than wall time on a busy
+        # machine, though it also counts OpenMP's spin-waiting at more than one thread.
+        cpu_times.append(time.process_time() - c0)
         print(f"round {r}  pytorch  {args.steps / s:8.2f} steps/s", flush=True)
     name = os.path.basename(args.model)
     print(f"RESULT model={name} batch={batch} threads={args.threads} mode=pytorch "
-          f"steps_per_s={args.steps / statistics.median(times):.3f}", flush=True)
+          f"steps_per_s={args.steps / statistics.median(times):.3f} "
+          f"cpu_us_per_step={1e6 * statistics.median(cpu_times) / args.steps:.1f}", flush=True)
 
 
 if __name__ == "__main__":

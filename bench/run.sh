@@ -5,19 +5,22 @@
 #
 #   bench/run.sh [BUILD_DIR]        (default: build; `make bench` runs it)
 #
-# Environment: ROUNDS (5; ROUNDS_C for case c, default 3), THREADS (nproc),
-# DATA (BUILD_DIR/bench-data), CASES (default "a b c"), MICRO=0 skips the Google
-# Benchmark GEMM peak.
+# Environment: ROUNDS (5; ROUNDS_C for case c and the torchvision nets, default 3),
+# THREADS (the thread counts to run, default "1 nproc"), DATA (BUILD_DIR/bench-data),
+# CASES (default "a b c r m s": r resnet18, m mobilenet_v2, s shufflenet_v2_x0_5),
+# MICRO=0 skips the Google Benchmark GEMM peak, PROFILE=0 skips the per-op-type
+# profile of the torchvision nets.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 ROUNDS=${ROUNDS:-5}
 ROUNDS_C=${ROUNDS_C:-3}
-THREADS=${THREADS:-$(nproc)}
+THREADS=${THREADS:-"1 $(nproc)"}
 DATA=${DATA:-$BUILD/bench-data}
-CASES=${CASES:-a b c}
+CASES=${CASES:-a b c r m s}
 MICRO=${MICRO:-1}
+PROFILE=${PROFILE:-1}
 PY=/usr/bin/python3
 DRIVER=$BUILD/bench/dl_bench_train
 MICROBIN=$BUILD/bench/dl_micro_bench
@@ -32,7 +35,7 @@ fi
 [ -x "$DRIVER" ] || { echo "missing $DRIVER: build the dl_bench_train target first" >&2; exit 2; }
 
 # Models, and the data both sides read (the CSV parsed once into .npy).
-if [ ! -f "$DATA/wide4096.npy" ] || [ ! -f "$DATA/lenet5.onnx" ]; then
+if [ ! -f "$DATA/wide4096.npy" ] || [ ! -f "$DATA/lenet5.onnx" ] || [ ! -f "$DATA/cifar1k.npy" ]; then
   $PY "$ROOT/bench/gen_bench_models.py" "$DATA" >/dev/null
 fi
 if [ ! -f "$DATA/mnist60k.npy" ]; then
@@ -49,6 +52,7 @@ echo "# deeplocalize benchmark  $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; threads $THREADS; rounds $ROUNDS (c: $ROUNDS_C)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "torch $($PY -c 'import torch; print(torch.__version__)' 2>/dev/null), BLAS $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 | sed 's|.*/x86_64-linux-gnu/||')"
+echo "deeplocalize kernels: $(grep -o -m1 -w 'avx512f\|avx2' /proc/cpuinfo | head -1) build of runtime/ops/gemm_kernel (DL_NATIVE as configured in $BUILD)"
 
 if [ "$MICRO" = 1 ] && [ -x "$MICROBIN" ]; then
   "$MICROBIN" --benchmark_filter='BM_(Eigen|Kernel)Gemm' --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
@@ -61,20 +65,33 @@ spec() {
     a) echo "mlp_a 64 mnist60k.npy 300 20" ;;
     b) echo "lenet5 64 mnist60k.npy 200 20" ;;
     c) echo "wide_c 256 wide4096.npy 20 3" ;;
+    r) echo "resnet18 16 cifar1k.npy 16 2" ;;
+    m) echo "mobilenet_v2 16 cifar1k.npy 16 2" ;;
+    s) echo "shufflenet_v2_x0_5 16 cifar1k.npy 16 2" ;;
   esac
 }
 
+$PY "$ROOT/bench/pytorch_bench.py" --kernels
 for c in $CASES; do
   read -r model batch data steps warmup <<<"$(spec "$c")"
-  rounds=$ROUNDS; [ "$c" = c ] && rounds=$ROUNDS_C
-  echo "== ($c) $model batch $batch: $steps steps after $warmup warm-up, $rounds rounds (C++ and PyTorch alternate)"
-  for r in $(seq 1 "$rounds"); do
-    "$DRIVER" "$DATA/$model.onnx" "$DATA/$data" --batch "$batch" --steps "$steps" --warmup "$warmup" \
-      --rounds 1 --threads "$THREADS" --peak-n 2048 | tee -a "$OUT/cpp.log" | grep -E '^round' | sed "s/^round 0/  cpp $r/"
-    $PY "$ROOT/bench/pytorch_bench.py" "$DATA/$model.onnx" "$DATA/$data" --batch "$batch" --steps "$steps" \
-      --warmup "$warmup" --rounds 1 --threads "$THREADS" | tee -a "$OUT/py.log" | grep -E '^round' |
-      sed "s/^round 0/  py  $r/"
+  [ -f "$DATA/$model.onnx" ] || { echo "== ($c) $model: not generated (see gen_bench_models.py's message)"; continue; }
+  rounds=$ROUNDS; case $c in c | r | m | s) rounds=$ROUNDS_C ;; esac
+  for th in $THREADS; do
+    echo "== ($c) $model batch $batch, $th thread(s): $steps steps after $warmup warm-up, $rounds rounds" \
+      "(C++ and PyTorch alternate; load $(cut -d' ' -f1 /proc/loadavg))"
+    for r in $(seq 1 "$rounds"); do
+      "$DRIVER" "$DATA/$model.onnx" "$DATA/$data" --batch "$batch" --steps "$steps" --warmup "$warmup" \
+        --rounds 1 --threads "$th" --peak-n 2048 | tee -a "$OUT/cpp.log" | grep -E '^round' | sed "s/^round 0/  cpp $r/"
+      $PY "$ROOT/bench/pytorch_bench.py" "$DATA/$model.onnx" "$DATA/$data" --batch "$batch" --steps "$steps" \
+        --warmup "$warmup" --rounds 1 --threads "$th" | tee -a "$OUT/py.log" | grep -E '^round' |
+        sed "s/^round 0/  py  $r/"
+    done
   done
+  if [ "$PROFILE" = 1 ] && case $c in r | m | s) true ;; *) false ;; esac; then
+    echo "== ($c) $model: time per op type, 1 thread, probes off (dl_bench_train --profile)"
+    "$DRIVER" "$DATA/$model.onnx" "$DATA/$data" --batch "$batch" --steps "$steps" --warmup "$warmup" --threads 1 \
+      --profile --modes off | sed -n '/by op type/,/^OPSHARE/p' | grep -v '^OPSHARE'
+  fi
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
@@ -90,7 +107,7 @@ for log in ("cpp.log", "py.log"):
     for line in open(path):
         if line.startswith("RESULT "):
             kv = dict(p.split("=", 1) for p in line.split()[1:])
-            rows.setdefault((kv["model"].replace(".onnx", ""), kv["mode"]), []).append(kv)
+            rows.setdefault((kv["model"].replace(".onnx", ""), kv["mode"], kv["threads"]), []).append(kv)
 peak = None
 pcsv = os.path.join(out, "peak.csv")
 if os.path.exists(pcsv):
@@ -116,30 +133,39 @@ if os.path.exists(pcsv):
         print("peak used below: %.1f GFLOP/s (best n, %d threads)" % (peak or float("nan"), t))
         print()
 
-def med(key, model, mode):
-    v = [float(r[key]) for r in rows.get((model, mode), []) if key in r]
+def med(key, model, mode, threads):
+    v = [float(r[key]) for r in rows.get((model, mode, threads), []) if key in r]
     return statistics.median(v) if v else float("nan")
 
 names = {"a": ("mlp_a", "(a) MLP 784-256-128-10, batch 64"), "b": ("lenet5", "(b) LeNet-5 28x28, batch 64"),
-         "c": ("wide_c", "(c) MLP 4096-4096-10, batch 256")}
-print("| model | dl probes off (steps/s) | dl probes on | dl probes + online analysis | probe overhead wall / CPU | "
-      "with analysis wall / CPU | PyTorch (steps/s) | dl probes on / PyTorch | dl GFLOP/s (probes on) | "
+         "c": ("wide_c", "(c) MLP 4096-4096-10, batch 256"),
+         "r": ("resnet18", "(r) resnet18 3x32x32, batch 16, Adam"),
+         "m": ("mobilenet_v2", "(m) mobilenet_v2 3x32x32, batch 16, Adam"),
+         "s": ("shufflenet_v2_x0_5", "(s) shufflenet_v2_x0_5 3x32x32, batch 16, Adam")}
+print("| model | threads | dl probes off (steps/s) | dl probes on | dl probes + online analysis | probe overhead wall / CPU | "
+      "with analysis wall / CPU | PyTorch (steps/s) | dl probes on / PyTorch | CPU ms/step dl probes on / PyTorch | dl GFLOP/s (probes on) | PyTorch GFLOP/s | "
       "GEMM efficiency: vs peak | vs same-round Eigen peak | vs same-round kernel peak |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for c in cases:
     model, label = names[c]
-    off, on, full = (med("steps_per_s", model, m) for m in ("off", "probes", "full"))
-    py = med("steps_per_s", model, "pytorch")
-    gf = med("gflops", model, "probes")
-    eff = med("efficiency", model, "probes")
-    kp = med("kernel_peak_gflops", model, "probes")
-    eff2 = gf / peak if peak else float("nan")
-    print("| %s | %.1f | %.1f | %.1f | %+.1f%% / %+.1f%% | %+.1f%% / %+.1f%% | %.1f | %.2fx | %.1f | %.0f%% | %.0f%% | %.0f%% |" % (
-        label, off, on, full, med("overhead_pct", model, "probes"), med("cpu_overhead_pct", model, "probes"),
-        med("overhead_pct", model, "full"), med("cpu_overhead_pct", model, "full"), py, on / py,
-        gf, 100 * eff2, 100 * eff, 100 * gf / kp if kp == kp and kp > 0 else float("nan")))
+    for th in sorted({k[2] for k in rows if k[0] == model}, key=int):
+        m = lambda key, mode: med(key, model, mode, th)
+        off, on, full = (m("steps_per_s", mode) for mode in ("off", "probes", "full"))
+        py = m("steps_per_s", "pytorch")
+        gf = m("gflops", "probes")
+        eff = m("efficiency", "probes")
+        kp = m("kernel_peak_gflops", "probes")
+        eff2 = gf / peak if peak else float("nan")
+        # PyTorch runs the same products: its GFLOP/s is our FLOPs per step at its pace.
+        py_gf = gf / on * py if on > 0 else float("nan")
+        print("| %s | %s | %.2f | %.2f | %.2f | %+.1f%% / %+.1f%% | %+.1f%% / %+.1f%% | %.2f | %.2fx | %.1f / %.1f | %.1f | %.1f | %.0f%% | %.0f%% | %.0f%% |" % (
+            label, th, off, on, full, m("overhead_pct", "probes"), m("cpu_overhead_pct", "probes"),
+            m("overhead_pct", "full"), m("cpu_overhead_pct", "full"), py, on / py,
+            m("cpu_us_per_step", "probes") / 1e3, m("cpu_us_per_step", "pytorch") / 1e3,
+            gf, py_gf, 100 * eff2, 100 * eff, 100 * gf / kp if kp == kp and kp > 0 else float("nan")))
 print()
 print("Medians over rounds. Overheads are medians of per-round paired ratios (each round runs off, probes, full back")
 print("to back); CPU overhead compares the process CPU time per step, which a busy machine disturbs far less than")
-print("wall time. GFLOP/s count the Gemm/Conv/MatMul products of forward and backward from the graph's shapes.")
+print("wall time. GFLOP/s count the Gemm/Conv/MatMul products of forward and backward from the graph's shapes")
+print("(PyTorch's: the same FLOPs per step at its pace). CPU ms/step: process CPU time per step of each side.")
 EOF

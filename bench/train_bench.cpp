@@ -4,7 +4,7 @@
 //
 //   dl_bench_train MODEL DATA [--batch 64] [--steps 200] [--warmup 20] [--rounds 5]
 //                  [--threads 0] [--modes off,probes,full,unfused] [--rows 0] [--peak-n 1024]
-//                  [--profile] [--helpers auto|always|never]
+//                  [--profile] [--profile-steps] [--helpers auto|always|never]
 //
 // Modes: off     the trainer alone (deeplocalize train --no-probes)
 //        probes  + ProbeRecorder and its trace (every step reduced to statistics)
@@ -15,9 +15,11 @@
 // times `steps` steps. Each round also times the machine's GEMM peak (Eigen n x n
 // product), so the efficiency compares numbers taken under the same load.
 // Prints one line per round and mode, then "RESULT key=value ..." lines with medians.
-// --profile instead prints the wall time per program step (forward and backward of
-// each node, loss, update) of one run, with probes when --modes lists probes (each
-// step then includes its statistics), else without. --helpers sets runtime/parallel.h's
+// --profile instead times one run's program steps and prints the share of each op
+// type (forward and backward summed over its nodes; bench/step_profiler.h),
+// --profile-steps also the time of every program step (forward and backward of each
+// node, loss, update); with probes when --modes lists probes (each step then includes
+// its statistics), else without. --helpers sets runtime/parallel.h's
 // helper policy (auto backs off to one thread while the machine is busy).
 #include <algorithm>
 #include <cmath>
@@ -32,6 +34,7 @@
 
 #include "analysis/trace.h"
 #include "bench/bench_util.h"
+#include "bench/step_profiler.h"
 #include "cli/online_analysis.h"
 #include "converter/errors.h"
 #include "converter/import.h"
@@ -54,7 +57,7 @@ struct Args {
   int64_t steps = 200, warmup = 20, rounds = 5, rows = 0;
   int threads = 0;
   int peak_n = 1024;
-  bool profile = false;
+  bool profile = false, profile_steps = false;
   std::string helpers = "auto";
   std::vector<std::string> modes = {"off", "probes", "full"};
 };
@@ -63,7 +66,7 @@ struct Args {
   std::fprintf(stderr,
                "%s\nusage: dl_bench_train MODEL DATA [--batch B] [--steps N] [--warmup W] [--rounds R]\n"
                "                      [--threads T] [--modes off,probes,full,unfused] [--rows R] [--peak-n N]\n"
-               "                      [--profile] [--helpers auto|always|never]\n",
+               "                      [--profile] [--profile-steps] [--helpers auto|always|never]\n",
                msg);
   std::exit(2);
 }
@@ -85,6 +88,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--threads") a.threads = std::stoi(next());
     else if (s == "--peak-n") a.peak_n = std::stoi(next());
     else if (s == "--profile") a.profile = true;
+    else if (s == "--profile-steps") a.profile = a.profile_steps = true;
     else if (s == "--helpers") a.helpers = next();
     else if (s == "--modes") {
       a.modes.clear();
@@ -132,82 +136,6 @@ rt::Dataset load_data(const ir::Model& model, const rt::TrainConfig& c, const st
 }
 
 
-// Wall time per program step (forward and backward), from the executor's observer
-// hooks: where a training step's time goes, without a profiler. The first backward
-// step's time includes the loss, its gradient and the zeroing of the gradients.
-// With `probes`, the probes observe the steps as in training (a step's time then
-// includes its statistics) and the profiler passes every hook on to them.
-class StepProfiler : public rt::Observer, public rt::TrainListener {
- public:
-  StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::ProbeRecorder* probes)
-      : graph_(g), warmup_(warmup), probes_(probes), fwd_(g.steps().size()), bwd_(g.steps().size()) {}
-  void on_batch_begin(const rt::IterationInfo& info) override {
-    if (probes_) probes_->on_batch_begin(info);
-    on_ = info.iteration >= warmup_;
-    last_ = Clock::now();
-  }
-  rt::ValueSink* forward_sink(size_t k) override { return probes_ ? probes_->forward_sink(k) : nullptr; }
-  rt::ValueSink* backward_sink(size_t k) override { return probes_ ? probes_->backward_sink(k) : nullptr; }
-  void on_forward(size_t k, const rt::Step& st) override {
-    if (probes_) probes_->on_forward(k, st);
-    fwd_[k] += lap();
-  }
-  void on_backward(size_t k, const rt::Step& st) override {
-    if (probes_) probes_->on_backward(k, st);
-    if (first_backward_ < 0) first_backward_ = int64_t(k);
-    bwd_[k] += lap();
-  }
-  void before_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) override {
-    if (probes_) probes_->before_update(g, info);
-    last_ = Clock::now();
-  }
-  rt::Optimizer::UpdateObserver* update_observer(const rt::IterationInfo& info) override {
-    return probes_ ? probes_->update_observer(info) : nullptr;
-  }
-  void after_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) override {
-    if (probes_) probes_->after_update(g, info);
-    update_ += lap();
-    if (on_) ++steps_;
-  }
-  void on_epoch_end(const rt::EpochSummary& e) override {
-    if (probes_) probes_->on_epoch_end(e);
-  }
-  void print() const {
-    double total = update_;
-    for (size_t k = 0; k < fwd_.size(); ++k) total += fwd_[k] + bwd_[k];
-    std::printf("time per training step by program step (%lld steps, %.3f ms/step):\n", (long long)steps_,
-                1e3 * total / double(steps_));
-    auto line = [&](const std::string& what, double s) {
-      std::printf("  %-52s %9.1f us  %5.1f%%\n", what.c_str(), 1e6 * s / double(steps_), 100 * s / total);
-    };
-    for (size_t k = 0; k < fwd_.size(); ++k)
-      line("fwd " + graph_.steps()[k].node->op_type + " " + graph_.steps()[k].node->name, fwd_[k]);
-    for (size_t k = fwd_.size(); k-- > 0;)
-      if (bwd_[k] > 0)
-        line("bwd " + graph_.steps()[k].node->op_type + " " + graph_.steps()[k].node->name +
-                 (int64_t(k) == first_backward_ ? " (+ loss, zeroing)" : ""),
-             bwd_[k]);
-    line("optimizer update", update_);
-  }
-
- private:
-  double lap() {
-    const auto now = Clock::now();
-    const double s = std::chrono::duration<double>(now - last_).count();
-    last_ = now;
-    return on_ ? s : 0.0;
-  }
-  const rt::ExecutionGraph& graph_;
-  int64_t warmup_;
-  rt::ProbeRecorder* probes_;
-  std::vector<double> fwd_, bwd_;
-  double update_ = 0;
-  int64_t steps_ = 0;
-  int64_t first_backward_ = -1;
-  bool on_ = false;
-  Clock::time_point last_;
-};
-
 void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const rt::Dataset& data, const Args& a) {
   rt::Trainer trainer(model, config, data, rt::Dataset{});
   an::Trace trace;
@@ -219,13 +147,14 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
     trace.reserve_iterations(config.epochs * trace.header.batches_per_epoch);
   }
   std::printf("profile with probes %s\n", probes ? "on" : "off");
-  StepProfiler prof(trainer.graph(), a.warmup, probes.get());
+  bench::StepProfiler prof(trainer.graph(), a.warmup, probes.get());
   trainer.set_observer(&prof);
   trainer.add_listener(&prof);
   StepTimer timer(a.warmup, a.steps);
   trainer.add_listener(&timer);
   trainer.run();
-  prof.print();
+  if (a.profile_steps) prof.print_steps();
+  prof.print_op_types(a.model.substr(a.model.find_last_of('/') + 1));
 }
 
 struct Timing {

@@ -138,6 +138,7 @@ CLI::App* add_batch_command(CLI::App& app, BatchOptions& o) {
                                           "keras-early-stopping-loss, keras-early-stopping-accuracy, keras-union")
       ->check(CLI::IsMember(an::detector_names()));
   bind_option(c, rt::option("jobs"), o.jobs);
+  bind_option(c, rt::option("threads"), o.threads);
   c->add_option("--shard", o.shard, "Run shard I of N (0-based): the cases whose manifest index is I modulo N");
   bind_option(c, rt::option("shard_count"), o.shard_count);
   bind_option(c, rt::option("timeout_s"), o.timeout_s);
@@ -202,7 +203,13 @@ int run_batch(const BatchOptions& o) {
   const bool color = stdout_color();
   json records = json::array();
   // Called in manifest order as cases finish: print the line, keep the record.
-  run_cases(cases, jobs, o.timeout_s, o.in_process, [&](size_t k, const CaseOutcome& outcome) {
+  if (o.threads > 0) {
+    const std::string w =
+        oversubscription_warning(jobs, o.threads, std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+    if (!w.empty()) std::cerr << "deeplocalize batch: " << w << "\n";
+  }
+  const int threads = case_threads(jobs, o.threads);
+  run_cases(cases, jobs, threads, o.timeout_s, o.in_process, [&](size_t k, const CaseOutcome& outcome) {
     records.push_back(case_record(cases[k], outcome));
     if (!o.reports_dir.empty() && outcome.status == "ok")
       write_text_output((std::filesystem::path(o.reports_dir) / report_names[k]).string(), dump(outcome.report));

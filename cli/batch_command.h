@@ -21,6 +21,7 @@ struct BatchOptions {
   std::string input;  // manifest file, or a directory (its manifest.json, or its case sub-folders)
   std::string detector = "deeplocalize";
   int jobs = 0;              // 0: the number of cores
+  int threads = 0;           // compute threads per case; 0: 1 when jobs > 1, else all cores
   std::string shard;         // "I/N", 0-based I
   int shard_count = 0;       // with the index from JOB_COMPLETION_INDEX / SLURM_ARRAY_TASK_ID / CI_NODE_INDEX
   double timeout_s = 0;      // per case; 0: none
@@ -93,10 +94,18 @@ Shard resolve_shard(const std::string& flag, int shard_count,
 
 // Runs the cases (jobs at a time) and calls `done(k, outcome)` for each in index order
 // as soon as it and every case before it have finished. One forked child per case
-// unless in_process; the timeout needs children.
+// unless in_process; the timeout needs children. Each case computes on `threads`
+// threads (case_threads()); 0 leaves the process' defaults.
 using CaseDone = std::function<void(size_t, const CaseOutcome&)>;
-std::vector<CaseOutcome> run_cases(const std::vector<CaseSpec>& cases, int jobs, double timeout_s, bool in_process,
-                                   const CaseDone& done);
+std::vector<CaseOutcome> run_cases(const std::vector<CaseSpec>& cases, int jobs, int threads, double timeout_s,
+                                   bool in_process, const CaseDone& done);
+
+// The compute threads of each case of a batch: --threads when given, else 1 when
+// several cases run at once (they would compete for the cores), else 0 (all cores).
+int case_threads(int jobs, int threads);
+// A warning when `jobs` cases of `threads` threads each need more threads than the
+// machine's `cores` (they then compete for the cores); "" when they fit.
+std::string oversubscription_warning(int jobs, int threads, int cores);
 
 CLI::App* add_batch_command(CLI::App& app, BatchOptions& options);
 CLI::App* add_merge_command(CLI::App& app, MergeOptions& options);

@@ -2,8 +2,10 @@
 // JSON result through a pipe, so a crash (a signal) or a timeout (SIGKILL) ends only
 // that case; the parent is single-threaded and multiplexes the pipes with poll().
 // With in_process, worker threads run the cases (faster to start, but a crash ends the
-// batch and there is no timeout). Either way several jobs make each case
-// single-threaded, and results are handed out in manifest order.
+// batch and there is no timeout). Either way each case computes on case_threads()
+// threads (1 when several run at once, unless --threads says otherwise), and results
+// are handed out in manifest order.
+#include <algorithm>
 #include <csignal>
 #include <fcntl.h>
 #include <poll.h>
@@ -98,14 +100,14 @@ struct Child {
   bool eof = false;
 };
 
-[[noreturn]] void child_main(const CaseSpec& c, int fd, int jobs) {
+[[noreturn]] void child_main(const CaseSpec& c, int fd, int threads) {
 #ifdef __linux__
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // do not outlive a killed batch
 #endif
   std::signal(SIGPIPE, SIG_DFL);
   const int devnull = open("/dev/null", O_WRONLY);
   if (devnull >= 0) dup2(devnull, 1);  // the batch's stdout is for its own lines
-  if (jobs > 1) rt::set_compute_threads(1);
+  if (threads > 0) rt::set_compute_threads(threads);
   const std::string text = run_one(c).dump(-1, ' ', false, json::error_handler_t::replace);
   for (size_t done = 0; done < text.size();) {
     const ssize_t n = write(fd, text.data() + done, text.size() - done);
@@ -116,8 +118,8 @@ struct Child {
   _exit(0);
 }
 
-void run_forked(const std::vector<CaseSpec>& cases, int jobs, double timeout_s, std::vector<CaseOutcome>& out,
-                InOrder& order) {
+void run_forked(const std::vector<CaseSpec>& cases, int jobs, int threads, double timeout_s,
+                std::vector<CaseOutcome>& out, InOrder& order) {
   std::vector<Child> running;
   size_t next = 0;
   std::cout.flush();
@@ -136,7 +138,7 @@ void run_forked(const std::vector<CaseSpec>& cases, int jobs, double timeout_s, 
       if (pid < 0) throw ResourceError(std::string("batch: cannot fork: ") + std::strerror(errno));
       if (pid == 0) {
         close(p[0]);
-        child_main(cases[k], p[1], jobs);
+        child_main(cases[k], p[1], threads);
       }
       close(p[1]);
       running.push_back({k, pid, p[0], {}, Clock::now()});
@@ -198,12 +200,13 @@ void run_forked(const std::vector<CaseSpec>& cases, int jobs, double timeout_s, 
   }
 }
 
-void run_threads(const std::vector<CaseSpec>& cases, int jobs, std::vector<CaseOutcome>& out, InOrder& order) {
+void run_threads(const std::vector<CaseSpec>& cases, int jobs, int threads, std::vector<CaseOutcome>& out,
+                 InOrder& order) {
   std::mutex m;
   size_t next = 0;
   // One thread per case: set before the workers start (Eigen's thread count is one
   // process-wide value; setting it from every worker was a data race, found by TSan).
-  if (jobs > 1) rt::set_compute_threads(1);
+  if (threads > 0) rt::set_compute_threads(threads);
   auto worker = [&] {
     for (;;) {
       size_t k;
@@ -220,26 +223,39 @@ void run_threads(const std::vector<CaseSpec>& cases, int jobs, std::vector<CaseO
       order.finish(k);
     }
   };
-  std::vector<std::thread> threads;
-  for (int t = 1; t < std::min<int>(jobs, static_cast<int>(cases.size())); ++t) threads.emplace_back(worker);
+  std::vector<std::thread> workers;
+  for (int t = 1; t < std::min<int>(jobs, static_cast<int>(cases.size())); ++t) workers.emplace_back(worker);
   worker();
-  for (std::thread& t : threads) t.join();
-  if (jobs > 1) rt::set_compute_threads(0);
+  for (std::thread& t : workers) t.join();
+  if (threads > 0) rt::set_compute_threads(0);
 }
 
 }  // namespace
 
-std::vector<CaseOutcome> run_cases(const std::vector<CaseSpec>& cases, int jobs, double timeout_s, bool in_process,
-                                   const CaseDone& done) {
+int case_threads(int jobs, int threads) {
+  if (threads > 0) return threads;
+  return jobs > 1 ? 1 : 0;
+}
+
+std::string oversubscription_warning(int jobs, int threads, int cores) {
+  const int64_t used = int64_t(std::max(jobs, 1)) * std::max(threads, 1);
+  if (cores < 1 || used <= cores) return "";
+  return "warning: --jobs " + std::to_string(jobs) + " x --threads " + std::to_string(threads) + " = " +
+         std::to_string(used) + " compute threads on " + std::to_string(cores) +
+         " cores: the cases will compete for the cores (results are unchanged, only slower)";
+}
+
+std::vector<CaseOutcome> run_cases(const std::vector<CaseSpec>& cases, int jobs, int threads, double timeout_s,
+                                   bool in_process, const CaseDone& done) {
   if (jobs < 1) jobs = 1;
   if (in_process && timeout_s > 0)
     throw ConfigError("--timeout needs each case in its own process: drop --in-process");
   std::vector<CaseOutcome> out(cases.size());
   InOrder order{done, out, std::vector<bool>(cases.size(), false)};
   if (in_process)
-    run_threads(cases, jobs, out, order);
+    run_threads(cases, jobs, threads, out, order);
   else
-    run_forked(cases, jobs, timeout_s, out, order);
+    run_forked(cases, jobs, threads, timeout_s, out, order);
   return out;
 }
 

@@ -25,6 +25,7 @@
 #include "runtime/param_roles.h"
 #include "runtime/probes.h"
 #include "runtime/run_summary.h"
+#include "runtime/threads.h"
 #include "runtime/trainer.h"
 
 namespace dl::cli {
@@ -320,6 +321,9 @@ int run_train(const TrainOptions& o) {
                 {{"--trace", o.trace_file}, {"--report", o.report_file, true}, {"--save", o.save_file},
                  {"--export-fixed", o.export_fixed}},
                 o.force);
+  // Once for the process, before any graph is built: the thread count is process-wide
+  // (Eigen), so it cannot be a per-case setting. 0 leaves the defaults (and OMP_NUM_THREADS).
+  if (o.threads > 0) rt::set_compute_threads(o.threads);
   CaseResult r = diagnose_case(o);
   emit_report(r.diagnosis, r.trace, r.info, o.format, o.report_file, o.quiet, TerminalStyle::detect(), o.verbose);
   if (r.interrupted) return r.signal == SIGTERM ? 143 : 130;

@@ -32,6 +32,7 @@ struct TrainOptions {
   std::string format = "text";
   bool no_stop = false, quiet = false, verbose = false, no_probes = false;
   int64_t probe_every = 1;
+  int threads = 0;  // --threads: compute threads (0: all cores); set by run_train and the batch, not per case
   double max_memory_mb = 0;
   double trace_max_mb = 256;
   std::vector<std::string> settings;  // --set rule.key=value

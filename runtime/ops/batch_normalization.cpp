@@ -27,6 +27,7 @@
 #include "runtime/attrs.h"
 #include "runtime/ops/eigen_map.h"
 #include "runtime/ops/shape_util.h"
+#include "runtime/parallel.h"
 
 namespace dl::rt {
 namespace {
@@ -75,69 +76,30 @@ class BatchNormalization : public Op {
     for (auto* v : {&mean_, &invstd_, &var_}) v->assign(static_cast<size_t>(c_), 0.0f);
   }
 
+  // Channels are independent: each is computed whole by one thread, in the same order
+  // whatever the thread count, so the bits do not depend on it.
   void forward(FwdCtx& ctx) override {
-    const float* x = ctx.in[0]->f();
-    const float* scale = ctx.in[1]->f();
-    const float* bias = ctx.in[2]->f();
-    const float* in_mean = ctx.in[3]->f();
-    const float* in_var = ctx.in[4]->f();
-    float* y = ctx.out[0]->f();
     batch_stats_ = training_mode_ || legacy_training_ || ctx.training;
-    const double count = static_cast<double>(outer_ * inner_);
-    for (int64_t c = 0; c < c_; ++c) {
-      double mean = in_mean[c], var = in_var[c];
-      if (batch_stats_) {  // two passes: the variance from deviations, not E[x^2] - mean^2
-        double s = 0.0;
-        for (int64_t n = 0; n < outer_; ++n) s += sum_of(x + (n * c_ + c) * inner_, inner_);
-        mean = count > 0 ? s / count : 0.0;
-        double ss = 0.0;
-        for (int64_t n = 0; n < outer_; ++n) ss += sum_sq_dev(x + (n * c_ + c) * inner_, inner_, float(mean));
-        var = count > 0 ? ss / count : 0.0;
-      }
-      mean_[c] = static_cast<float>(mean);
-      var_[c] = static_cast<float>(var);
-      invstd_[c] = static_cast<float>(1.0 / std::sqrt(var + epsilon_));
-      const float a = scale[c] * invstd_[c];
-      const float b = bias[c] - mean_[c] * a;
-      for (int64_t n = 0; n < outer_; ++n) {
-        const float* xp = x + (n * c_ + c) * inner_;
-        float* yp = y + (n * c_ + c) * inner_;
-        for (int64_t k = 0; k < inner_; ++k) yp[k] = xp[k] * a + b;
-      }
-    }
+    const Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), ctx.in[2]->f(), ctx.in[3]->f(), ctx.in[4]->f(),
+                    ctx.out[0]->f()};
+    parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
+      const Pass& ps = *static_cast<const Pass*>(p);
+      ps.op->forward_channel(ps, c);
+    }, &pass);
     write_statistics(ctx);
   }
 
   void backward(BwdCtx& ctx) override {
     if (!ctx.dout[0]) return;
-    const float* x = ctx.in[0]->f();
-    const float* scale = ctx.in[1]->f();
-    const float* dy = ctx.dout[0]->f();
-    float* dx = ctx.din[0] ? ctx.din[0]->f() : nullptr;
-    const float count = static_cast<float>(outer_ * inner_);
-    for (int64_t c = 0; c < c_; ++c) {
-      float s = 0.0f, sx = 0.0f;  // sum dy, sum dy * xhat
-      for (int64_t n = 0; n < outer_; ++n) {
-        const int64_t off = (n * c_ + c) * inner_;
-        s += sum_of(dy + off, inner_);
-        sx += dot_dev(dy + off, x + off, inner_, mean_[c]);
-      }
-      sx *= invstd_[c];
-      if (ctx.din[1]) ctx.din[1]->f()[c] += sx;
-      if (ctx.din[2]) ctx.din[2]->f()[c] += s;
-      if (!dx) continue;
-      const float a = scale[c] * invstd_[c];
-      // With batch statistics mean and variance depend on X:
-      // dx = a * (dy - mean(dy) - xhat * mean(dy * xhat)).
-      const float ms = batch_stats_ && count > 0 ? s / count : 0.0f;
-      const float msx = batch_stats_ && count > 0 ? sx / count * invstd_[c] : 0.0f;
-      for (int64_t n = 0; n < outer_; ++n) {
-        const float* xp = x + (n * c_ + c) * inner_;
-        const float* g = dy + (n * c_ + c) * inner_;
-        float* d = dx + (n * c_ + c) * inner_;
-        for (int64_t k = 0; k < inner_; ++k) d[k] += a * (g[k] - ms - (xp[k] - mean_[c]) * msx);
-      }
-    }
+    Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), nullptr, nullptr, nullptr, nullptr};
+    pass.dy = ctx.dout[0]->f();
+    pass.dx = ctx.din[0] ? ctx.din[0]->f() : nullptr;
+    pass.dscale = ctx.din[1] ? ctx.din[1]->f() : nullptr;
+    pass.dbias = ctx.din[2] ? ctx.din[2]->f() : nullptr;
+    parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
+      const Pass& ps = *static_cast<const Pass*>(p);
+      ps.op->backward_channel(ps, c);
+    }, &pass);
   }
 
   OpTraits traits() const override {
@@ -152,7 +114,103 @@ class BatchNormalization : public Op {
     return param_role_of(i < 5 ? kinds[i] : K::kNone);
   }
 
+
  private:
+  static constexpr int64_t kParallelWork = int64_t{1} << 16;  // values from which channels go to helpers
+  // Rows (one image's plane of a channel) shorter than sum_of's 16 lanes are summed
+  // plainly, in double: setting up and folding the lanes would cost more than the row
+  // (mobilenet_v2's last maps are 2x2 and 1x1).
+  static constexpr int64_t kShortRow = 16;
+
+  // The sum over images of a channel's rows (first row at `x`, one every c_ * inner_):
+  // row(p, len) for rows of kShortRow or more, else term(p, k) over the values.
+  template <class Row, class Term>
+  double rows_sum(const float* x, Row row, Term term) const {
+    double s = 0.0;
+    for (int64_t n = 0; n < outer_; ++n) {
+      const float* r = x + n * c_ * inner_;
+      if (inner_ >= kShortRow) {
+        s += row(r, inner_);
+      } else {
+        for (int64_t k = 0; k < inner_; ++k) s += term(r, k);
+      }
+    }
+    return s;
+  }
+  struct Pass {
+    const BatchNormalization* op;
+    const float *x, *scale, *bias, *in_mean, *in_var;
+    float* y;
+    const float* dy = nullptr;
+    float *dx = nullptr, *dscale = nullptr, *dbias = nullptr;
+  };
+
+  void forward_channel(const Pass& ps, int64_t c) const {
+    const double count = static_cast<double>(outer_ * inner_);
+    double mean = ps.in_mean[c], var = ps.in_var[c];
+    if (batch_stats_) {  // two passes: the variance from deviations, not E[x^2] - mean^2
+      const double s = rows_sum(ps.x + c * inner_, [](const float* r, int64_t len) { return double(sum_of(r, len)); },
+                                [](const float* r, int64_t k) { return double(r[k]); });
+      mean = count > 0 ? s / count : 0.0;
+      const float m = float(mean);
+      const double ss = rows_sum(
+          ps.x + c * inner_, [m](const float* r, int64_t len) { return double(sum_sq_dev(r, len, m)); },
+          [m](const float* r, int64_t k) {
+            const double d = double(r[k]) - m;
+            return d * d;
+          });
+      var = count > 0 ? ss / count : 0.0;
+    }
+    mean_[c] = static_cast<float>(mean);
+    var_[c] = static_cast<float>(var);
+    invstd_[c] = static_cast<float>(1.0 / std::sqrt(var + epsilon_));
+    const float a = ps.scale[c] * invstd_[c];
+    const float b = ps.bias[c] - mean_[c] * a;
+    for (int64_t n = 0; n < outer_; ++n) {
+      const float* xp = ps.x + (n * c_ + c) * inner_;
+      float* yp = ps.y + (n * c_ + c) * inner_;
+      for (int64_t k = 0; k < inner_; ++k) yp[k] = xp[k] * a + b;
+    }
+  }
+
+  void backward_channel(const Pass& ps, int64_t c) const {
+    const float count = static_cast<float>(outer_ * inner_);
+    float s = 0.0f, sx = 0.0f;  // sum dy, sum dy * xhat
+    const float m = mean_[c];
+    if (inner_ >= kShortRow) {
+      for (int64_t n = 0; n < outer_; ++n) {
+        const int64_t off = (n * c_ + c) * inner_;
+        s += sum_of(ps.dy + off, inner_);
+        sx += dot_dev(ps.dy + off, ps.x + off, inner_, m);
+      }
+    } else {
+      double sd = 0.0, sxd = 0.0;
+      for (int64_t n = 0; n < outer_; ++n) {
+        const int64_t off = (n * c_ + c) * inner_;
+        for (int64_t k = 0; k < inner_; ++k) {
+          sd += ps.dy[off + k];
+          sxd += double(ps.dy[off + k]) * (ps.x[off + k] - m);
+        }
+      }
+      s = float(sd), sx = float(sxd);
+    }
+    sx *= invstd_[c];
+    if (ps.dscale) ps.dscale[c] += sx;
+    if (ps.dbias) ps.dbias[c] += s;
+    if (!ps.dx) return;
+    const float a = ps.scale[c] * invstd_[c];
+    // With batch statistics mean and variance depend on X:
+    // dx = a * (dy - mean(dy) - xhat * mean(dy * xhat)).
+    const float ms = batch_stats_ && count > 0 ? s / count : 0.0f;
+    const float msx = batch_stats_ && count > 0 ? sx / count * invstd_[c] : 0.0f;
+    for (int64_t n = 0; n < outer_; ++n) {
+      const float* xp = ps.x + (n * c_ + c) * inner_;
+      const float* g = ps.dy + (n * c_ + c) * inner_;
+      float* d = ps.dx + (n * c_ + c) * inner_;
+      for (int64_t k = 0; k < inner_; ++k) d[k] += a * (g[k] - ms - (xp[k] - mean_[c]) * msx);
+    }
+  }
+
   void write_statistics(FwdCtx& ctx) {
     const float* in_mean = ctx.in[3]->f();
     const float* in_var = ctx.in[4]->f();
@@ -181,7 +239,9 @@ class BatchNormalization : public Op {
   bool legacy_training_ = false;  // versions 7/9 with training outputs requested
   bool batch_stats_ = false;      // forward used batch statistics (read by backward)
   int64_t c_ = 0, outer_ = 0, inner_ = 0;
-  std::vector<float> mean_, invstd_, var_;  // statistics the last forward normalised with
+  // The statistics the last forward normalised with; each channel's entry is written by
+  // the thread that computes the channel.
+  mutable std::vector<float> mean_, invstd_, var_;
 };
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<BatchNormalization>(node); }

@@ -5,12 +5,14 @@
 // (Cg*K x positions) holds the receptive fields, Y_g[:, tile] = W_g (Mg x Cg*K) * col.
 // The col buffer is sized in infer() (capped, see kColBudget) and reused for both the
 // forward columns and the backward column gradient, which col2im scatters back into dX.
-// A 1x1 stride-1 convolution skips im2col.
+// A 1x1 stride-1 convolution skips im2col; a depthwise one (one input channel per
+// group) runs the direct kernel of runtime/ops/depthwise.h instead.
 //
 // The per-image GEMMs of small images (LeNet: M = 6 and 16) are too small to split, so
 // the batch is: images go in fixed parts (run_parts) run on the compute threads, each
 // with its own column buffer and dW/dB sums, added in part order afterwards.
 #include "runtime/attrs.h"
+#include "runtime/ops/depthwise.h"
 #include "runtime/ops/eigen_map.h"
 #include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/im2col.h"
@@ -62,7 +64,10 @@ class Conv : public Op {
     const int64_t rows = win_.out[0] * win_.out[1], per_row = (c_ / group_) * win_.k_size() * win_.out[2];
     tile_rows_ = std::max<int64_t>(1, std::min(rows, kColBudget / std::max<int64_t>(per_row, 1)));
     origins_.plan(win_);
-    col_size_ = win_.pointwise() ? 0 : per_row * tile_rows_;
+    // C = 1 with one group (LeNet's first layer) is a real product, left to the GEMM.
+    depthwise_ = group_ > 1 && c_ == group_;
+    if (depthwise_) taps_.plan(win_);
+    col_size_ = win_.pointwise() || depthwise_ ? 0 : per_row * tile_rows_;
     kk_ = (c_ / group_) * win_.k_size();
     parts_ = std::max<int64_t>(1, std::min({batch_, kMaxParts, kColBudget / std::max<int64_t>(col_size_, 1),
                                              kColBudget / std::max<int64_t>(m_ * kk_ + m_, 1)}));
@@ -150,6 +155,11 @@ class Conv : public Op {
         const float* xg = ps.x + (n * c_ + g * cg) * win_.in_size();
         float* yg = ps.y + (n * m_ + g * mg) * P;
         const MatRef wg{ps.wt + g * mg * kk, kk, false};
+        if (depthwise_) {
+          if (!ps.b) std::fill_n(yg, mg * P, 0.0f);
+          for (int64_t j = 0; j < mg; ++j) depthwise_forward(win_, taps_, xg, wg.p + j * kk, yg + j * P);
+          continue;
+        }
         if (col_size_ == 0) {
           gemm(mg, P, kk, 1.0f, wg, {xg, P, false}, yg, P, ps.b != nullptr);
           continue;
@@ -191,6 +201,12 @@ class Conv : public Op {
         const float* dyg = ps.dy + (n * m_ + g * mg) * P;
         const MatRef wg{ps.wt + g * mg * kk, kk, false};
         float* dwg = ps.dw ? dw_sum + g * mg * kk : nullptr;
+        if (depthwise_) {
+          for (int64_t j = 0; j < mg; ++j)
+            depthwise_backward(win_, taps_, ps.x + xoff, wg.p + j * kk, dyg + j * P, ps.dx ? ps.dx + xoff : nullptr,
+                               dwg ? dwg + j * kk : nullptr);
+          continue;
+        }
         if (col_size_ == 0) {
           if (ps.dw) gemm(mg, kk, P, 1.0f, {dyg, P, false}, {ps.x + xoff, P, true}, dwg, kk, true);
           if (ps.dx) gemm(kk, P, mg, 1.0f, {wg.p, kk, true}, {dyg, P, false}, ps.dx + xoff, P, true);
@@ -240,8 +256,10 @@ class Conv : public Op {
   int64_t batch_ = 0, c_ = 0, m_ = 0, kk_ = 0;
   int64_t tile_rows_ = 1;   // output rows (flattened (od, oh)) per im2col tile
   int64_t parts_ = 1;       // image ranges (see run_parts)
-  int64_t col_size_ = 0;    // floats per part's column buffer (0: pointwise, no im2col)
+  int64_t col_size_ = 0;    // floats per part's column buffer (0: pointwise or depthwise, no im2col)
+  bool depthwise_ = false;  // one input channel per group (and more than one group): the direct kernel
   RowOrigins origins_;
+  PoolTaps taps_;  // the depthwise kernel's tap ranges
   mutable std::vector<float> col_;        // im2col scratch per part: (C/group * kernel size) x (tile_rows_ * out W)
   mutable std::vector<float> part_sums_;  // per part: dW (M x C/group * kernel size), then dB (M)
 };
@@ -283,7 +301,15 @@ std::vector<OpSample> samples() {
   d.node = sample_node("Conv", 2, 1, {}, 11);
   d.inputs = {Tensor::floats({2, 3, 2, 2}, ramp(24, 0.3f, -1.4f)), Tensor::floats({2, 3, 1, 1}, ramp(6, 0.2f, -0.7f))};
   d.check_grad = {true, true};
-  return {a, b, c, d};
+  OpSample e;  // the direct depthwise kernel (group = C), with a channel multiplier
+  e.label = "conv depthwise group 2 (x2 multiplier), strides 2, pads 1, bias";
+  e.node = sample_node("Conv", 3, 1,
+                       {{"group", attr_i(2)}, {"pads", attr_ints({1, 1, 1, 1})}, {"strides", attr_ints({2, 2})}}, 11);
+  e.inputs = {Tensor::floats({2, 2, 5, 4}, ramp(80, 0.25f, -1.3f)),
+              Tensor::floats({4, 1, 3, 3}, ramp(36, 0.15f, -0.7f)),
+              Tensor::floats({4}, {0.1f, -0.2f, 0.05f, 0.3f})};
+  e.check_grad = {true, true, true};
+  return {a, b, c, d, e};
 }
 
 }  // namespace

@@ -150,11 +150,11 @@ TEST_CASE("batch: a timeout kills the case and the batch goes on") {
   std::vector<CaseSpec> cases = load_cases(dir.string());
   REQUIRE(cases.size() == 1);
   cases[0].options.quiet = true;
-  const std::vector<CaseOutcome> out = run_cases(cases, 1, 0.5, false, nullptr);
+  const std::vector<CaseOutcome> out = run_cases(cases, 1, 0, 0.5, false, nullptr);
   CHECK(out[0].status == "timeout");
   CHECK(out[0].error == "timeout after 0.5 s");
   CHECK(out[0].seconds < 5);
-  CHECK_THROWS_AS(run_cases(cases, 1, 0.5, /*in_process=*/true, nullptr), dl::ConfigError);
+  CHECK_THROWS_AS(run_cases(cases, 1, 0, 0.5, /*in_process=*/true, nullptr), dl::ConfigError);
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,68 @@
+// BatchNormalization's channels on the compute threads: training-mode forward and
+// backward give the same bits on 1 and 2 threads, and the values of the serial formula.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "runtime/attrs.h"
+#include "tests/unit/op_harness.h"
+#include "tests/unit/parallel_test_util.h"
+
+namespace {
+
+using dl::rt::Tensor;
+using dl::test::OpRun;
+using dl::test::random_values;
+
+void check_batchnorm(int64_t n, int64_t c, int64_t h, int64_t w) {
+  const int64_t inner = h * w;
+  const std::vector<float> x = random_values(n * c * inner, 7), dyv = random_values(n * c * inner, 8);
+  std::vector<float> scale = random_values(c, 9), bias = random_values(c, 10);
+  std::vector<std::vector<float>> by_threads[2];
+  dl::test::on_two_then_one([&](int threads) {
+    auto node = dl::rt::sample_node("BatchNormalization", 5, 3, {{"training_mode", dl::rt::attr_i(1)}}, 15);
+    OpRun run(node,
+              {Tensor::floats({n, c, h, w}, x), Tensor::floats({c}, scale), Tensor::floats({c}, bias),
+               Tensor::floats({c}, std::vector<float>(size_t(c), 0.0f)),
+               Tensor::floats({c}, std::vector<float>(size_t(c), 1.0f))},
+              true);
+    run.forward();
+    const Tensor dy = Tensor::floats({n, c, h, w}, dyv);
+    std::vector<Tensor> d = run.backward({&dy, nullptr, nullptr}, {true, true, true});
+    by_threads[threads - 1] = {run.outputs[0].fvec(), run.outputs[1].fvec(), d[0].fvec(), d[1].fvec(), d[2].fvec()};
+  });
+  for (size_t i = 0; i < by_threads[0].size(); ++i) CHECK(by_threads[0][i] == by_threads[1][i]);
+  // Channel 5 by the formula: y = (x - mean) / sqrt(var + 1e-5) * scale + bias, dB = sum dY.
+  const int64_t ch = 5;
+  double s = 0, ss = 0, db = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < inner; ++k) s += x[size_t((i * c + ch) * inner + k)];
+  const double mean = s / double(n * inner);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < inner; ++k) {
+      const double dv = x[size_t((i * c + ch) * inner + k)] - mean;
+      ss += dv * dv;
+      db += dyv[size_t((i * c + ch) * inner + k)];
+    }
+  const double invstd = 1.0 / std::sqrt(ss / double(n * inner) + 1e-5);
+  const size_t at = size_t((3 * c + ch) * inner + 11 % inner);
+  CHECK(by_threads[0][0][at] == doctest::Approx((x[at] - mean) * invstd * scale[ch] + bias[ch]).epsilon(1e-5));
+  CHECK(by_threads[0][4][size_t(ch)] == doctest::Approx(db).epsilon(1e-4));
+  // dScale = sum dY * xhat.
+  double dscale = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < inner; ++k) {
+      const size_t j = size_t((i * c + ch) * inner + k);
+      dscale += double(dyv[j]) * (x[j] - mean) * invstd;
+    }
+  CHECK(by_threads[0][3][size_t(ch)] == doctest::Approx(dscale).epsilon(1e-4));
+}
+
+}  // namespace
+
+TEST_CASE("BatchNormalization training mode: the same bits on 1 and 2 threads, and the batch statistics") {
+  check_batchnorm(16, 64, 8, 8);  // 65,536 values: the size from which channels go to the helpers
+  check_batchnorm(16, 1024, 2, 2);  // rows shorter than sum_of's lanes (mobilenet_v2's last maps)
+  check_batchnorm(16, 4096, 1, 1);
+}

@@ -1,8 +1,10 @@
 // Trend (end of training, only when the run fails to learn): the loss does not decrease.
 // The root cause comes from the evidence: a static mismatch, the learning rate (tiny or
-// huge updates), training length (still falling steadily), else unknown.
+// huge updates), the labels (stuck at the loss of the class frequencies), training length
+// (still falling steadily), else unknown.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "analysis/context.h"
 #include "analysis/rules/rule_util.h"
@@ -24,6 +26,10 @@ class LossNotDecreasing : public Rule {
                                  "weights, so the loss cannot settle"},
             {"peak_update", 0.5, "a layer's largest ||dw||/||w|| above this (the median over layers): some step "
                                  "rewrote half the weights, the learning rate is too large even if nothing moves later"},
+            {"chance_fraction", 0.95,
+             "a last loss at or above this share of the chance loss (the entropy of the class frequencies) means "
+             "nothing was learned from the features: with a usable learning rate and no static or unit fault, the "
+             "labels do not belong to the rows"},
             {"steady_fraction", 0.8, "the loss is 'still falling' when at least this share of the last curve "
                                      "steps go down"}};
   }
@@ -53,6 +59,7 @@ class LossNotDecreasing : public Rule {
     const std::string lr_text = ru::num(lr);
     const ru::LrVerdict verdict = ru::judge_learning_rate(ctx, threshold(ctx, "tiny_lr"), threshold(ctx, "tiny_update"),
                                                           threshold(ctx, "huge_update"), threshold(ctx, "peak_update"));
+    std::optional<double> chance_used;
     if (!statics.empty()) {
       const Finding& s = *ru::strongest(statics);
       f.root_cause = s.root_cause;
@@ -75,6 +82,17 @@ class LossNotDecreasing : public Rule {
       f.message += "; steps change the weights by up to " + ru::num(step) + " of their norm: the learning rate " +
                    lr_text + " is too high for the loss to settle";
       f.recommendation = "lower the learning rate tenfold (--lr " + ru::num(lr / 10) + ")";
+    } else if (const auto chance = ru::chance_loss(ctx);
+               chance && *chance > 0 && p.last_loss >= threshold(ctx, "chance_fraction") * *chance && ratio &&
+               *ratio >= threshold(ctx, "tiny_update") &&
+               ru::findings_of(ctx, {"vanishing_gradient", "saturated_units", "dead_units"}).empty()) {
+      f.root_cause = RootCause::kLabels;
+      f.confidence = 0.6;
+      f.message += "; it stays at " + ru::num(p.last_loss) + ", the loss of predicting only the class frequencies (" +
+                   ru::num(*chance) + "), with normal updates and healthy units: nothing is learned from the features";
+      f.recommendation = "check that the labels belong to their rows (shuffled or misaligned labels, the wrong label "
+                         "column) and that the features carry information about them";
+      chance_used = chance;
     } else if (steady >= threshold(ctx, "steady_fraction") && p.loss_improvement > 0) {
       f.root_cause = RootCause::kTrainingLength;
       f.confidence = 0.5;
@@ -92,6 +110,7 @@ class LossNotDecreasing : public Rule {
                   {"loss_improvement", p.loss_improvement}, {"iterations", p.iterations},
                   {"learning_rate", lr}, {"falling_share", steady}};
     if (ratio) f.evidence["median_update_ratio"] = *ratio;
+    if (chance_used) f.evidence["chance_loss"] = *chance_used;
     out.push_back(std::move(f));
   }
 

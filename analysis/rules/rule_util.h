@@ -164,6 +164,12 @@ struct MetricJudgement {
 };
 MetricJudgement judge_metric(const AnalysisContext& ctx, double now, double poor_fraction, double poor_mae);
 
+// The cross-entropy of a model that learned only the class frequencies of the training
+// targets (their entropy): binary (per column, averaged), one-hot categorical, and sparse
+// ids with balanced classes (ln C; majority rate at most 1.5 / C). nullopt for other
+// losses, targets outside [0, 1], or unbalanced sparse ids.
+std::optional<double> chance_loss(const AnalysisContext& ctx);
+
 }  // namespace dl::an::ru
 
 namespace dl::an::ru {

@@ -66,10 +66,25 @@ TEST_CASE("rule loss_not_decreasing: root causes from the evidence") {
     CHECK(run("loss_not_decreasing", t, true, with("loss_not_decreasing.peak_update=2"))[0].root_cause ==
           RootCause::kUnknown);
   }
-  SUBCASE("normal updates: unknown") {
+  SUBCASE("normal updates, the loss stays at the class frequencies' entropy: the labels") {
+    set_update_ratio(t, 1e-3);
+    auto f = run("loss_not_decreasing", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].root_cause == RootCause::kLabels);
+    CHECK(f[0].evidence["chance_loss"] == doctest::Approx(std::log(3.0)));
+    CHECK(f[0].recommendation.find("labels belong to their rows") != std::string::npos);
+    CHECK(run("loss_not_decreasing", t, true, with("loss_not_decreasing.chance_fraction=1.1"))[0].root_cause ==
+          RootCause::kUnknown);
+  }
+  SUBCASE("normal updates, stuck below the chance loss: unknown") {
+    set_update_ratio(t, 1e-3);
+    set_curve(
+        t, [](int64_t it, double) { return 0.7 + 0.01 * std::sin(double(it)); },
+        [](int64_t it, double) { return 0.6 + 0.01 * std::sin(0.7 * double(it)); });
     auto f = run("loss_not_decreasing", t);
     REQUIRE(f.size() == 1);
     CHECK(f[0].root_cause == RootCause::kUnknown);
+    CHECK_FALSE(f[0].evidence.contains("chance_loss"));
   }
   SUBCASE("tiny updates with a normal rate are vanishing gradients, not the rate") {
     set_update_ratio(t, 1e-7);

@@ -90,11 +90,37 @@ std::vector<std::string> rewrite_batch_reshapes(ir::Graph& g, int64_t batch) {
     fixed.ints[0] = allow_zero ? -1 : 0;  // 0: "copy dimension 0 of the data", the batch
     fixed.name = n.name + "/rebatched_shape";
     while (g.initializers.count(fixed.name)) fixed.name += "_";
-    changed.push_back("'" + n.name + "' " + dims_str(shape->ints) + " -> " + dims_str(fixed.ints));
+    changed.push_back("'" + n.name + "' (" + dims_str(shape->ints) + " -> " + dims_str(fixed.ints) + ")");
     n.inputs[1] = fixed.name;
     g.initializers.emplace(fixed.name, std::move(fixed));
   }
   return changed;
+}
+
+// The node that bakes the batch in, found on the graph planned at the fixed batch (which
+// works, it is the export's own): a Reshape of batch-dependent data whose shape, computed
+// from constants only (Concat of Unsqueeze'd constants without constant folding), starts
+// with the fixed batch. "" when there is none.
+std::string baked_reshape(const ir::Model& m, int64_t fixed) {
+  const std::set<std::string> dep = input_dependent(m.graph);
+  GraphOptions go;
+  go.batch_size = fixed;
+  std::unique_ptr<ExecutionGraph> g;
+  try {
+    g = std::make_unique<ExecutionGraph>(m, go);
+  } catch (const Error&) {
+    return "";
+  }
+  for (const ir::Node& n : m.graph.nodes) {
+    if (n.op_type != "Reshape" || n.inputs.size() < 2 || !dep.count(n.inputs[0]) || dep.count(n.inputs[1])) continue;
+    const int s = g->slot_of(n.inputs[1]);
+    if (s < 0) continue;
+    const Tensor& shape = g->value(s);
+    if (shape.dtype() != DType::kInt64 || shape.numel() < 1 || shape.i()[0] != fixed) continue;
+    return "node '" + n.name + "' (Reshape) bakes the batch size in: its shape " +
+           shape_str(Shape(shape.i(), shape.i() + shape.numel())) + " is computed from constants";
+  }
+  return "";
 }
 
 // Plans the forward graph for batch `b`: every graph output must then lead with b.
@@ -118,14 +144,18 @@ void check_rebatched(const ir::Model& m, int64_t b, const std::string& fixed_wha
   try {
     graph = std::make_unique<ExecutionGraph>(m, go);
   } catch (const ShapeError& e) {
-    throw ModelError(head + "the model does not run with another batch size: " + e.what() +
-                     ". That node bakes the batch size in; " + advice);
+    const std::string culprit = baked_reshape(m, fixed);
+    throw ModelError(head + (culprit.empty() ? "the model does not run with another batch size: " + std::string(e.what())
+                                             : culprit + " (with a batch of " + std::to_string(b) + ": " + e.what() + ")") +
+                     ". Re-export with a dynamic batch: " + advice);
   }
   for (size_t k = 0; k < graph->output_names().size(); ++k) {
     const Tensor& out = graph->output(k);
     if (out.rank() > 0 && out.dim(0) == b) continue;
     std::string msg = head + "with a batch of " + std::to_string(b) + " the output '" + graph->output_names()[k] +
                       "' has shape " + shape_str(out.shape()) + ", not " + std::to_string(b) + " rows";
+    const std::string culprit = baked_reshape(m, fixed);
+    if (!culprit.empty()) throw ModelError(msg + ": " + culprit + ". Re-export with a dynamic batch: " + advice);
     // The first step that takes a float value leading with b and puts out one that does not
     // (a Reshape to [1, -1]) is where the batch size is baked in. (Only when the outputs are
     // wrong: a Transpose to time-major legitimately moves the batch.)
@@ -143,7 +173,7 @@ void check_rebatched(const ir::Model& m, int64_t b, const std::string& fixed_wha
              shape_str(graph->value(*bad).shape()) + ")";
       break;
     }
-    throw ModelError(msg + ". " + advice);
+    throw ModelError(msg + ". Re-export with a dynamic batch: " + advice);
   }
 }
 
@@ -168,11 +198,15 @@ void rebatch(ir::Model& m, ExportAdaptation& a) {
     if (info.has_shape && !info.dims.empty() && info.dims[0].value == fixed) info.dims[0] = ir::Dim{-1, "batch"};
   const std::vector<std::string> reshapes = rewrite_batch_reshapes(g, fixed);
   const std::string what = "the graph input " + quoted_list(a.rebatched);
-  check_rebatched(m, fixed + 1, what, fixed);
+  check_rebatched(m, fixed == 2 ? 3 : 2, what, fixed);  // small: a fixed batch may be large
   std::string note = what + " has a fixed batch dimension of " + std::to_string(fixed) +
                      " in the file (exported without dynamic_axes): dimension 0 is taken as the batch and the model "
                      "trains with batches of --batch-size";
-  if (!reshapes.empty()) note += "; the batch size baked into Reshape " + quoted_list(reshapes) + " was rewritten";
+  if (!reshapes.empty()) {
+    note += "; the batch size baked into Reshape";
+    for (size_t k = 0; k < reshapes.size(); ++k) note += (k ? ", " : " ") + reshapes[k];
+    note += " was rewritten";
+  }
   a.notes.push_back(note);
 }
 

@@ -1,6 +1,7 @@
 #include "runtime/run_summary.h"
 
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "runtime/registry.h"
@@ -40,7 +41,8 @@ std::string fmt_double(double v) {
 }
 
 // For each layer, the layer whose anchor step alone reads the values the layer's steps
-// write (graph outputs count as readers outside every layer), else LayerInfo::kNoChain.
+// write (graph outputs count as readers outside every layer), else LayerInfo::kNoChain;
+// also kNoChain for a layer that reads from more than one other layer (a merge).
 std::vector<int> chained_layers(const ExecutionGraph& graph) {
   const auto& steps = graph.steps();
   std::vector<int> writer_layer;  // by slot
@@ -53,8 +55,10 @@ std::vector<int> chained_layers(const ExecutionGraph& graph) {
   const size_t n = graph.layers().size();
   std::vector<int> feeds(n, an::LayerInfo::kNoChain);
   std::vector<bool> broken(n, false);
+  std::vector<std::set<int>> sources(n);  // the other layers each layer reads from
   auto reader = [&](int from, int to_layer, bool anchor) {
     if (from < 0 || to_layer == from) return;
+    if (to_layer >= 0) sources[size_t(to_layer)].insert(from);
     int& f = feeds[size_t(from)];
     if (!anchor || (f != an::LayerInfo::kNoChain && f != to_layer)) broken[size_t(from)] = true;
     f = to_layer;
@@ -69,8 +73,9 @@ std::vector<int> chained_layers(const ExecutionGraph& graph) {
     const int s = graph.slot_of(out);
     if (s >= 0 && size_t(s) < writer_layer.size() && writer_layer[size_t(s)] >= 0) broken[size_t(writer_layer[size_t(s)])] = true;
   }
+  // A layer that merges several layers (a residual Add) is no link of a plain chain either.
   for (size_t l = 0; l < n; ++l)
-    if (broken[l]) feeds[l] = an::LayerInfo::kNoChain;
+    if (broken[l] || sources[l].size() > 1) feeds[l] = an::LayerInfo::kNoChain;
   return feeds;
 }
 

@@ -6,7 +6,8 @@
 
 #include "rules_stat_util.h"
 
-using namespace dl::test;
+using namespace dl;
+using namespace dl::test::rules_stat;
 using dl::an::LayerInfo;
 
 namespace {
@@ -48,6 +49,7 @@ TEST_CASE("rule linear_stack: a designed bottleneck is not a stack") {
   TraceBuilder b;
   Trace t = b.dense("linear", 8).dense("relu", 64).dense("softmax", 3).build(5);
   t.header.layers[0].feeds = 1;
+  t.header.probes[b.forward(0, false)].op.units = 8;  // a linear layer's units are its Gemm's
   set_weight_count(t, 0, 8 * 32);
   CHECK(run("linear_stack", t).empty());
   // The same layer widening its input (4 -> 8 -> 64) is no bottleneck: flagged.
@@ -56,6 +58,7 @@ TEST_CASE("rule linear_stack: a designed bottleneck is not a stack") {
   // Narrowing but the next layer narrower still (32 -> 8 -> 3): a stack.
   TraceBuilder b2;
   Trace u = b2.dense("linear", 8).dense("softmax", 3).build(5);
+  u.header.probes[b2.forward(0, false)].op.units = 8;
   set_weight_count(u, 0, 8 * 32);
   CHECK(run("linear_stack", u).size() == 1);
 }

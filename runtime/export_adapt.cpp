@@ -42,7 +42,7 @@ std::vector<std::string> untie_aliases(ir::Graph& g) {
         ir::TensorData copy = it->second;
         copy.name = n.outputs[0];
         g.initializers.emplace(copy.name, std::move(copy));
-        untied.push_back(n.outputs[0] + "' (alias of '" + n.inputs[0]);
+        untied.push_back(n.outputs[0] + "\t" + n.inputs[0]);
         continue;
       }
     }
@@ -262,11 +262,16 @@ ExportAdaptation adapt_export(ir::Model& m) {
   ExportAdaptation a;
   eval_mode_notes(m, a);
   const std::vector<std::string> untied = untie_aliases(m.graph);
-  for (const std::string& u : untied) a.untied.push_back(u.substr(0, u.find('\'')));
+  std::string pairs;  // "'copy' from 'source'", the first three
+  for (size_t k = 0; k < untied.size(); ++k) {
+    const size_t tab = untied[k].find('\t');
+    a.untied.push_back(untied[k].substr(0, tab));
+    if (k < 3) pairs += (k ? ", '" : "'") + untied[k].substr(0, tab) + "' from '" + untied[k].substr(tab + 1) + "'";
+  }
+  if (untied.size() > 3) pairs += " and " + std::to_string(untied.size() - 3) + " more";
   if (!untied.empty())
-    a.notes.push_back(std::to_string(untied.size()) +
-                      " Identity alias(es) of deduplicated initializers were untied ('" + untied.front() + "'" +
-                      (untied.size() > 1 ? ", ..." : "") +
+    a.notes.push_back(std::to_string(untied.size()) + " Identity alias(es) of deduplicated initializers were untied (" +
+                      pairs +
                       "): an eval-mode export merges initializers with equal values, but the PyTorch model had "
                       "separate parameters, so each alias now trains as its own copy");
   rebatch(m, a);

@@ -97,6 +97,8 @@ TEST_CASE("export adapt: a default eval-mode export with a batch of 1 is re-batc
   CHECK(any_contains(a.notes, "folded their BatchNorm"));
   CHECK(any_contains(a.notes, "inference mode"));
   CHECK(any_contains(a.notes, "no Dropout"));
+  CHECK(any_contains(a.notes, "3 Identity alias(es) of deduplicated initializers were untied ('"));
+  CHECK(any_contains(a.notes, "'bn2.running_var' from 'bn2.weight'"));
   CHECK(any_contains(a.notes, "TrainingMode.TRAINING"));
   CHECK(m.warnings == a.notes);
 }

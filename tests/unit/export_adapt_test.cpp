@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/analyzer.h"
+#include "cli/output.h"
 #include "converter/errors.h"
 #include "converter/import.h"
 #include "runtime/export_adapt.h"
@@ -144,4 +145,20 @@ TEST_CASE("export adapt: MobileNetV2's linear bottlenecks raise no linear_stack"
   const std::vector<std::string> s = symptoms_after_training(m);
   CHECK_FALSE(has(s, "linear_stack"));
   CHECK_FALSE(has(s, "zero_initialization"));
+}
+
+TEST_CASE("export adapt: train --save writes the adapted graph (the file's would not hold the untied copies)") {
+  ir::Model m = conv::import_model(kParity + "cnn_eval_fixed_batch_scce_sgd.onnx");
+  rt::adapt_export(m);
+  auto store = rt::ParamStore::from_model(m);
+  store->values.at("bn2.running_var").f()[0] = 7.0f;  // as trained: differs from bn2.weight now
+  const std::string out = std::string(DL_BINARY_DIR) + "/export_adapt_saved.onnx";
+  cli::save_trained_model(m, out, *store);
+  const ir::Model back = conv::import_model(out);
+  CHECK(std::none_of(back.graph.nodes.begin(), back.graph.nodes.end(),
+                     [](const ir::Node& n) { return n.op_type == "Identity"; }));
+  CHECK(back.graph.initializers.at("bn2.running_var").floats[0] == 7.0f);
+  CHECK(back.graph.initializers.at("bn2.weight").floats[0] != 7.0f);
+  REQUIRE(back.graph.inputs.size() == 1);
+  CHECK_FALSE(back.graph.inputs[0].dims[0].known());  // saved with the symbolic batch
 }

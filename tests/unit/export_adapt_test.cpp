@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/analyzer.h"
+#include "analysis/report.h"
 #include "cli/output.h"
 #include "converter/errors.h"
 #include "converter/import.h"
@@ -161,4 +162,18 @@ TEST_CASE("export adapt: train --save writes the adapted graph (the file's would
   CHECK(back.graph.initializers.at("bn2.weight").floats[0] != 7.0f);
   REQUIRE(back.graph.inputs.size() == 1);
   CHECK_FALSE(back.graph.inputs[0].dims[0].known());  // saved with the symbolic batch
+}
+
+TEST_CASE("export adapt: the notes reach the trace header, the text and JSON reports and a saved trace") {
+  an::Trace t;
+  t.header.notes = {"the graph input 'x' has a fixed batch dimension of 1 in the file"};
+  an::RunInfo info;
+  info.metric_name = "accuracy";
+  const auto j = an::report_json(an::Diagnosis{}, t, info);
+  REQUIRE(j["notes"].size() == 1);
+  CHECK(j["notes"][0] == t.header.notes[0]);
+  const std::string text = an::report_text(an::Diagnosis{}, t, info, false);
+  CHECK(text.find("Notes about the model:\n  - the graph input 'x' has a fixed batch dimension of 1") != std::string::npos);
+  CHECK(an::report_json(an::Diagnosis{}, an::Trace{}, info)["notes"].empty());
+  CHECK(an::report_text(an::Diagnosis{}, an::Trace{}, info, false).find("Notes about") == std::string::npos);
 }

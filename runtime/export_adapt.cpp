@@ -275,7 +275,7 @@ ExportAdaptation adapt_export(ir::Model& m) {
                       "): an eval-mode export merges initializers with equal values, but the PyTorch model had "
                       "separate parameters, so each alias now trains as its own copy");
   rebatch(m, a);
-  if (a.eval_mode || !a.rebatched.empty()) {
+  if ((a.eval_mode && pytorch(m)) || !a.rebatched.empty()) {  // the advice is torch's
     std::vector<std::string> ins, outs;
     for (const ir::ValueInfo& i : m.graph.inputs) ins.push_back(i.name);
     for (const ir::ValueInfo& o : m.graph.outputs) outs.push_back(o.name);

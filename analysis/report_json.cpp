@@ -87,6 +87,7 @@ json report_json(const Diagnosis& d, const Trace& t, const RunInfo& run) {
                  {"complete", run.complete},
                  {"findings", findings},
                  {"warnings", warnings},
+                 {"notes", t.header.notes},
                  {"training", training},
                  {"timing", {{"import_s", run.import_s}, {"train_s", run.train_s}, {"analysis_s", run.analysis_s}}}};
   if (!run.detector.empty()) report["detector"] = run.detector;

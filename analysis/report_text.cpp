@@ -293,6 +293,10 @@ std::string report_text_visible(const Diagnosis& d, const Trace& t, const RunInf
            change(run.epoch_loss, t.loss) + ", " + run.metric_name + " " + change(run.epoch_metric, t.metric) + ")\n";
   }
   warnings(out, d.warnings, t, st);
+  if (!t.header.notes.empty()) {
+    out += "\nNotes about the model:\n";
+    for (const std::string& n : t.header.notes) out += "  - " + io::visible(n) + "\n";
+  }
   curves(out, t, run.metric_name);
   out += "\nTraining: " + std::to_string(run.iterations) + " iterations, " + std::to_string(run.epochs) + " epoch" +
          (run.epochs == 1 ? "" : "s") + (run.stopped_early ? ", stopped early at the first conclusive fault" : "") +

@@ -78,6 +78,11 @@ struct LayerInfo {
   std::vector<std::string> op_types;
   std::vector<std::string> params;
   int64_t param_count = 0;
+  // Data flow: the layer whose parameterised node is the only reader of this layer's
+  // values (a plain chain, no branch, residual or merge); kNoChain when there is none,
+  // kFeedsUnknown in traces written before the field existed.
+  static constexpr int kNoChain = -1, kFeedsUnknown = -2;
+  int feeds = kFeedsUnknown;
 };
 
 // Per-feature and per-target summaries of the training data (static checks).
@@ -130,6 +135,9 @@ struct TraceHeader {
   bool metric_higher_is_better = true;
   int64_t output_width = 0;
   int64_t batches_per_epoch = 0;
+  // What the tool changed or assumed about the model file (rt::adapt_export: an eval-mode
+  // or fixed-batch export), one sentence each; shown in the reports.
+  std::vector<std::string> notes;
 };
 
 struct IterationRecord {

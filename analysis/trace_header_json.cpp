@@ -246,7 +246,7 @@ json encode(const Trace& t, int format_version) {
   json layers = json::array(), probes = json::array(), inits = json::array(), epochs = json::array();
   for (const LayerInfo& l : h.layers)
     layers.push_back({{"index", l.index}, {"nodes", l.nodes}, {"op_types", l.op_types},
-                      {"params", l.params}, {"param_count", l.param_count}});
+                      {"params", l.params}, {"param_count", l.param_count}, {"feeds", l.feeds}});
   for (const Probe& p : h.probes) probes.push_back(encode_probe(p));
   for (const InitializerSummary& i : h.initializers)
     inits.push_back({{"name", i.name}, {"count", i.count}, {"min", number(i.min)}, {"max", number(i.max)},
@@ -261,7 +261,7 @@ json encode(const Trace& t, int format_version) {
           {"stride", t.stride()}, {"probe_every", t.probe_every()}, {"complete", t.complete},
           {"record_count", t.records.size()}, {"probe_count", h.probes.size()},
           {"loss_count", t.loss.size()}, {"layers", layers}, {"probes", probes},
-          {"initializers", inits}, {"data_summary", encode_data(h.data_summary)}, {"epochs", epochs}};
+          {"initializers", inits}, {"data_summary", encode_data(h.data_summary)}, {"epochs", epochs}, {"notes", h.notes}};
 }
 
 Counts decode(const json& j, int format_version, const std::string& label, Trace& t) {
@@ -300,6 +300,8 @@ Counts decode(const json& j, int format_version, const std::string& label, Trace
     info.op_types = l.strings("op_types");
     info.params = l.strings("params");
     info.param_count = l.count("param_count");
+    if (l.has("feeds"))
+      info.feeds = static_cast<int>(l.integer("feeds", LayerInfo::kFeedsUnknown, std::numeric_limits<int>::max()));
     h.layers.push_back(std::move(info));
   }
   const size_t probe_count = f.array("probes").size();
@@ -320,6 +322,7 @@ Counts decode(const json& j, int format_version, const std::string& label, Trace
     h.initializers.push_back(std::move(s));
   }
   h.data_summary = decode_data(f.object("data_summary"));
+  if (f.has("notes")) h.notes = f.strings("notes");  // absent in traces written before the notes
   const size_t epoch_count = f.array("epochs").size();
   for (size_t k = 0; k < epoch_count; ++k) {
     const Fields e = f.element("epochs", k);

@@ -11,6 +11,7 @@
 #include "cli/train_command.h"
 #include "converter/errors.h"
 #include "converter/import.h"
+#include "runtime/export_adapt.h"
 #include "runtime/options.h"
 #include "runtime/registry.h"
 
@@ -40,6 +41,7 @@ CommandSet register_commands(CLI::App& app) {
   inspect->add_option("model", inspect_args->model, "ONNX model")->required();
   set.commands.emplace_back(inspect, [inspect_args] {
     ir::Model m = conv::import_model(inspect_args->model);
+    rt::adapt_export(m);  // as train sees it: notes in m.warnings
     print_inspect(m, std::cout);
     return 0;
   });
@@ -52,6 +54,7 @@ CommandSet register_commands(CLI::App& app) {
   set.commands.emplace_back(convert, [convert_args] {
     check_outputs({{"the model", convert_args->model}}, {{"-o", convert_args->out, true}}, convert_args->force);
     ir::Model m = conv::import_model(convert_args->model);
+    rt::adapt_export(m);
     std::ostringstream text;
     print_program(m, text);
     if (convert_args->out.empty())

@@ -118,6 +118,10 @@ void print_inspect(const ir::Model& model, std::ostream& out) {
     any = true;
   }
   if (!any) out << "  (none: defaults and command-line options apply)\n";
+  if (!model.warnings.empty()) {
+    out << fmt::format("\nnotes ({}):\n", model.warnings.size());
+    for (const std::string& w : model.warnings) out << "  " << visible(w) << "\n";
+  }
 }
 
 void print_program(const ir::Model& model, std::ostream& out) {
@@ -138,6 +142,7 @@ void print_program(const ir::Model& model, std::ostream& out) {
   const size_t folded = model.graph.nodes.size() - g.steps().size();
   if (folded)
     out << fmt::format("# {} node(s) computing only shapes and constants were evaluated at load time.\n", folded);
+  for (const std::string& w : model.warnings) out << "# note: " << visible(w) << "\n";
   out << "\nprogram forward(";
   for (size_t k = 0; k < g.input_names().size(); ++k)
     out << (k ? ", " : "") << "%" << visible(g.input_names()[k]) << ": " << shape_of(p, g.slot_of(g.input_names()[k]));

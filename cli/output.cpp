@@ -13,6 +13,7 @@
 #include "cli/output_guard.h"
 #include "converter/errors.h"
 #include "converter/import.h"
+#include "converter/transform.h"
 #include "io/atomic_file.h"
 
 namespace dl::cli {
@@ -113,7 +114,17 @@ void emit_report(const an::Diagnosis& diagnosis, const an::Trace& trace, const a
   std::cout.flush();
 }
 
-void save_trained_model(const std::string& model_path, const std::string& out_path, const rt::ParamStore& store) {
+void save_trained_model(const ir::Model& model, const std::string& out_path, const rt::ParamStore& store) {
+  if (model.rewritten) {  // untied or re-batched: the file's graph would not hold these values
+    ir::Model copy = model;
+    for (const auto& [name, t] : store.values) {
+      auto it = copy.graph.initializers.find(name);
+      if (it != copy.graph.initializers.end() && it->second.dtype == ir::DType::kFloat32) it->second.floats = t.fvec();
+    }
+    conv::save_model(copy, out_path);
+    return;
+  }
+  const std::string& model_path = model.path;
   std::map<std::string, ir::TensorData> values;
   for (const auto& [name, t] : store.values) {
     ir::TensorData d;

@@ -53,6 +53,6 @@ void emit_report(const an::Diagnosis& diagnosis, const an::Trace& trace, const a
                  bool verbose = false);
 
 // Writes a copy of the model with the trained parameter values.
-void save_trained_model(const std::string& model_path, const std::string& out_path, const rt::ParamStore& store);
+void save_trained_model(const ir::Model& model, const std::string& out_path, const rt::ParamStore& store);
 
 }  // namespace dl::cli

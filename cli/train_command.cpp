@@ -22,6 +22,7 @@
 #include "cli/progress.h"
 #include "converter/errors.h"
 #include "converter/import.h"
+#include "runtime/export_adapt.h"
 #include "runtime/param_roles.h"
 #include "runtime/probes.h"
 #include "runtime/run_summary.h"
@@ -165,7 +166,11 @@ LoadedCase load_case(const TrainOptions& o) {
   conv::ImportOptions import;
   if (o.max_memory_mb > 0 && o.max_memory_mb < 1e12)  // the model file is read under the cap too
     import.max_file_bytes = static_cast<int64_t>(std::ceil(o.max_memory_mb * 1024 * 1024));
-  c.model = std::make_shared<const ir::Model>(conv::import_model(o.model, import));
+  {
+    ir::Model model = conv::import_model(o.model, import);
+    rt::adapt_export(model);
+    c.model = std::make_shared<const ir::Model>(std::move(model));
+  }
   c.config = resolve_config(*c.model, o);
   for (const std::string& s : o.settings) c.settings.set(s);
   const rt::DatasetSpec spec = dataset_spec(c.model, c.config);
@@ -201,11 +206,15 @@ CaseResult train_case(std::shared_ptr<const ir::Model> model, const rt::TrainCon
   const bool baseline = an::is_baseline(detector);
   const bool probing = !o.no_probes && !baseline;
   const auto t_train = Clock::now();
+  const std::vector<std::string> model_notes = model->warnings;
+  // An adapted model (rt::adapt_export) no longer matches its file: written whole.
+  const std::shared_ptr<const ir::Model> saved_model = run.trial ? nullptr : model;
   if (!o.quiet) {
     // Eval-mode exports deduplicate identical initializers into Identity aliases: the
     // layers reading them then train one tensor, which the user should know.
     for (const std::string& t : rt::tied_param_notes(rt::model_params(*model)))
       std::cerr << "warning: " << model->path << ": tied parameter: " << t << "; these layers train it as one tensor\n";
+    for (const std::string& w : model->warnings) std::cerr << "note: " << model->path << ": " << w << "\n";
   }
   rt::Trainer trainer(std::move(model), config, std::move(train_data), std::move(validation_data));
   CaseResult out;
@@ -214,6 +223,7 @@ CaseResult train_case(std::shared_ptr<const ir::Model> model, const rt::TrainCon
                    trainer.metric().higher_is_better(), trace.header);
   trace.header.model = o.model;
   trace.header.data = o.data;
+  trace.header.notes = model_notes;
   std::unique_ptr<rt::ProbeRecorder> probes;
   if (probing) {
     probes = std::make_unique<rt::ProbeRecorder>(trainer.graph(), trace);
@@ -263,7 +273,7 @@ CaseResult train_case(std::shared_ptr<const ir::Model> model, const rt::TrainCon
   out.info.analysis_s = since(t_analysis);
   if (baseline) out.info.detector = an::detector_name(detector);
   out.interrupted = result.interrupted;
-  if (!o.save_file.empty() && !run.trial) save_trained_model(o.model, o.save_file, *trainer.store());
+  if (!o.save_file.empty() && !run.trial) save_trained_model(*saved_model, o.save_file, *trainer.store());
   return out;
 }
 

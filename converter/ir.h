@@ -83,6 +83,9 @@ struct Model {
   Graph graph;
   // Non-fatal notes from the import, e.g. why shape inference was skipped.
   std::vector<std::string> warnings;
+  // The graph was changed after the import (rt::adapt_export untied or re-batched it), so
+  // writing it back must write this graph, not a copy of the file's.
+  bool rewritten = false;
 };
 
 }  // namespace dl::ir

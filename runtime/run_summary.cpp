@@ -1,6 +1,7 @@
 #include "runtime/run_summary.h"
 
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "runtime/registry.h"
@@ -39,6 +40,45 @@ std::string fmt_double(double v) {
   return s.str();
 }
 
+// For each layer, the layer whose anchor step alone reads the values the layer's steps
+// write (graph outputs count as readers outside every layer), else LayerInfo::kNoChain;
+// also kNoChain for a layer that reads from more than one other layer (a merge).
+std::vector<int> chained_layers(const ExecutionGraph& graph) {
+  const auto& steps = graph.steps();
+  std::vector<int> writer_layer;  // by slot
+  for (const Step& st : steps)
+    for (int s : st.outputs)
+      if (s >= 0) {
+        if (writer_layer.size() <= size_t(s)) writer_layer.resize(size_t(s) + 1, -1);
+        writer_layer[size_t(s)] = st.layer;
+      }
+  const size_t n = graph.layers().size();
+  std::vector<int> feeds(n, an::LayerInfo::kNoChain);
+  std::vector<bool> broken(n, false);
+  std::vector<std::set<int>> sources(n);  // the other layers each layer reads from
+  auto reader = [&](int from, int to_layer, bool anchor) {
+    if (from < 0 || to_layer == from) return;
+    if (to_layer >= 0) sources[size_t(to_layer)].insert(from);
+    int& f = feeds[size_t(from)];
+    if (!anchor || (f != an::LayerInfo::kNoChain && f != to_layer)) broken[size_t(from)] = true;
+    f = to_layer;
+  };
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const Step& st = steps[k];
+    const bool anchor = st.layer >= 0 && graph.layers()[size_t(st.layer)].anchor_step == k;
+    for (int s : st.inputs)
+      if (s >= 0 && size_t(s) < writer_layer.size()) reader(writer_layer[size_t(s)], st.layer, anchor);
+  }
+  for (const std::string& out : graph.output_names()) {
+    const int s = graph.slot_of(out);
+    if (s >= 0 && size_t(s) < writer_layer.size() && writer_layer[size_t(s)] >= 0) broken[size_t(writer_layer[size_t(s)])] = true;
+  }
+  // A layer that merges several layers (a residual Add) is no link of a plain chain either.
+  for (size_t l = 0; l < n; ++l)
+    if (broken[l] || sources[l].size() > 1) feeds[l] = an::LayerInfo::kNoChain;
+  return feeds;
+}
+
 }  // namespace
 
 void describe_run(const ExecutionGraph& graph, const TrainConfig& config, const Dataset& train,
@@ -58,6 +98,7 @@ void describe_run(const ExecutionGraph& graph, const TrainConfig& config, const 
   h.batches_per_epoch = (train.n + config.batch_size - 1) / config.batch_size;
 
   const auto& steps = graph.steps();
+  const std::vector<int> feeds = chained_layers(graph);
   for (const Layer& l : graph.layers()) {
     an::LayerInfo info;
     info.index = l.index;
@@ -65,6 +106,7 @@ void describe_run(const ExecutionGraph& graph, const TrainConfig& config, const 
     for (size_t k : l.steps) info.op_types.push_back(steps[k].node->op_type);
     info.params = l.params;
     for (const std::string& p : l.params) info.param_count += graph.store()->values.at(p).numel();
+    info.feeds = feeds[static_cast<size_t>(l.index)];
     h.layers.push_back(info);
   }
   for (const auto& [name, t] : graph.store()->values) {

@@ -1,5 +1,12 @@
-// Static: two consecutive parameterised linear layers with no non-linearity between them
+// Static: two parameterised linear layers in series with no non-linearity between them
 // collapse into one linear map (the extra layer adds parameters, not capacity).
+//
+// In series means data flow (LayerInfo::feeds: the first layer's values are read by the
+// second's parameterised node and nothing else): a residual or parallel branch (ResNet's
+// downsample convolution next to the block's last one) is not a stack. Nor is a designed
+// bottleneck, where the first layer narrows below both its input and the second's output
+// (MobileNetV2's linear bottlenecks, low-rank factorisations): that restricts the rank on
+// purpose. Traces without data flow fall back to graph order.
 #include "analysis/context.h"
 #include "analysis/rules/rule_util.h"
 
@@ -14,15 +21,18 @@ class LinearStack : public Rule {
   }
   std::vector<Threshold> thresholds() const override {
     return {{"confidence", 0.6,
-             "layer order is graph order, not data flow: parallel branches (e.g. attention projections) can "
-             "look stacked, so this is a warning"}};
+             "two linear layers in series may be a deliberate factorisation the bottleneck test does not "
+             "recognise, so this is a warning"}};
   }
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
     const TraceHeader& h = ctx.header();
     std::vector<int> stacked;
-    for (size_t l = 0; l + 1 < h.layers.size(); ++l)
-      if (affine(ctx, int(l)) && starts_linear(ctx, int(l) + 1)) stacked.push_back(int(l));
+    for (size_t l = 0; l + 1 < h.layers.size(); ++l) {
+      const int feeds = h.layers[l].feeds;
+      if (feeds != LayerInfo::kFeedsUnknown && feeds != int(l) + 1) continue;
+      if (affine(ctx, int(l)) && starts_linear(ctx, int(l) + 1) && !bottleneck(ctx, int(l))) stacked.push_back(int(l));
+    }
     if (stacked.empty()) return;
     const int first = stacked.front();
     // No activation anywhere: the whole model is one linear map (far more likely a bug
@@ -56,6 +66,17 @@ class LinearStack : public Rule {
       if (op.role == "activation" || !op.linear) return false;
     }
     return !probes.empty();
+  }
+  // Layer `l` has fewer units than its fan-in and than the next layer: a designed bottleneck.
+  static bool bottleneck(const AnalysisContext& ctx, int l) {
+    const TraceHeader& h = ctx.header();
+    const int64_t units = ru::layer_units(ctx, l), next_units = ru::layer_units(ctx, l + 1);
+    if (units <= 0 || next_units <= 0 || h.layers[size_t(l)].params.empty()) return false;
+    int64_t weights = 0;
+    for (const InitializerSummary& s : h.initializers)
+      if (s.name == h.layers[size_t(l)].params[0]) weights = s.count;
+    const int64_t fan_in = weights % units == 0 ? weights / units : 0;
+    return units < fan_in && units < next_units;
   }
   // The layer begins (before any non-linear step) with a linear parameterised op.
   static bool starts_linear(const AnalysisContext& ctx, int layer) {

@@ -92,12 +92,29 @@ mlp("huge_dims.onnx", nodes=[
     inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2000000000])],
     init=[numpy_helper.from_array(np.ones((3, 1), np.float32), "W"),
           numpy_helper.from_array(np.zeros(3, np.float32), "B")])
+# An activation of 4.5 GiB for one sample (dimension 0 is the batch, re-batched if fixed).
 mlp("huge_activation.onnx", nodes=[
-    helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1),
+    helper.make_node("Unsqueeze", ["x", "axes"], ["u"], name="unsqueeze"),
+    helper.make_node("Expand", ["u", "wide"], ["e"], name="expand"),
+    helper.make_node("ReduceMean", ["e"], ["m"], name="mean", axes=[2], keepdims=0),
+    helper.make_node("Gemm", ["m", "W", "B"], ["h"], name="fc", transB=1),
     helper.make_node("Relu", ["h"], ["y"], name="act")],
     init=[numpy_helper.from_array(np.ones((3, 4), np.float32), "W"),
-          numpy_helper.from_array(np.zeros(3, np.float32), "B")],
-    inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [300000000, 4])])
+          numpy_helper.from_array(np.zeros(3, np.float32), "B"),
+          numpy_helper.from_array(np.array([2], np.int64), "axes"),
+          numpy_helper.from_array(np.array([1, 4, 300000000], np.int64), "wide")])
+# A fixed batch of 1 (an export without dynamic_axes) baked into a Reshape's shape by a
+# Concat that is not a constant deeplocalize rewrites: the error names the node.
+mlp("fixed_batch_baked.onnx", nodes=[
+    helper.make_node("Concat", ["one", "rest"], ["shape"], name="shape", axis=0),
+    helper.make_node("Reshape", ["x", "shape"], ["r"], name="reshape"),
+    helper.make_node("Gemm", ["r", "W", "B"], ["h"], name="fc", transB=1),
+    helper.make_node("Relu", ["h"], ["y"], name="act")],
+    init=[numpy_helper.from_array(np.ones((3, 4), np.float32), "W"),
+          numpy_helper.from_array(np.zeros(3, np.float32), "B"),
+          numpy_helper.from_array(np.array([1], np.int64), "one"),
+          numpy_helper.from_array(np.array([-1], np.int64), "rest")],
+    inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 2])])
 # Pads that would make a 3-billion-wide axis: refused before Pad builds its index maps.
 mlp("huge_pad.onnx", nodes=[
     helper.make_node("Pad", ["x", "pads"], ["p"], name="pad"),

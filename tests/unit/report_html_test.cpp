@@ -286,9 +286,12 @@ TEST_CASE("html report: healthy, empty and hostile inputs stay well-formed") {
   hostile.metric_name = "<m>";
   Faulty f = faulty_run();
   f.diagnosis.findings[0].symptom = "<script>alert(1)</script>";
+  f.trace.header.notes = {"the graph input '<b>x</b>' & co has a fixed batch"};
   const std::string h = report_html(f.diagnosis, f.trace, hostile);
   CHECK_MESSAGE(parse_xml(h).error.empty(), parse_xml(h).error);
   CHECK(h.find("<script") == std::string::npos);
+  CHECK(h.find("Notes about the model") != std::string::npos);
+  CHECK(h.find("<b>x") == std::string::npos);
 }
 
 TEST_CASE("svg charts: downsampling keeps spikes and at most 400 points; NaN spans; log scale") {

@@ -29,6 +29,7 @@ inline Trace synthetic_trace(int records, int probes) {
   h.model = "models/mlp.onnx";
   h.data = "data/iris.csv";
   h.config = {{"loss", "categorical_crossentropy"}, {"optimizer", "sgd"}, {"learning_rate", "0.01"}};
+  h.notes = {"the graph input 'x' has a fixed batch dimension of 1 in the file"};
   for (int l = 0; l < 2; ++l) {
     LayerInfo info;
     info.index = l;
@@ -36,6 +37,7 @@ inline Trace synthetic_trace(int records, int probes) {
     info.op_types = {"Gemm", "Relu"};
     info.params = {"w" + std::to_string(l), "b" + std::to_string(l)};
     info.param_count = 40 + l;
+    info.feeds = l == 0 ? 1 : LayerInfo::kNoChain;
     h.layers.push_back(info);
   }
   for (int p = 0; p < probes; ++p) {
@@ -109,6 +111,7 @@ inline void check_equal(const Trace& a, const Trace& b) {
   CHECK(b.header.metric_higher_is_better == a.header.metric_higher_is_better);
   CHECK(b.header.output_width == a.header.output_width);
   CHECK(b.header.batches_per_epoch == a.header.batches_per_epoch);
+  CHECK(b.header.notes == a.header.notes);
   CHECK(b.stride() == a.stride());
   CHECK(b.probe_every() == a.probe_every());
   CHECK(b.complete == a.complete);
@@ -119,6 +122,7 @@ inline void check_equal(const Trace& a, const Trace& b) {
     CHECK(b.header.layers[k].op_types == a.header.layers[k].op_types);
     CHECK(b.header.layers[k].params == a.header.layers[k].params);
     CHECK(b.header.layers[k].param_count == a.header.layers[k].param_count);
+    CHECK(b.header.layers[k].feeds == a.header.layers[k].feeds);
   }
   REQUIRE(b.header.probes.size() == a.header.probes.size());
   for (size_t k = 0; k < a.header.probes.size(); ++k) {

@@ -1,7 +1,7 @@
 // Trend (end of training, only when the run fails to learn): the loss does not decrease.
 // The root cause comes from the evidence: a static mismatch, the learning rate (tiny or
-// huge updates), the labels (stuck at the loss of the class frequencies), training length
-// (still falling steadily), else unknown.
+// huge updates), training length (still falling steadily), the labels (stuck at the loss of
+// the class frequencies), else unknown.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -82,6 +82,13 @@ class LossNotDecreasing : public Rule {
       f.message += "; steps change the weights by up to " + ru::num(step) + " of their norm: the learning rate " +
                    lr_text + " is too high for the loss to settle";
       f.recommendation = "lower the learning rate tenfold (--lr " + ru::num(lr / 10) + ")";
+    } else if (steady >= threshold(ctx, "steady_fraction") && p.loss_improvement > 0) {
+      f.root_cause = RootCause::kTrainingLength;
+      f.confidence = 0.5;
+      f.message += "; it is still falling slowly and steadily";
+      f.recommendation = "train for more epochs (e.g. --epochs " +
+                         std::to_string(4 * std::max<int64_t>(1, int64_t(ru::config_number(h, "epochs", 10)))) +
+                         "), or raise the learning rate (--lr " + ru::num(lr * 3) + ") to learn faster";
     } else if (const auto chance = ru::chance_loss(ctx);
                chance && *chance > 0 && p.last_loss >= threshold(ctx, "chance_fraction") * *chance && ratio &&
                *ratio >= threshold(ctx, "tiny_update") &&
@@ -93,13 +100,6 @@ class LossNotDecreasing : public Rule {
       f.recommendation = "check that the labels belong to their rows (shuffled or misaligned labels, the wrong label "
                          "column) and that the features carry information about them";
       chance_used = chance;
-    } else if (steady >= threshold(ctx, "steady_fraction") && p.loss_improvement > 0) {
-      f.root_cause = RootCause::kTrainingLength;
-      f.confidence = 0.5;
-      f.message += "; it is still falling slowly and steadily";
-      f.recommendation = "train for more epochs (e.g. --epochs " +
-                         std::to_string(4 * std::max<int64_t>(1, int64_t(ru::config_number(h, "epochs", 10)))) +
-                         "), or raise the learning rate (--lr " + ru::num(lr * 3) + ") to learn faster";
     } else {
       f.root_cause = RootCause::kUnknown;
       f.confidence = 0.4;

@@ -12,6 +12,7 @@
 #include "converter/errors.h"
 #include "runtime/attrs.h"
 #include "tests/unit/op_harness.h"
+#include "tests/unit/op_values.h"
 
 using dl::rt::attr_i;
 using dl::rt::attr_ints;
@@ -22,20 +23,11 @@ using dl::rt::Tensor;
 
 namespace {
 
-Tensor seq(Shape shape, int64_t mult, int64_t mod, float div, float shift) {
-  std::vector<float> v(static_cast<size_t>(dl::rt::shape_numel(shape)));
-  for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<float>((static_cast<int64_t>(k) * mult) % mod) / div - shift;
-  return Tensor::floats(std::move(shape), std::move(v));
-}
-
+// The ramps and comparisons of tests/unit/op_values.h; values here are compared within 1e-5.
 void check_close(const Tensor& got, const Shape& shape, const std::vector<float>& want, double tol = 1e-5) {
-  REQUIRE(got.shape() == shape);
-  REQUIRE(got.numel() == static_cast<int64_t>(want.size()));
-  for (size_t k = 0; k < want.size(); ++k) {
-    INFO("element " << k);
-    CHECK(std::fabs(got.f()[k] - want[k]) <= tol * std::max(1.0, std::fabs(double(want[k]))));
-  }
+  dl::test::check_close(got, shape, want, tol);
 }
+using dl::test::seq;
 
 // Resize of x to `sizes` (opset 13 inputs X, roi, scales, sizes).
 dl::test::OpRun resize(std::map<std::string, dl::ir::Attribute> attrs, Tensor x, std::vector<float> scales,

@@ -22,7 +22,11 @@ class LinearStack : public Rule {
   std::vector<Threshold> thresholds() const override {
     return {{"confidence", 0.6,
              "two linear layers in series may be a deliberate factorisation the bottleneck test does not "
-             "recognise, so this is a warning"}};
+             "recognise, so this is a warning"},
+            {"conclusive_all_linear", 1,
+             "1: a fault when no hidden layer has a non-linearity (the network is a single-layer model; on the "
+             "suite's development split every such mutant is killed, and only 1 of 7 fails visibly enough for "
+             "the trend rules); 0: a warning then too"}};
   }
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
@@ -40,19 +44,28 @@ class LinearStack : public Rule {
     bool any_nonlinear = false;
     for (const Probe& p : h.probes)
       any_nonlinear = any_nonlinear || (p.kind == ProbeKind::kForward && (p.op.role == "activation" || !p.op.linear));
+    // No hidden layer has a non-linearity (only the output layer may): the network is one
+    // linear map followed by the output activation, a single-layer model whatever its depth.
+    // Nobody stacks layers to get that: conclusive.
+    bool hidden_linear = true;
+    const int last = int(h.layers.size()) - 1;
+    for (int l = 0; l < last && hidden_linear; ++l)
+      if (ru::anchor_probe(ctx, l) && !affine(ctx, l)) hidden_linear = false;
     Finding f = ctx.make(*this, sym::linear_stack, Stage::kStatic, first, std::nullopt);
     f.root_cause = RootCause::kActivation;
-    f.conclusive = false;
+    f.conclusive = hidden_linear && threshold(ctx, "conclusive_all_linear") > 0;
     f.confidence = any_nonlinear ? threshold(ctx, "confidence") : std::min(1.0, threshold(ctx, "confidence") + 0.2);
     f.message = ctx.layer_label(first) + " has no activation and feeds " + ctx.layer_label(first + 1) +
                 " directly: two linear maps in a row are one linear map" +
-                (any_nonlinear ? std::string() : " (the model has no non-linearity at all)") +
+                (!any_nonlinear ? " (the model has no non-linearity at all)"
+                 : hidden_linear ? " (no hidden layer has a non-linearity: the network is a single-layer model)"
+                                 : "") +
                 (stacked.size() > 1 ? " (" + std::to_string(stacked.size()) + " such pairs)" : "");
     f.recommendation = "add a non-linear activation (e.g. ReLU) after " + ctx.layer_label(first) +
                        ", or merge it with the next layer";
     nlohmann::json pairs = nlohmann::json::array();
     for (int l : stacked) pairs.push_back({l, l + 1});
-    f.evidence = {{"stacked_pairs", pairs}, {"model_is_linear", !any_nonlinear}};
+    f.evidence = {{"stacked_pairs", pairs}, {"model_is_linear", !any_nonlinear}, {"hidden_layers_linear", hidden_linear}};
     out.push_back(std::move(f));
   }
 

@@ -155,7 +155,8 @@ LineFit fit_line(const std::vector<float>& v, size_t from, size_t to);
 
 // Whether a metric value `now` is poor: accuracy below chance + poor_fraction of the way
 // from chance to 1 (chance = majority-class rate, else 1/C); an mae above poor_mae target
-// standard deviations. `known` is false for other metrics (or targets without spread).
+// standard deviations. `known` is false for other metrics (or targets without spread), and
+// for the accuracy of multi-label targets (no chance level can be told).
 struct MetricJudgement {
   bool known = false, poor = false;
   double chance = -1;  // accuracy only

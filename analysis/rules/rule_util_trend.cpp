@@ -108,6 +108,13 @@ MetricJudgement judge_metric(const AnalysisContext& ctx, double now, double poor
   MetricJudgement j;
   const TraceHeader& h = ctx.header();
   if (h.metric_name == "accuracy") {
+    // Multi-label targets (several 0/1 columns whose rows do not sum to 1): Keras' accuracy
+    // is then categorical (argmax against the first positive label), a number with no
+    // chance level the data summary can tell; judging it against 1/C flags healthy runs.
+    const auto& cols = h.data_summary.target_columns;
+    double sum = 0;
+    for (const ColumnSummary& c : cols) sum += c.mean;
+    if (cols.size() > 1 && std::fabs(sum - 1) > 0.05 && ctx.progress().chance_metric < 0) return j;
     now = std::clamp(now, 0.0, 1.0);
     j.chance = ctx.progress().chance_metric;
     if (!(j.chance >= 0 && j.chance <= 1)) j.chance = h.output_width > 1 ? 1.0 / double(h.output_width) : 0.5;

@@ -4,6 +4,7 @@
 // real exported graphs is in export_adapt_test.cpp.
 #include <doctest/doctest.h>
 
+#include "analysis/analyzer.h"
 #include "rules_stat_util.h"
 
 using namespace dl;
@@ -61,4 +62,23 @@ TEST_CASE("rule linear_stack: a designed bottleneck is not a stack") {
   u.header.probes[b2.forward(0, false)].op.units = 8;
   set_weight_count(u, 0, 8 * 32);
   CHECK(run("linear_stack", u).size() == 1);
+}
+
+TEST_CASE("rule linear_stack: no hidden non-linearity at all is a fault (a single-layer model)") {
+  TraceBuilder b;
+  Trace t = b.dense("linear", 32).dense("linear", 16).dense("softmax", 3).build(200);
+  auto f = run("linear_stack", t);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].conclusive);
+  CHECK(f[0].evidence["hidden_layers_linear"] == true);
+  CHECK(f[0].evidence["model_is_linear"] == false);  // the softmax output is not linear
+  CHECK(f[0].message.find("single-layer model") != std::string::npos);
+  CHECK(dl::an::analyze(t, dl::an::Settings(), true).fault);  // even though the run learns
+  CHECK_FALSE(run("linear_stack", t, true, with("linear_stack.conclusive_all_linear=0"))[0].conclusive);
+  // One hidden ReLU anywhere: a redundant layer, a warning.
+  TraceBuilder b2;
+  Trace w = b2.dense("linear", 32).dense("relu", 16).dense("softmax", 3).build(200);
+  auto g = run("linear_stack", w);
+  REQUIRE(g.size() == 1);
+  CHECK_FALSE(g[0].conclusive);
 }

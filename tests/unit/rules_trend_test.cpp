@@ -295,6 +295,18 @@ TEST_CASE("rule training_too_short: edge cases") {
     CHECK(run("training_too_short", t).empty());
     CHECK(run("training_too_short", t, true, with("training_too_short.min_iterations=8")).size() == 1);
   }
+  SUBCASE("multi-label targets: their accuracy has no chance level to judge it by") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 64).dense("sigmoid", 4).config("loss", "binary_crossentropy").config("epochs", "3").build(30);
+    for (an::ColumnSummary& c : t.header.data_summary.target_columns) c.mean = 0.4;  // rows hold 1.6 labels
+    set_curve(
+        t, [](int64_t, double p) { return 0.6 - 0.3 * p; }, [](int64_t, double p) { return 0.43 + 0.15 * p; });
+    CHECK(run("training_too_short", t).empty());
+    // The same curves for one-hot targets (rows sum to 1) are judged: 0.58 is poor for 4 classes.
+    for (an::ColumnSummary& c : t.header.data_summary.target_columns) c.mean = 0.25;
+    t.header.config["loss"] = "categorical_crossentropy";
+    CHECK(run("training_too_short", t).size() == 1);
+  }
   SUBCASE("stopped early by another fault") {
     TraceBuilder b;
     Trace t = b.dense("relu", 16).dense("softmax", 3).config("epochs", "20").build(30);

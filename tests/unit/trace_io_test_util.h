@@ -53,6 +53,8 @@ inline Trace synthetic_trace(int records, int probes) {
     pr.op.has_dead_zone = p % 2 == 0;
     pr.op.saturates = p % 2 == 1;
     pr.op.units = 8;
+    pr.op.sample_size = 8 * (p + 1);
+    if (p % 2 == 0) pr.op.drop_rate = 0.25;  // others keep 0, which is not written
     h.probes.push_back(pr);
   }
   h.initializers.push_back({"w0", 32, -0.5, 0.5, 0.01, 0.2, 0, 0});

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "cli/model_blocks.h"
 #include "io/text_escape.h"
 #include "runtime/graph.h"
 #include "runtime/param_roles.h"
@@ -70,6 +71,20 @@ int64_t layer_param_count(const rt::ExecutionGraph& g, const rt::Layer& l) {
   return n;
 }
 
+// The attention blocks starting at layer `index`, one line each.
+std::string block_headers(const rt::ExecutionGraph& g, const std::vector<AttentionBlock>& blocks, int index,
+                          const char* prefix) {
+  std::string s;
+  for (const AttentionBlock& b : blocks) {
+    if (b.first_layer != index) continue;
+    const std::string layers = b.last_layer > b.first_layer ? fmt::format("layers {}-{}", b.first_layer, b.last_layer)
+                                                            : fmt::format("layer {}", b.first_layer);
+    s += fmt::format("{}attention block, {}: softmax '{}' over {} positions, {} head{}\n", prefix, layers,
+                     visible(g.steps()[b.softmax_step].node->name), b.positions, b.heads, b.heads == 1 ? "" : "s");
+  }
+  return s;
+}
+
 const char* kConfigKeys[] = {"loss", "from_logits", "optimizer", "learning_rate", "momentum", "nesterov",
                              "epochs", "batch_size", "targets", "seed"};
 
@@ -88,11 +103,18 @@ void print_inspect(const ir::Model& model, std::ostream& out) {
     out << fmt::format("output   {}: {} {}\n", visible(name), rt::dtype_name(g.value(g.slot_of(name)).dtype()),
                        shape_of(p, g.slot_of(name)));
   out << fmt::format("\nlayers ({}):\n", g.layers().size());
+  const std::vector<AttentionBlock> blocks = find_attention_blocks(g);
   for (const rt::Layer& l : g.layers()) {
+    out << block_headers(g, blocks, l.index, "  ");
     const rt::Step& last = g.steps()[l.output_step];
     int64_t n = layer_param_count(g, l);
     out << fmt::format("  {:>3}  {:<44} out {:<14} params {}\n", l.index, visible_join(l.nodes),
                        shape_of(p, last.outputs[0]), n);
+    for (size_t k : l.steps) {
+      const std::string what = g.steps()[k].op->describe();
+      if (!what.empty())
+        out << fmt::format("       {} '{}': {}\n", g.steps()[k].node->op_type, visible(g.steps()[k].node->name), what);
+    }
   }
   // Totals count each trainable tensor once: a tied one appears in every layer reading it.
   int64_t trainable = 0, state = 0, state_tensors = 0;
@@ -147,10 +169,14 @@ void print_program(const ir::Model& model, std::ostream& out) {
   for (size_t k = 0; k < g.input_names().size(); ++k)
     out << (k ? ", " : "") << "%" << visible(g.input_names()[k]) << ": " << shape_of(p, g.slot_of(g.input_names()[k]));
   out << "):\n";
+  const std::vector<AttentionBlock> blocks = find_attention_blocks(g);
   for (const rt::Layer& l : g.layers()) {
-    out << fmt::format("\n  # layer {} ({} parameters)\n", l.index, layer_param_count(g, l));
+    out << "\n" << block_headers(g, blocks, l.index, "  # ");
+    out << fmt::format("  # layer {} ({} parameters)\n", l.index, layer_param_count(g, l));
     for (size_t k : l.steps) {
       const rt::Step& st = g.steps()[k];
+      const std::string what = st.op->describe();
+      if (!what.empty()) out << fmt::format("      # {}: {}\n", st.node->op_type, what);
       std::vector<std::string> args;
       for (int s : st.inputs) args.push_back(ref(s));
       for (const auto& [name, a] : st.node->attrs) args.push_back(visible(name) + "=" + attr_str(a));

@@ -2,6 +2,7 @@
 // trainable (as Keras counts them), the ParamStore shared between graphs of one model,
 // and the grouping of steps into user-level layers (ExecutionGraph::build_layers).
 #include <algorithm>
+#include <map>
 
 #include "converter/errors.h"
 #include "runtime/graph.h"
@@ -70,37 +71,72 @@ int layer_of_param(const std::vector<Layer>& layers, const std::string& name) {
 
 void ExecutionGraph::build_layers() {
   layers_.clear();
-  auto param_name = [&](int slot) -> const std::string* {
-    if (slot < 0) return nullptr;
-    for (const Param& p : params_)
-      if (p.value == slot_ptr_[static_cast<size_t>(slot)]) return &p.name;
-    return nullptr;
+  // The parameter a slot holds, directly or through a view of it: torch exports nn.Linear
+  // on 3-D inputs as MatMul(x, Transpose(W)), so the Transpose is part of the layer that
+  // multiplies by W, and that MatMul is the layer's parameterised node.
+  std::map<int, const std::string*> param_at;
+  for (const Param& p : params_)
+    for (size_t s = 0; s < slot_ptr_.size(); ++s)
+      if (slot_ptr_[s] == p.value) param_at[static_cast<int>(s)] = &p.name;
+  auto param_of = [&](int slot) -> const std::string* {
+    auto it = param_at.find(slot);
+    return it == param_at.end() ? nullptr : it->second;
   };
+  std::vector<bool> is_view(steps_.size(), false);
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const Step& st = steps_[k];
+    if (st.op->traits().role != OpTraits::Role::kShape || st.inputs.empty()) continue;
+    if (const std::string* name = param_of(st.inputs[0])) {
+      is_view[k] = true;
+      for (int o : st.outputs)
+        if (o >= 0) param_at[o] = name;
+    }
+  }
+  // Steps outside the views, grouped: a parameterised step reading a parameter starts a
+  // layer; steps before the first one join its layer.
+  std::vector<int> layer_of(steps_.size(), -1);
   bool seen_anchor = false;
   for (size_t k = 0; k < steps_.size(); ++k) {
+    if (is_view[k]) continue;
     const Step& st = steps_[k];
     bool anchor = false;
     if (st.op->traits().role == OpTraits::Role::kParameterized)
-      for (int s : st.inputs) anchor = anchor || param_name(s) != nullptr;
+      for (int s : st.inputs) anchor = anchor || param_of(s) != nullptr;
     if (layers_.empty() || (anchor && seen_anchor)) {
       Layer l;
       l.index = static_cast<int>(layers_.size());
       l.anchor_step = k;
       layers_.push_back(l);
     } else if (anchor) {
-      layers_.back().anchor_step = k;  // steps before the first parameterised node join its layer
+      layers_.back().anchor_step = k;
     }
     seen_anchor = seen_anchor || anchor;
-    Layer& l = layers_.back();
+    layer_of[k] = layers_.back().index;
+  }
+  // A view joins the layer of the first step that reads it (views of views resolved
+  // backwards, consumers come later in program order); one nobody reads stays put.
+  for (size_t k = steps_.size(); k-- > 0;) {
+    if (!is_view[k]) continue;
+    for (size_t j = k + 1; j < steps_.size() && layer_of[k] < 0; ++j)
+      for (int s : steps_[j].inputs)
+        if (s >= 0 && std::find(steps_[k].outputs.begin(), steps_[k].outputs.end(), s) != steps_[k].outputs.end())
+          layer_of[k] = layer_of[j];
+  }
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    if (layers_.empty()) {  // a program of views only
+      Layer l;
+      layers_.push_back(l);
+    }
+    if (layer_of[k] < 0) layer_of[k] = k ? layer_of[k - 1] : 0;
+    Layer& l = layers_[static_cast<size_t>(layer_of[k])];
+    steps_[k].layer = l.index;
     l.steps.push_back(k);
-    l.nodes.push_back(st.node->name);
-    l.output_step = k;
-    for (int s : st.inputs)
-      if (const std::string* name = param_name(s))
+    l.nodes.push_back(steps_[k].node->name);
+    l.output_step = std::max(l.output_step, k);
+    for (int s : steps_[k].inputs)
+      if (const std::string* name = param_of(s))
         if (std::find(l.params.begin(), l.params.end(), *name) == l.params.end()) l.params.push_back(*name);
   }
-  for (Layer& l : layers_)
-    for (size_t k : l.steps) steps_[k].layer = l.index;
 }
 
 }  // namespace dl::rt

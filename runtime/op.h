@@ -181,6 +181,9 @@ class Op {
   virtual ParamRole param_role(size_t i, const Shape& shape) const { (void)i; (void)shape; return {}; }
   // Output depends on a random stream in training mode (Dropout): never folded.
   virtual bool stochastic() const { return false; }
+  // What inspect and convert say of the node beyond its type and attributes, after
+  // infer() (a recurrent op: its gates with their activations); empty: nothing.
+  virtual std::string describe() const { return {}; }
 
  protected:
   std::string where() const { return "node '" + name_ + "' (" + type_ + ")"; }

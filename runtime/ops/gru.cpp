@@ -18,7 +18,7 @@ using rnn::RnnOp;
 
 class Gru : public RnnOp {
  public:
-  Gru(const ir::Node& node, Attrs& a) : RnnOp(node, a, 3, 6, 2, {"Sigmoid", "Tanh"}) {
+  Gru(const ir::Node& node, Attrs& a) : RnnOp(node, a, 3, 6, 2, {"Sigmoid", "Tanh"}, {{"z", 0}, {"r", 0}, {"h", 1}}) {
     linear_before_reset_ = a.i("linear_before_reset", 0) != 0;
   }
 

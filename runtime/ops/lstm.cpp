@@ -17,7 +17,8 @@ using rnn::RnnOp;
 
 class Lstm : public RnnOp {
  public:
-  Lstm(const ir::Node& node, Attrs& a) : RnnOp(node, a, 4, 8, 3, {"Sigmoid", "Tanh", "Tanh"}) {
+  Lstm(const ir::Node& node, Attrs& a) : RnnOp(node, a, 4, 8, 3, {"Sigmoid", "Tanh", "Tanh"},
+                                                 {{"i", 0}, {"o", 0}, {"f", 0}, {"c", 1}, {"output", 2}}) {
     input_forget_ = a.i("input_forget", 0) != 0;
     // clip bounds the gate inputs, not the cell state h() reads (as onnxruntime does).
     for (size_t k = 2; k < acts_.size(); k += 3) acts_[k].clip = INFINITY;

@@ -12,7 +12,7 @@ using rnn::RnnOp;
 
 class Rnn : public RnnOp {
  public:
-  Rnn(const ir::Node& node, Attrs& a) : RnnOp(node, a, 1, 6, 2, {"Tanh"}) {}
+  Rnn(const ir::Node& node, Attrs& a) : RnnOp(node, a, 1, 6, 2, {"Tanh"}, {{"h", 0}}) {}
 
  protected:
   void plan_cell(InferCtx&, int64_t&) override {}

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 #include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/shape_util.h"
@@ -36,10 +37,21 @@ Tensor ramp(Shape shape, float scale, float shift) {
   return Tensor::floats(std::move(shape), std::move(v));
 }
 
+const char* act_name(Act a) {
+  switch (a) {
+    case Act::kSigmoid: return "Sigmoid";
+    case Act::kTanh: return "Tanh";
+    case Act::kRelu: return "Relu";
+  }
+  return "?";
+}
+
 RnnOp::RnnOp(const ir::Node& node, Attrs& a, int64_t gates, size_t inputs, size_t outputs,
-             std::vector<std::string> default_acts)
-    : Op(node), gates_(gates), version_(node.since_version), max_inputs_(inputs), max_outputs_(outputs) {
+             std::vector<std::string> default_acts, std::vector<GateName> gate_names)
+    : Op(node), gates_(gates), gate_names_(std::move(gate_names)), version_(node.since_version),
+      max_inputs_(inputs), max_outputs_(outputs) {
   const std::string direction = a.s("direction", "forward");
+  direction_ = direction;
   if (direction == "bidirectional") dirs_ = 2, forward_only_ = false;
   else if (direction == "reverse") reverse_only_ = true, forward_only_ = false;
   else if (direction != "forward") a.fail("direction", "'" + direction + "' must be forward, reverse or bidirectional");
@@ -81,6 +93,32 @@ OpTraits RnnOp::traits() const {
   OpTraits t;
   t.role = OpTraits::Role::kParameterized;  // W, R, B are the layer's weights
   return t;
+}
+
+std::string RnnOp::describe() const {
+  const size_t per_dir = acts_.size() / static_cast<size_t>(dirs_);
+  // Gates sharing an activation are listed together: "i, o, f Sigmoid, c Tanh".
+  auto acts_of = [&](int d) {
+    std::string s;
+    for (size_t k = 0; k < gate_names_.size(); ++k) {
+      const GateName& g = gate_names_[k];
+      const Gate& act = acts_[static_cast<size_t>(d) * per_dir + g.act];
+      const bool last_of_run = k + 1 == gate_names_.size() || gate_names_[k + 1].act != g.act;
+      s += g.name;
+      s += last_of_run ? std::string(" ") + act_name(act.act) + (k + 1 < gate_names_.size() ? ", " : "") : ", ";
+    }
+    return s;
+  };
+  std::string s = "hidden " + std::to_string(hidden_ ? hidden_ : hidden_attr_) + ", " + direction_;
+  if (layout_ == 1) s += ", batch first (layout 1)";
+  s += "; gates " + acts_of(0);
+  if (dirs_ == 2 && acts_of(1) != acts_of(0)) s += "; reverse gates " + acts_of(1);
+  if (!acts_.empty() && std::isfinite(acts_[0].clip)) {
+    char clip[32];
+    std::snprintf(clip, sizeof clip, "; clip %g", double(acts_[0].clip));
+    s += clip;
+  }
+  return s;
 }
 
 void RnnOp::infer(InferCtx& ctx) {

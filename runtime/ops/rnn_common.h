@@ -37,6 +37,14 @@ namespace dl::rt::rnn {
 // The gate activations the recurrent ops run (those PyTorch and Keras export). Others
 // in the ONNX list (Affine, LeakyRelu, HardSigmoid, ...) are refused by name.
 enum class Act { kSigmoid, kTanh, kRelu };
+const char* act_name(Act a);  // "Sigmoid", "Tanh", "Relu"
+
+// A cell's gate as users know it (LSTM's i, o, f, c) and which of a direction's
+// activations it runs; for describe().
+struct GateName {
+  const char* name;
+  size_t act;
+};
 
 inline float act_apply(Act a, float x) {
   switch (a) {
@@ -79,13 +87,17 @@ class RnnOp : public Op {
  public:
   // gates: G; inputs: how many the op takes at most (RNN/GRU 6, LSTM 8); outputs likewise
   // (2, 3); default_acts: the activations of one direction when the attribute is absent.
+  // gate_names: the gates in ONNX order, then "output" for the activation of the state
+  // (LSTM's h), each with its activation's index.
   RnnOp(const ir::Node& node, Attrs& a, int64_t gates, size_t inputs, size_t outputs,
-        std::vector<std::string> default_acts);
+        std::vector<std::string> default_acts, std::vector<GateName> gate_names);
 
   void infer(InferCtx& ctx) final;
   void forward(FwdCtx& ctx) final;
   void backward(BwdCtx& ctx) final;
   OpTraits traits() const override;
+  // "hidden 6, forward; gates i, o, f Sigmoid, c Tanh, output Tanh"
+  std::string describe() const override;
   // sequence_lens is an index, not differentiable.
   bool differentiable_input(size_t i) const override { return i != 4; }
   // W [D, G*H, I] and R [D, G*H, H] feed I (or H) inputs into G*H gate units; B and
@@ -154,6 +166,8 @@ class RnnOp : public Op {
   Dir dir_view(const std::vector<const Tensor*>& in, int d);
   void read_lengths(const Tensor* seq_lens);
 
+  std::vector<GateName> gate_names_;
+  std::string direction_;
   int version_ = 0;
   size_t max_inputs_ = 6, max_outputs_ = 2;
   int64_t hidden_attr_ = 0;

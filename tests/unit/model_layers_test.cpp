@@ -15,13 +15,6 @@ using namespace dl::test;
 
 namespace {
 
-ir::Attribute ints_attr(std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.kind = Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-
 std::vector<float> ramp(size_t n, float scale) {
   std::vector<float> v(n);
   for (size_t k = 0; k < n; ++k) v[k] = scale * float(int(k % 7) - 3);

@@ -20,13 +20,6 @@ using K = rt::ParamRole::Kind;
 
 namespace {
 
-ir::Attribute ints_attr(std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.kind = Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-
 // ids[N, 4] int64 -> Gather(E [6, 3]) -> ReduceMean over the sequence -> Gemm -> logits [N, 2].
 ir::Model embedding_model() {
   ir::Model m;

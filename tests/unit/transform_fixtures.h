@@ -44,6 +44,13 @@ inline ir::Attribute attr_i(int64_t i) {
   return a;
 }
 
+inline ir::Attribute ints_attr(std::vector<int64_t> v) {
+  ir::Attribute a;
+  a.kind = Kind::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
 inline ir::Node node(const std::string& name, const std::string& op, std::vector<std::string> in,
               std::vector<std::string> out, int since) {
   ir::Node n;

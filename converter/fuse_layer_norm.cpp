@@ -73,7 +73,7 @@ class Matcher {
     return true;
   }
 
-  // X's dimensions when shape inference knows all of them; empty otherwise.
+  // X's dimensions (-1 where unknown) when shape inference knows its rank; empty otherwise.
   std::vector<int64_t> known_dims(const std::string& value, bool* is_float) const {
     const ir::ValueInfo* info = nullptr;
     auto it = g_.value_info.find(value);
@@ -161,12 +161,14 @@ bool match_at(const Matcher& m, size_t k, Match* out) {
   r.x = mean.inputs[0];
   bool x_float = false;
   const std::vector<int64_t> xdims = m.known_dims(r.x, &x_float);
-  if (!x_float || xdims.empty()) return false;
-  const int64_t rank = static_cast<int64_t>(xdims.size());
+  if (!x_float) return false;
+  const int64_t rank = xdims.empty() ? -1 : static_cast<int64_t>(xdims.size());
   const std::vector<int64_t> axes = mean_axes(mean, rank);
   if (!trailing(axes, rank)) return false;
-  const std::vector<int64_t> norm(xdims.end() - static_cast<std::ptrdiff_t>(axes.size()), xdims.end());
-  if (std::any_of(norm.begin(), norm.end(), [](int64_t d) { return d < 1; })) return false;
+  // The normalised dimensions; unknown (empty) when shape inference does not know them all.
+  std::vector<int64_t> norm;
+  if (!xdims.empty()) norm.assign(xdims.end() - static_cast<std::ptrdiff_t>(axes.size()), xdims.end());
+  if (std::any_of(norm.begin(), norm.end(), [](int64_t d) { return d < 1; })) norm.clear();
   size_t i_sub, i_pow = 0, i_mean2, i_add, i_sqrt, i_div = 0, i_mul, i_bias;
   const ir::Node* sub = m.sole_reader(mean.outputs[0], "Sub", &i_sub);
   if (!sub || sub->inputs.size() != 2 || sub->inputs[0] != r.x || sub->inputs[1] != mean.outputs[0]) return false;
@@ -194,12 +196,20 @@ bool match_at(const Matcher& m, size_t k, Match* out) {
   if (div2 != div || div->inputs[1] != sqrt->outputs[0]) return false;
   const ir::Node* mul = m.sole_reader(div->outputs[0], "Mul", &i_mul);
   if (!mul || !other_operand(*mul, div->outputs[0], &r.weight)) return false;
+  // Known normalised dimensions: the weight has them (leading 1s aside). Unknown ones: the
+  // weight has one dimension per normalised axis, as nn.LayerNorm's normalized_shape, and the
+  // bias the weight's shape; planning the fused node checks them against X.
+  std::vector<int64_t> wdims;
   auto param = [&](const std::string& name) {
     auto it = g.initializers.find(name);
-    return it != g.initializers.end() && it->second.dtype == ir::DType::kFloat32 &&
-           fits(it->second.dims, norm, xdims.size());
+    if (it == g.initializers.end() || it->second.dtype != ir::DType::kFloat32) return false;
+    const std::vector<int64_t>& dims = it->second.dims;
+    if (!norm.empty()) return fits(dims, norm, xdims.size());
+    if (wdims.empty()) return dims.size() == axes.size() && std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 1; });
+    return dims == wdims;
   };
   if (!param(r.weight)) return false;
+  wdims = g.initializers.at(r.weight).dims;
   r.nodes = {k, i_sub, i_pow, i_mean2, i_add, i_sqrt, i_div, i_mul};
   r.last = i_mul;
   r.out = mul->outputs[0];

@@ -13,8 +13,10 @@
 // trailing axes with keepdims 1 (attribute form), one X feeding both the mean and the
 // centring, Pow's exponent and eps float constants of one element (2 and > 0), weight and
 // bias float initializers whose shapes (leading 1s aside, no higher rank than X) equal
-// X's normalised dimensions (known from shape inference), and every intermediate value
-// read only inside the chain (never a graph output). Anything else is left as it is.
+// X's normalised dimensions where shape inference knows them (else: one dimension per
+// normalised axis, the bias shaped as the weight, checked against X when the graph is
+// planned), and every intermediate value read only inside the chain (never a graph
+// output). X must be known to be float32. Anything else is left as it is.
 //
 // A model saved at an opset below 17 gets the decomposition back (decompose_layer_norm).
 #pragma once

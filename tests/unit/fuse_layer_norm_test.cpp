@@ -139,6 +139,25 @@ TEST_CASE("fuse layer norm: two trailing axes, operands swapped, no bias, positi
     const std::vector<float> after = run(m);
     for (size_t k = 0; k < after.size(); ++k) CHECK(after[k] == doctest::Approx(before[k]).epsilon(1e-5));
   }
+  SUBCASE("X's shape unknown to shape inference (torch's attention output): the weight's rank decides") {
+    ir::Model m = decomposed([](ir::Model& m) {
+      m.graph.inputs[0].has_shape = false;
+      m.graph.inputs[0].dims.clear();
+    });
+    REQUIRE(conv::fuse_layer_norms(m.graph).size() == 1);
+    CHECK(m.graph.nodes[0].attrs.at("axis").i == -1);
+    CHECK(m.graph.nodes[0].inputs == std::vector<std::string>{"x", "w", "b"});
+    // A bias shaped unlike the weight is not taken for the LayerNorm's: its Add stays.
+    ir::Model other = decomposed([](ir::Model& m) {
+      m.graph.inputs[0].has_shape = false;
+      m.graph.inputs[0].dims.clear();
+      m.graph.initializers["b"] = floats("b", {1, 6}, ramp(6, 0.1f, 0.5f));
+    });
+    REQUIRE(conv::fuse_layer_norms(other.graph).size() == 1);
+    REQUIRE(other.graph.nodes.size() == 3);
+    CHECK(other.graph.nodes[0].inputs == std::vector<std::string>{"x", "w"});
+    CHECK(other.graph.nodes[1].name == "/1/Add_1");
+  }
   SUBCASE("Mul(w, xhat), eps first in its Add, no bias Add, axes given as 2 on rank 3") {
     ir::Model m = decomposed([](ir::Model& m) {
       named(m, "/1/Mul").inputs = {"w", "xhat"};
@@ -190,15 +209,17 @@ TEST_CASE("fuse layer norm: near misses are left as they are") {
          m.graph.outputs.push_back(vinfo("nd", {-1, 4, 6}));
        }},
       {"the variance is a graph output", [](ir::Model& m) { m.graph.outputs.push_back(vinfo("var", {-1, 4, 1})); }},
-      {"X's shape unknown",
+      {"X's shape unknown and a weight of more axes than normalised",
        [](ir::Model& m) {
          m.graph.inputs[0].has_shape = false;
          m.graph.inputs[0].dims.clear();
+         m.graph.initializers["w"] = floats("w", {1, 6}, ramp(6, 0.1f, 0.5f));
        }},
+      {"X's type unknown", [](ir::Model& m) { m.graph.inputs[0].dtype = ir::DType::kOther; }},
       {"Sqrt replaced by Exp", [](ir::Model& m) { named(m, "/1/Sqrt").op_type = "Exp"; }},
   };
   for (const auto& [what, edit] : misses) {
-    INFO(what);
+    INFO(std::string(what));
     ir::Model m = decomposed(edit);
     const size_t n = m.graph.nodes.size();
     CHECK(conv::fuse_layer_norms(m.graph).empty());

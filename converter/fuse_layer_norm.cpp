@@ -298,6 +298,8 @@ std::vector<std::string> fuse_layer_norms(ir::Graph& g) {
 
 std::vector<ir::Node> decompose_layer_norm(const ir::Node& ln) {
   const std::string where = "node '" + ln.name + "' (LayerNormalization)";
+  if (ln.inputs.size() < 2 || ln.inputs[0].empty() || ln.inputs[1].empty() || ln.outputs.empty())
+    throw ModelError(where + ": needs X, Scale and an output to be written below opset 17");
   auto at = ln.attrs.find("axis");
   const int64_t axis = at == ln.attrs.end() ? -1 : at->second.i;
   if (axis >= 0)

@@ -269,3 +269,26 @@ TEST_CASE("constant initializers: an affine Mul/Add with no parameterised op is 
   });
   CHECK(rt::adapt_export(scalar).constants == std::vector<std::string>{"b", "w"});
 }
+
+TEST_CASE("fuse layer norm: torch 1.13's opset-13 exports import with every LayerNorm fused and trainable") {
+  const std::string dir = std::string(DL_SOURCE_DIR) + "/tests/fixtures/parity/";
+  const std::vector<std::pair<std::string, size_t>> files = {{"layernorm_gelu_mlp_opset13_scce_adam.onnx", 1},
+                                                             {"transformer_encoder_opset13_scce_sgd.onnx", 4}};
+  for (const auto& [file, norms] : files) {
+    INFO(file);
+    ir::Model m = conv::import_model(dir + file);
+    CHECK(m.opset == 13);
+    size_t fused = 0;
+    for (const ir::Node& n : m.graph.nodes) fused += n.op_type == "LayerNormalization";
+    CHECK(fused == norms);
+    CHECK(m.warnings.size() == norms);
+    const auto params = rt::model_params(m);
+    for (const auto& [name, t] : m.graph.initializers) {
+      if (name.find("norm") == std::string::npos || t.dtype != ir::DType::kFloat32) continue;
+      INFO(name);
+      REQUIRE(params.count(name));
+      CHECK(params.at(name).trainable());
+    }
+    CHECK(rt::adapt_export(m).constants.empty());
+  }
+}

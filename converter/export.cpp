@@ -7,6 +7,7 @@
 #include <set>
 
 #include "converter/errors.h"
+#include "converter/fuse_layer_norm.h"
 #include "converter/onnx_util.h"
 #include "converter/transform.h"
 
@@ -112,24 +113,31 @@ void write_attribute(const std::string& name, const ir::Attribute& a, onnx::Attr
   }
 }
 
-void write_graph(const ir::Graph& g, onnx::GraphProto& out, const std::string& label) {
+void write_node(const ir::Node& n, int64_t opset, onnx::GraphProto& out, std::set<std::string>& produced,
+                const std::string& label) {
+  // Fused from torch's decomposition at this opset (fuse_layer_norm.h): written back as one.
+  if (n.op_type == "LayerNormalization" && n.domain.empty() && opset < 17) {
+    for (const ir::Node& part : decompose_layer_norm(n)) write_node(part, opset, out, produced, label);
+    return;
+  }
+  const std::string what = label + ": node '" + n.name + "'";
+  auto* node = out.add_node();
+  node->set_name(n.name);
+  node->set_op_type(n.op_type);
+  if (!n.domain.empty()) node->set_domain(n.domain);
+  for (const auto& in : n.inputs) node->add_input(in);
+  for (const auto& o : n.outputs) {
+    node->add_output(o);
+    produced.insert(o);
+  }
+  for (const auto& [name, attr] : n.attrs)
+    write_attribute(name, attr, *node->add_attribute(), what + " attribute '" + name + "'");
+}
+
+void write_graph(const ir::Graph& g, int64_t opset, onnx::GraphProto& out, const std::string& label) {
   out.set_name(g.name.empty() ? "main_graph" : g.name);  // the checker wants a name
   std::set<std::string> produced;
-  for (const auto& n : g.nodes) {
-    const std::string what = label + ": node '" + n.name + "'";
-    auto* node = out.add_node();
-    node->set_name(n.name);
-    node->set_op_type(n.op_type);
-    if (!n.domain.empty()) node->set_domain(n.domain);
-    for (const auto& in : n.inputs) node->add_input(in);
-    for (const auto& o : n.outputs) {
-      node->add_output(o);
-      produced.insert(o);
-    }
-    for (const auto& [name, attr] : n.attrs) {
-      write_attribute(name, attr, *node->add_attribute(), what + " attribute '" + name + "'");
-    }
-  }
+  for (const auto& n : g.nodes) write_node(n, opset, out, produced, label);
   for (const auto& [name, t] : g.initializers) {
     onnx::TensorProto& tensor = *out.add_initializer();
     write_tensor(t, tensor, label + ": initializer '" + name + "'");
@@ -182,7 +190,7 @@ void save_model(const ir::Model& model, const std::string& out_path) {
     entry->set_value(value);
   }
   write_opsets(model, out);
-  write_graph(model.graph, *out.mutable_graph(), label);
+  write_graph(model.graph, model.opset, *out.mutable_graph(), label);
   // A model the edits broke is refused here, not written for the user to find out.
   try {
     onnx::checker::check_model(out);

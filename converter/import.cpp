@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "converter/errors.h"
+#include "converter/fuse_layer_norm.h"
 #include "converter/onnx_util.h"
 
 namespace dl::conv {
@@ -248,6 +249,7 @@ ir::Model import_parsed(onnx::ModelProto& model, const std::string& label, const
   }
   if (options.infer_shapes) infer_shapes(model, out, label);
   build_ir(model, out, label);
+  for (std::string& note : fuse_layer_norms(out.graph)) out.warnings.push_back(std::move(note));
   return out;
 }
 

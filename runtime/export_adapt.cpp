@@ -6,6 +6,8 @@
 
 #include "converter/errors.h"
 #include "runtime/graph.h"
+#include "runtime/param_roles.h"
+#include "runtime/registry.h"
 
 namespace dl::rt {
 namespace {
@@ -247,6 +249,21 @@ void eval_mode_notes(const ir::Model& m, ExportAdaptation& a) {
                       "is absent from training here");
 }
 
+// Initializers that look like weights but no op trains (param_roles.h).
+void constant_notes(const ir::Model& m, ExportAdaptation& a) {
+  std::vector<std::unique_ptr<Op>> ops;
+  try {
+    for (const ir::Node& n : m.graph.nodes) ops.push_back(make_op(n));
+  } catch (const Error&) {
+    return;  // an op the runtime cannot run: planning the graph reports it, naming the node
+  }
+  a.constants = constant_initializers(m.graph, ops, model_params(m.graph, ops));
+  if (!a.constants.empty())
+    a.notes.push_back(std::to_string(a.constants.size()) + " float initializer(s) (" + quoted_list(a.constants) +
+                      ") enter element-wise arithmetic but are no op's weight, bias or scale, so they are treated as "
+                      "constants and not trained");
+}
+
 }  // namespace
 
 std::string training_export_advice(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
@@ -275,6 +292,7 @@ ExportAdaptation adapt_export(ir::Model& m) {
                       "): an eval-mode export merges initializers with equal values, but the PyTorch model had "
                       "separate parameters, so each alias now trains as its own copy");
   rebatch(m, a);
+  constant_notes(m, a);
   if ((a.eval_mode && pytorch(m)) || !a.rebatched.empty()) {  // the advice is torch's
     std::vector<std::string> ins, outs;
     for (const ir::ValueInfo& i : m.graph.inputs) ins.push_back(i.name);

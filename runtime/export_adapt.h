@@ -15,7 +15,8 @@
 //  - BatchNormalization in inference mode: trained with batch statistics, as PyTorch's
 //    train mode (and Keras' fit) does, its running statistics updated;
 //  - BatchNorm folded into Conv ('onnx::Conv_*' weights torch computed at export);
-//  - no Dropout in an otherwise eval-mode export.
+//  - no Dropout in an otherwise eval-mode export;
+//  - float initializers that element-wise ops read but no op trains (constant_initializers).
 #pragma once
 
 #include <string>
@@ -29,6 +30,7 @@ struct ExportAdaptation {
   std::vector<std::string> notes;     // one sentence each, for inspect, train's stderr and the report
   std::vector<std::string> rebatched;  // graph inputs whose fixed dimension 0 became the batch
   std::vector<std::string> untied;     // initializers made from Identity aliases
+  std::vector<std::string> constants;  // float initializers trained as constants (rt::constant_initializers)
   bool eval_mode = false;              // some sign of an eval-mode export was found
 };
 

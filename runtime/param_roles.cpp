@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "converter/errors.h"
@@ -118,6 +119,21 @@ std::map<std::string, ModelParam> model_params(const ir::Model& model) {
   ops.reserve(model.graph.nodes.size());
   for (const ir::Node& n : model.graph.nodes) ops.push_back(make_op(n));
   return model_params(model.graph, ops);
+}
+
+std::vector<std::string> constant_initializers(const ir::Graph& g, const std::vector<std::unique_ptr<Op>>& ops,
+                                               const std::map<std::string, ModelParam>& params) {
+  std::set<std::string> out;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    if (ops[k]->traits().role != OpTraits::Role::kElementwise) continue;
+    const ir::Node& n = g.nodes[k];
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      auto it = g.initializers.find(n.inputs[i]);
+      if (it == g.initializers.end() || !is_float(it->second) || it->second.numel() <= 1) continue;
+      if (ops[k]->differentiable_input(i) && !params.count(it->first)) out.insert(it->first);
+    }
+  }
+  return {out.begin(), out.end()};
 }
 
 std::vector<std::string> tied_param_notes(const std::map<std::string, ModelParam>& params) {

@@ -43,6 +43,13 @@ std::map<std::string, ModelParam> model_params(const ir::Graph& g, const std::ve
 // Makes the ops itself; throws ModelError for a node the runtime cannot run.
 std::map<std::string, ModelParam> model_params(const ir::Model& model);
 
+// Float initializers of more than one element that an element-wise op (traits) reads
+// through a differentiable input while no op reads them as a parameter or statistic
+// (an affine step written as Mul/Add with no parameterised op before it): they are
+// trained as constants, and the user should be told. Sorted by name.
+std::vector<std::string> constant_initializers(const ir::Graph& g, const std::vector<std::unique_ptr<Op>>& ops,
+                                               const std::map<std::string, ModelParam>& params);
+
 // "'w' (weight) is read by 'a' (Gemm) and 'b' (Gemm)": one line per tied parameter.
 std::vector<std::string> tied_param_notes(const std::map<std::string, ModelParam>& params);
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "converter/import.h"
+#include "parity_util.h"
 #include "runtime/export_adapt.h"
 #include "runtime/trainer.h"
 
@@ -67,25 +68,6 @@ Reference read_reference(const std::string& path) {
   return r;
 }
 
-// The data spec `deeplocalize train` derives from the model (cli/train_command.cpp,
-// dataset_spec): the sample shape and output width from a batch-1 plan.
-dl::rt::DatasetSpec spec_for(const dl::ir::Model& model, const dl::rt::TrainConfig& c) {
-  dl::rt::GraphOptions go;
-  go.batch_size = 1;
-  dl::rt::ExecutionGraph probe(model, go);
-  dl::rt::DatasetSpec spec;
-  spec.targets = c.targets;
-  const dl::rt::Shape& in = probe.input(0).shape();
-  spec.sample_shape = dl::rt::Shape(in.begin() + 1, in.end());
-  spec.input_name = probe.input_names()[0];
-  spec.output_width = probe.output(0).numel();
-  if (c.loss == "sparse_categorical_crossentropy")
-    spec.encoding = dl::rt::DatasetSpec::Encoding::kSparse;
-  else if (c.loss == "categorical_crossentropy" && c.targets == 1 && spec.output_width > 1)
-    spec.encoding = dl::rt::DatasetSpec::Encoding::kOneHot;
-  return spec;
-}
-
 struct Run {
   dl::rt::TrainResult result;
   std::map<std::string, std::vector<float>> params;
@@ -95,7 +77,7 @@ Run train_case(const std::string& name) {
   dl::ir::Model model = dl::conv::import_model(kDir + "/" + name + ".onnx");
   dl::rt::adapt_export(model);  // as `deeplocalize train` does: eval-mode, fixed-batch exports
   const dl::rt::TrainConfig config = dl::rt::config_from_metadata(model.metadata);
-  dl::rt::Dataset data = dl::rt::load_dataset(kDir + "/" + name + ".csv", spec_for(model, config));
+  dl::rt::Dataset data = dl::rt::load_dataset(kDir + "/" + name + ".csv", dl::test::parity_spec(model, config));
   dl::rt::Trainer trainer(model, config, std::move(data), dl::rt::Dataset{});
   Run run;
   run.result = trainer.run();
@@ -118,7 +100,7 @@ std::vector<std::string> case_names() {
 
 TEST_CASE("pytorch parity: 20 training steps match the Keras-semantics torch reference") {
   const std::vector<std::string> names = case_names();
-  REQUIRE(names.size() >= 21);
+  REQUIRE(names.size() >= 23);
   for (const std::string& name : names) {
     INFO("case " << name);
     const Reference ref = read_reference(kDir + "/" + name + ".txt");

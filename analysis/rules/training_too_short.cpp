@@ -95,8 +95,8 @@ class TrainingTooShort : public Rule {
     // would only sharpen its confidence (the demo at 2-3 epochs: accuracy 0.97-1.0).
     const ru::MetricJudgement short_of_fit = ru::judge_metric(ctx, metric.end, threshold(ctx, "unfinished_fraction"),
                                                               threshold(ctx, "unfinished_mae"));
-    const bool unfinished = double(n) >= min_points && rate >= threshold(ctx, "unfinished_rate") && unfit >= threshold(ctx, "unfinished_loss") &&
-                            (!short_of_fit.known || short_of_fit.poor);
+    const bool unfinished = double(n) >= min_points && rate >= threshold(ctx, "unfinished_rate") &&
+                            unfit >= threshold(ctx, "unfinished_loss") && (!short_of_fit.known || short_of_fit.poor);
     const bool creeping = enough && lr <= threshold(ctx, "slow_lr_factor") * default_lr && update &&
                           *update < threshold(ctx, "slow_update") && unfit >= threshold(ctx, "creep_loss");
     if (!poor && !unfinished && !creeping) return;
@@ -116,13 +116,15 @@ class TrainingTooShort : public Rule {
     const std::vector<Finding> statics =
         ru::findings_of(ctx, {"loss_activation_mismatch", "output_range", "labels_invalid", "bad_initialization",
                               "unnormalized_inputs", "linear_stack"});
-    const auto verdict = creeping ? ru::LrVerdict::kTooSmall
-                                  : ru::judge_learning_rate(ctx, threshold(ctx, "tiny_lr"), threshold(ctx, "tiny_update"), INFINITY);
+    const auto verdict =
+        creeping ? ru::LrVerdict::kTooSmall
+                 : ru::judge_learning_rate(ctx, threshold(ctx, "tiny_lr"), threshold(ctx, "tiny_update"), INFINITY);
     // Epochs to halve the loss at the fitted rate, or to reach chance + 90% of the way to 1 at
     // the fitted accuracy gain, whichever is longer; doubled, since progress slows down.
     double more = std::log(2.0) / std::max(rate, 1e-6);
     const double gain = metric.slope * per_epoch;
-    if (h.metric_name == "accuracy" && judged.known && gain > 0) more = std::max(more, (chance + 0.9 * (1 - chance) - now) / gain);
+    if (h.metric_name == "accuracy" && judged.known && gain > 0)
+      more = std::max(more, (chance + 0.9 * (1 - chance) - now) / gain);
     const double total =
         std::clamp(std::ceil(2 * (done + more)), 2 * done, std::max(2.0, threshold(ctx, "max_factor")) * done);
     if (!statics.empty()) {

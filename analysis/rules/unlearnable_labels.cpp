@@ -31,6 +31,8 @@ class UnlearnableLabels : public Rule {
             {"chance_gain", 0.15, "... and its accuracy at most this share of the way from chance to 1 (random "
                                   "labels: <= 0.1; a hard healthy task: 0.3) ..."},
             {"min_first_pass", 6, "a first epoch of fewer batches (updates) is too short to show what carries over"},
+            {"min_rows", 100, "... and one over fewer rows teaches too little to generalise from, whatever the labels "
+                              "(models/benchmark's so_39525358: 20 rows, standardised, still at chance in epoch 2)"},
             {"end_fraction", 0.5, "... and the last epoch's mean loss still above this share of it (healthy runs "
                                   "end below 0.1; memorising random labels is slow)"},
             {"tiny_update", 5e-4, "weights moving by less than this share of their norm per step (median) are a "
@@ -44,6 +46,7 @@ class UnlearnableLabels : public Rule {
     const TraceHeader& h = ctx.header();
     if (!ctx.progress().loss_finite || !t.complete || !ru::is_cross_entropy(ru::config(h, "loss"))) return;
     if (double(h.batches_per_epoch) < threshold(ctx, "min_first_pass")) return;
+    if (double(h.data_summary.rows) < threshold(ctx, "min_rows")) return;
     if (double(t.epochs.size()) < std::max(2.0, threshold(ctx, "min_epochs"))) return;
     const auto chance = ru::chance_loss(ctx);
     if (!chance || !(*chance > 0)) return;

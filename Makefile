@@ -58,7 +58,8 @@ bench: deps $(BUILD)/CMakeCache.txt
 	bench/run.sh $(BUILD)
 
 # The generated fault suite (models/suite/README.md): generated once into $(BUILD)/suite
-# (PyTorch, ~1 h of CPU; SUITE_REGEN=1 regenerates), then both splits diagnosed and scored.
+# (PyTorch, ~1 h of CPU; SUITE_REGEN=1 regenerates), then both splits diagnosed and scored,
+# and the verdict's seed stability checked on the committed sample (seed_stability.py).
 SUITE ?= $(BUILD)/suite
 suite: build
 	@if [ ! -f $(SUITE)/heldout/manifest.json ] || [ -n "$(SUITE_REGEN)" ]; then \
@@ -68,6 +69,7 @@ suite: build
 	./$(BUILD)/deeplocalize batch $(SUITE)/heldout/manifest.json --jobs $(JOBS) -q --json $(SUITE)/heldout.json; \
 	  status=$$?; if [ $$status -gt 1 ]; then exit $$status; fi
 	/usr/bin/python3 models/suite/report.py $(SUITE)
+	/usr/bin/python3 models/suite/seed_stability.py ./$(BUILD)/deeplocalize --jobs $(JOBS)
 
 # The CNN parity test (resnet18, mobilenet_v3_small) compares 2 steps under the sanitizers,
 # where its 20 steps take minutes (tests/unit/pytorch_parity_cnn_test.cpp).

@@ -2,9 +2,60 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace dl::an {
 namespace {
+
+bool is_cross_entropy(const std::string& loss) {
+  return loss == "binary_crossentropy" || loss == "categorical_crossentropy" ||
+         loss == "sparse_categorical_crossentropy";
+}
+
+// LearningProgress::chance_loss, from the data summary's target columns.
+double chance_loss(const TraceHeader& h, double chance_metric) {
+  const auto it = h.config.find("loss");
+  const std::string loss = it == h.config.end() ? "" : it->second;
+  const auto& cols = h.data_summary.target_columns;
+  auto xlogx = [](double p) { return p > 0 ? p * std::log(p) : 0.0; };
+  if (cols.empty() || !is_cross_entropy(loss)) return -1;
+  const bool ids = cols.size() == 1 && h.output_width > 1 && loss != "binary_crossentropy";
+  if (ids) {
+    const double c = double(h.output_width);
+    return chance_metric > 0 && chance_metric <= 1.5 / c ? std::log(c) : -1;
+  }
+  for (const ColumnSummary& c : cols)
+    if (c.min < 0 || c.max > 1 || !(c.mean >= 0 && c.mean <= 1)) return -1;
+  if (loss == "binary_crossentropy") {
+    double sum = 0;
+    for (const ColumnSummary& c : cols) sum -= xlogx(c.mean) + xlogx(1 - c.mean);
+    return sum / double(cols.size());
+  }
+  if (loss == "categorical_crossentropy" && cols.size() > 1) {
+    double total = 0, sum = 0;
+    for (const ColumnSummary& c : cols) total += c.mean;
+    if (!(total > 0)) return -1;
+    for (const ColumnSummary& c : cols) sum -= xlogx(c.mean / total);
+    return sum;
+  }
+  return -1;
+}
+
+// LearningProgress::constant_loss.
+double constant_loss(const TraceHeader& h, double chance) {
+  const auto it = h.config.find("loss");
+  const std::string loss = it == h.config.end() ? "" : it->second;
+  if (is_cross_entropy(loss)) return chance;
+  const auto& cols = h.data_summary.target_columns;
+  const bool mse = loss == "mse" || loss == "mean_squared_error";
+  const bool mae = loss == "mae" || loss == "mean_absolute_error";
+  if (cols.empty() || !(mse || mae)) return -1;
+  constexpr double kMeanAbsDeviation = 0.7978845608;  // E|x - mean| / std = sqrt(2 / pi) for a normal
+  double sum = 0;
+  for (const ColumnSummary& c : cols) sum += mse ? c.std * c.std : kMeanAbsDeviation * c.std;
+  const double level = sum / double(cols.size());
+  return level > 0 && std::isfinite(level) ? level : -1;
+}
 
 LearningProgress measure(const Trace& t) {
   LearningProgress p;
@@ -45,6 +96,8 @@ LearningProgress measure(const Trace& t) {
     else if (d.target_columns.size() > 1 && std::fabs(sum - 1) <= 0.05)
       p.chance_metric = best;
   }
+  p.chance_loss = chance_loss(t.header, p.chance_metric);
+  p.constant_loss = constant_loss(t.header, p.chance_loss);
   p.enough = n >= 20 || (t.header.batches_per_epoch > 0 && static_cast<int64_t>(n) >= 2 * t.header.batches_per_epoch);
   return p;
 }
@@ -63,7 +116,13 @@ bool AnalysisContext::failing_to_learn(double min_improvement) const {
   bool metric_at_chance = false;
   if (p.chance_metric >= 0 && trace_.header.metric_higher_is_better)
     metric_at_chance = p.last_metric <= p.chance_metric + 0.02;
-  return loss_stuck || metric_at_chance;
+  // A loss that ends at the constant prediction's learned nothing, whatever it fell from
+  // (the first window includes the initial weights' guesses, often above that level).
+  // Healthy runs of the suite's development split end below 0.6 of it, models/benchmark's
+  // healthy and fixed ones below 0.95 (one fix that is already flagged: 0.98); runs with
+  // vanishing gradients end at 0.99-1.01 (docs/calibration.md).
+  const bool at_constant = p.constant_loss > 0 && p.last_loss >= 0.97 * p.constant_loss;
+  return loss_stuck || metric_at_chance || at_constant;
 }
 
 std::vector<size_t> AnalysisContext::probes(ProbeKind kind) const {

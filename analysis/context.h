@@ -22,6 +22,14 @@ struct LearningProgress {
   bool loss_finite = true;
   double first_metric = 0, last_metric = 0;
   double chance_metric = -1;  // accuracy of guessing the majority class; -1 when not classification
+  // The cross-entropy of predicting only the class frequencies (their entropy): binary per
+  // column, averaged; one-hot categorical; class ids (sparse, or one column given to
+  // categorical_crossentropy) when balanced (ln C, majority rate at most 1.5 / C). -1 when
+  // unknown (other losses, targets outside [0, 1], unbalanced ids).
+  double chance_loss = -1;
+  // The loss of the best constant prediction: chance_loss for cross-entropies, the targets'
+  // variance for mse, their mean absolute deviation (~0.8 std) for mae; -1 when unknown.
+  double constant_loss = -1;
   bool enough = false;        // enough iterations to judge trends
 };
 
@@ -35,7 +43,9 @@ class AnalysisContext {
   // True at the end of training: trend rules judge only then (or when called offline).
   bool final() const { return final_; }
   const LearningProgress& progress() const { return progress_; }
-  // The AUTOTRAINER gate: the run is failing to learn. Trend symptoms only count then.
+  // The AUTOTRAINER gate: the run is failing to learn (the loss fell less than
+  // min_improvement, the accuracy is at chance, or the loss ends at the constant
+  // prediction's). Trend symptoms only count then.
   bool failing_to_learn(double min_improvement) const;
 
   // Probe indices of one kind, in probe order (program order for forward/gradient).

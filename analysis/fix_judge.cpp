@@ -39,10 +39,15 @@ TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, co
                            const VerifyMargins& m) {
   if (!completed) return {false, "cut short by the trial budget", TrialStatus::kCutShort};
   const std::string symptom = faulty.findings.empty() ? "" : faulty.findings.front().symptom;
+  const int layer = faulty.findings.empty() ? -1 : faulty.findings.front().layer;
   std::set<std::string> known;
   for (const Finding& f : faulty.findings) known.insert(f.symptom);
+  // The symptom remains where it was: a layer-local symptom seen again at another layer
+  // (dead units further up once the output's dead ReLU is replaced) is a new finding, and
+  // the trial can be built on.
   for (const Finding& f : trial.findings) {
-    if (f.symptom == symptom) return {false, "symptom remains: " + symptom, TrialStatus::kSymptomRemains};
+    if (f.symptom == symptom && (layer < 0 || f.layer < 0 || f.layer == layer))
+      return {false, "symptom remains: " + symptom, TrialStatus::kSymptomRemains};
   }
   for (const Finding& f : trial.findings)
     if (trial.fault && f.conclusive && f.consequence_of < 0 && !known.count(f.symptom))

@@ -30,6 +30,9 @@ class LossNotDecreasing : public Rule {
              "a last loss at or above this share of the chance loss (the entropy of the class frequencies) means "
              "nothing was learned from the features: with a usable learning rate and no static or unit fault, the "
              "labels do not belong to the rows"},
+            {"constant_fraction", 0.97, "a last loss at or above this share of the best constant prediction's "
+                                        "(the chance loss; the targets' variance for mse) has not decreased, "
+                                        "whatever it fell from (the analyzer's gate uses the same 0.97)"},
             {"steady_fraction", 0.8, "the loss is 'still falling' when at least this share of the last curve "
                                      "steps go down"}};
   }
@@ -38,7 +41,11 @@ class LossNotDecreasing : public Rule {
     if (!ctx.final()) return;
     const LearningProgress& p = ctx.progress();
     const double min_improvement = threshold(ctx, "min_improvement");
-    if (!p.enough || !p.loss_finite || p.loss_improvement >= min_improvement) return;
+    // A loss that fell from the initial weights' guesses but ends at the loss of the best
+    // constant prediction did not decrease where it matters.
+    const auto constant = ru::constant_prediction_loss(ctx);
+    const bool at_constant = constant && p.last_loss >= threshold(ctx, "constant_fraction") * *constant;
+    if (!p.enough || !p.loss_finite || (p.loss_improvement >= min_improvement && !at_constant)) return;
     if (!ctx.failing_to_learn(min_improvement)) return;
 
     const TraceHeader& h = ctx.header();
@@ -52,7 +59,10 @@ class LossNotDecreasing : public Rule {
     f.conclusive = false;
     f.message = "the training loss went from " + ru::num(p.first_loss) + " to " + ru::num(p.last_loss) + " over " +
                 std::to_string(p.iterations) + " iterations (" + ru::num(100 * p.loss_improvement) +
-                "% lower, at least " + ru::num(100 * min_improvement) + "% expected)";
+                "% lower, at least " + ru::num(100 * min_improvement) + "% expected)" +
+                (at_constant ? ", ending at " + ru::num(p.last_loss / *constant) +
+                                   " of the loss of the best constant prediction (" + ru::num(*constant) + ")"
+                             : std::string());
     const std::vector<Finding> statics =
         ru::findings_of(ctx, {"loss_activation_mismatch", "output_range", "labels_invalid", "bad_initialization",
                               "unnormalized_inputs", "linear_stack"});
@@ -111,6 +121,7 @@ class LossNotDecreasing : public Rule {
                   {"learning_rate", lr}, {"falling_share", steady}};
     if (ratio) f.evidence["median_update_ratio"] = *ratio;
     if (chance_used) f.evidence["chance_loss"] = *chance_used;
+    if (at_constant) f.evidence["constant_loss"] = *constant;
     out.push_back(std::move(f));
   }
 

@@ -62,6 +62,9 @@ class LossPlateau : public Rule {
     const auto verdict = ru::judge_learning_rate(ctx, 0.0, 0.0, threshold(ctx, "huge_update"), threshold(ctx, "peak_update"));
     const bool high_lr = lr >= threshold(ctx, "high_lr_factor") * default_lr;
     if (verdict != ru::LrVerdict::kTooLarge && !high_lr) return;
+    // Random labels keep the gradients (and so the steps) large while the loss stays high:
+    // that rule's evidence (the second epoch at the chance loss) names the cause.
+    if (!ru::findings_of(ctx, {"unlearnable_labels"}).empty()) return;
 
     Finding f = ctx.make(*this, sym::loss_plateau, Stage::kLoss, -1, std::nullopt);
     ru::place_at_end(ctx, f);

@@ -166,10 +166,10 @@ struct MetricJudgement {
 MetricJudgement judge_metric(const AnalysisContext& ctx, double now, double poor_fraction, double poor_mae);
 
 // The cross-entropy of a model that learned only the class frequencies of the training
-// targets (their entropy): binary (per column, averaged), one-hot categorical, and sparse
-// ids with balanced classes (ln C; majority rate at most 1.5 / C). nullopt for other
-// losses, targets outside [0, 1], or unbalanced sparse ids.
+// targets, and the loss of the best constant prediction (regression too): the context's
+// LearningProgress::chance_loss and constant_loss (see there), nullopt when unknown.
 std::optional<double> chance_loss(const AnalysisContext& ctx);
+std::optional<double> constant_prediction_loss(const AnalysisContext& ctx);
 
 }  // namespace dl::an::ru
 

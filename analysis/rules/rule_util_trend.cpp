@@ -75,33 +75,13 @@ LineFit fit_line(const std::vector<float>& v, size_t from, size_t to) {
 }
 
 std::optional<double> chance_loss(const AnalysisContext& ctx) {
-  const TraceHeader& h = ctx.header();
-  const DataSummary& d = h.data_summary;
-  const std::string loss = config(h, "loss");
-  auto xlogx = [](double p) { return p > 0 ? p * std::log(p) : 0.0; };
-  const auto& cols = d.target_columns;
-  if (cols.empty()) return std::nullopt;
-  for (const ColumnSummary& c : cols)
-    if (loss != "sparse_categorical_crossentropy" && (c.min < 0 || c.max > 1 || !(c.mean >= 0 && c.mean <= 1)))
-      return std::nullopt;
-  if (loss == "binary_crossentropy") {
-    double sum = 0;
-    for (const ColumnSummary& c : cols) sum -= xlogx(c.mean) + xlogx(1 - c.mean);
-    return sum / double(cols.size());
-  }
-  if (loss == "categorical_crossentropy" && cols.size() > 1) {
-    double total = 0, sum = 0;
-    for (const ColumnSummary& c : cols) total += c.mean;
-    if (!(total > 0)) return std::nullopt;
-    for (const ColumnSummary& c : cols) sum -= xlogx(c.mean / total);
-    return sum;
-  }
-  if (loss == "sparse_categorical_crossentropy" && h.output_width > 1) {
-    const double c = double(h.output_width), majority = ctx.progress().chance_metric;
-    if (!(majority > 0 && majority <= 1.5 / c)) return std::nullopt;
-    return std::log(c);
-  }
-  return std::nullopt;
+  const double v = ctx.progress().chance_loss;
+  return v >= 0 ? std::optional<double>(v) : std::nullopt;
+}
+
+std::optional<double> constant_prediction_loss(const AnalysisContext& ctx) {
+  const double v = ctx.progress().constant_loss;
+  return v > 0 ? std::optional<double>(v) : std::nullopt;
 }
 
 MetricJudgement judge_metric(const AnalysisContext& ctx, double now, double poor_fraction, double poor_mae) {

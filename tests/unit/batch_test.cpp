@@ -44,7 +44,7 @@ fs::path make_cases() {
       {"a_healthy", {R"({"epochs": 5})", R"({"fault": false})"}},
       {"b_diverges", {R"({"epochs": 3, "optimizer": "sgd", "lr": 50})",
                       R"({"fault": true, "root_causes": ["learning_rate"], "nodes": []})"}},
-      {"c_no_expectation", {R"({"epochs": 2, "batch_size": 30})", ""}},
+      {"c_no_expectation", {R"({"epochs": 20, "batch_size": 30})", ""}},
       {"d_bad_options", {R"({"epochs": 2, "learning_rat": 0.1})", R"({"fault": false})"}},
   };
   for (const auto& [name, files] : cases) {

@@ -64,6 +64,26 @@ TEST_CASE("fixes: judge_trial rejects a trial whose primary symptom remains") {
   CHECK(starts(j.reason, "symptom remains: loss_plateau"));
 }
 
+TEST_CASE("fixes: a layer-local symptom remains only at its layer") {
+  // The faulty run's primary: dead units at the output layer 2. A repair of that layer that
+  // leaves dead units at layer 0 removed the symptom where it was (the trial can be built
+  // on: models/benchmark's so_44066044, whose repair of the output ReLU reveals the unscaled
+  // inputs' dead units upstream).
+  const Diagnosis original = faulty({finding("dead_units", RootCause::kActivation, 2)});
+  const auto elsewhere = an::judge_trial(original, metrics(1.0, 0.5),
+                                         faulty({finding("dead_units", RootCause::kData, 0, false)}),
+                                         metrics(0.5, 0.9), true, true, true, {});
+  CHECK(elsewhere.status != an::TrialStatus::kSymptomRemains);
+  const auto same = an::judge_trial(original, metrics(1.0, 0.5), faulty({finding("dead_units", RootCause::kData, 2)}),
+                                    metrics(0.5, 0.9), true, true, true, {});
+  CHECK(same.status == an::TrialStatus::kSymptomRemains);
+  // A symptom without a layer remains wherever it is seen.
+  const Diagnosis no_layer = faulty({finding("loss_plateau", RootCause::kLearningRate)});
+  CHECK(an::judge_trial(no_layer, metrics(1.0, 0.5), faulty({finding("loss_plateau", RootCause::kData, 1)}),
+                        metrics(0.5, 0.9), true, true, true, {})
+            .status == an::TrialStatus::kSymptomRemains);
+}
+
 TEST_CASE("fixes: judge_trial rejects a new conclusive fault, not a known or inconclusive one") {
   const auto bad = judge(metrics(1.0, 0.5), metrics(0.5, 0.9), faulty({finding("nan_loss", RootCause::kLearningRate)}));
   CHECK_FALSE(bad.verified);

@@ -281,9 +281,11 @@ TEST_CASE("rule training_too_short: edge cases") {
     REQUIRE(f.size() == 1);
     CHECK(f[0].message.find("unfinished") != std::string::npos);
     CHECK(f[0].evidence["suggested_epochs"].get<double>() >= 4);
-    // Already at 0.85: finished enough.
+    // Already at 0.85 with a loss near a fit (under a tenth of the chance loss ln 10): finished
+    // enough. (A loss still at 0.7 of the chance loss is unfinished whatever the per-batch
+    // accuracy says: the unfinished case in rules_trend_chance_test.cpp.)
     set_curve(
-        t, [](int64_t it, double p) { return 2.3 - 0.6 * p + 0.03 * std::sin(2.3 * double(it)); },
+        t, [](int64_t it, double p) { return 0.3 - 0.1 * p + 0.003 * std::sin(2.3 * double(it)); },
         [](int64_t, double p) { return 0.25 + 0.6 * p; });
     CHECK(run("training_too_short", t).empty());
   }

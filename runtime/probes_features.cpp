@@ -18,6 +18,11 @@ void ProbeRecorder::declare_features(const ExecutionGraph& graph) {
     const OpFeatureInfo f = st.op->feature();
     if (f.kind == an::OpFeature::kNone || f.rows <= 0 || st.outputs.empty() || st.outputs[0] < 0) continue;
     if (std::find(model_outputs.begin(), model_outputs.end(), st.outputs[0]) != model_outputs.end()) continue;
+    // A softmax in the last layer is the model's output (maybe reshaped after it), not an
+    // attention: the output and loss rules judge it.
+    if (f.kind == an::OpFeature::kRowEntropy && !graph.layers().empty() &&
+        st.layer == graph.layers().back().index)
+      continue;
     an::Probe p;
     p.kind = an::ProbeKind::kFeature;
     p.feature = f.kind;

@@ -8,6 +8,9 @@
 
 #include "analysis/trace_io.h"
 #include "op_harness.h"
+#include "runtime/graph.h"
+#include "runtime/probes.h"
+#include "tests/unit/parallel_test_util.h"
 #include "rules_test_util.h"
 #include "runtime/attrs.h"
 #include "trace_io_test_util.h"
@@ -135,6 +138,69 @@ TEST_CASE("trace file: feature probes round-trip; an unknown feature names the p
   bad.replace(at, 13, "\"row_entropX\"");
   CHECK_THROWS_WITH(an::read_trace_bytes(bad, "mem"),
                     doctest::Contains("probes[1].feature: unknown op feature 'row_entropX'"));
+}
+
+// x [N, 4] -> Gemm -> Softmax -> Gemm -> LayerNormalization -> Gemm -> Softmax -> Flatten -> y:
+// the first softmax is inside the model (an attention, as far as the probes know), the
+// last one is its output even with a Flatten after it.
+ir::Model softmax_chain() {
+  ir::Model m = test::sgd_mse_model("softmax_chain");
+  m.opset = m.original_opset = 17;
+  ir::Graph& g = m.graph;
+  ir::ValueInfo x, y;
+  x.name = "x", y.name = "y";
+  x.has_shape = y.has_shape = true;
+  x.dims = {ir::Dim{-1, "N"}, ir::Dim{4, ""}};
+  y.dims = {ir::Dim{-1, "N"}, ir::Dim{4, ""}};
+  g.inputs = {x};
+  g.outputs = {y};
+  for (const char* w : {"W0", "W1", "W2"}) {
+    ir::TensorData t;
+    t.name = w;
+    t.dims = {4, 4};
+    t.floats = test::random_values(16, 7);
+    g.initializers[w] = t;
+  }
+  ir::TensorData scale;
+  scale.name = "S";
+  scale.dims = {4};
+  scale.floats = {1, 1, 1, 1};
+  g.initializers["S"] = scale;
+  const auto node = [&](const std::string& name, const std::string& type, std::vector<std::string> in,
+                        const std::string& out, int since) {
+    ir::Node n;
+    n.name = name, n.op_type = type, n.since_version = since;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    g.nodes.push_back(n);
+  };
+  node("/0/Gemm", "Gemm", {"x", "W0"}, "a", 13);
+  node("/1/Softmax", "Softmax", {"a"}, "b", 13);
+  node("/2/Gemm", "Gemm", {"b", "W1"}, "c", 13);
+  node("/3/LayerNormalization", "LayerNormalization", {"c", "S"}, "d", 17);
+  node("/4/Gemm", "Gemm", {"d", "W2"}, "e", 13);
+  node("/5/Softmax", "Softmax", {"e"}, "f", 13);
+  node("/6/Flatten", "Flatten", {"f"}, "y", 13);
+  return m;
+}
+
+TEST_CASE("probes: a feature probe per inner softmax and LayerNorm, none for the output softmax") {
+  rt::GraphOptions o;
+  o.training = true;
+  o.batch_size = 8;
+  rt::ExecutionGraph graph(softmax_chain(), o);
+  an::Trace trace;
+  rt::ProbeRecorder probes(graph, trace);
+  std::vector<std::pair<an::OpFeature, std::string>> got;
+  for (const an::Probe& p : trace.header.probes)
+    if (p.kind == an::ProbeKind::kFeature) {
+      got.push_back({p.feature, p.node});
+      CHECK(p.op.units == 4);
+      CHECK(p.step >= 0);
+    }
+  const std::vector<std::pair<an::OpFeature, std::string>> want = {
+      {an::OpFeature::kRowEntropy, "/1/Softmax"}, {an::OpFeature::kNormalizedScale, "/3/LayerNormalization"}};
+  CHECK(got == want);
 }
 
 // ---- rules ----

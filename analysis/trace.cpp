@@ -26,8 +26,24 @@ const char* probe_kind_name(ProbeKind k) {
     case ProbeKind::kWeight: return "weight";
     case ProbeKind::kParamGrad: return "param_grad";
     case ProbeKind::kUpdate: return "update";
+    case ProbeKind::kFeature: return "feature";
   }
   return "?";
+}
+
+const char* op_feature_name(OpFeature f) {
+  switch (f) {
+    case OpFeature::kNone: return "";
+    case OpFeature::kRowEntropy: return "row_entropy";
+    case OpFeature::kNormalizedScale: return "normalized_scale";
+  }
+  return "";
+}
+
+bool op_feature_from_name(const std::string& name, OpFeature& out) {
+  for (OpFeature f : {OpFeature::kRowEntropy, OpFeature::kNormalizedScale})
+    if (name == op_feature_name(f)) return out = f, true;
+  return false;
 }
 
 void Trace::set_capacity_bytes(int64_t max_bytes) {

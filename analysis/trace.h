@@ -46,6 +46,7 @@ enum class ProbeKind : uint8_t {
   kWeight,    // a parameter's value after the update
   kParamGrad, // a parameter's gradient
   kUpdate,    // the update applied to a parameter; l2 holds ||dw||, mean holds ||dw||/||w||
+  kFeature,   // a per-row feature an op computed in its forward loops (OpFeature, below)
 };
 const char* probe_kind_name(ProbeKind k);
 
@@ -63,8 +64,29 @@ struct OpDescription {
   int64_t sample_size = 0;  // values per sample of the output (non-batch dims); 0 = unknown
 };
 
+// ---- Op features: attention and LayerNorm (issue 16) -------------------------------
+// A quantity an op computes per row of its data in its own forward loops, for rules that
+// need more than a tensor's moments. A kFeature probe's TensorStats are the statistics
+// of that feature over the rows of one forward pass (count = rows, mean/min/max over
+// them); its OpDescription's `units` is the row length the feature was computed over.
+enum class OpFeature : uint8_t {
+  kNone,
+  // A normalising op that is not a model output (an attention Softmax): the row's
+  // entropy over log(row length): 1 = uniform, 0 = all weight on one position.
+  kRowEntropy,
+  // A normalising layer (LayerNormalization): the scale of the normalised row before its
+  // Scale parameter, sqrt(var / (var + epsilon)): 1 = normalised, 0 = the row is constant
+  // or epsilon dominates its variance (the output is then only the bias).
+  kNormalizedScale,
+};
+const char* op_feature_name(OpFeature f);  // "row_entropy", "normalized_scale"; "" for kNone
+// The feature named `name` (the inverse of op_feature_name); false when none is.
+bool op_feature_from_name(const std::string& name, OpFeature& out);
+// ---- end of op features ----------------------------------------------------------
+
 struct Probe {
   ProbeKind kind = ProbeKind::kForward;
+  OpFeature feature = OpFeature::kNone;  // kFeature probes only
   int layer = -1;
   int step = -1;           // program step (forward/gradient probes)
   std::string node;        // ONNX node name (forward/gradient), or parameter name

@@ -206,8 +206,10 @@ json encode_probe(const Probe& p) {
              {"saturates", o.saturates}, {"normalizes", o.normalizes}, {"units", o.units}};
   if (o.drop_rate > 0) op["drop_rate"] = o.drop_rate;  // absent (0) in traces of older versions
   if (o.sample_size > 0) op["sample_size"] = o.sample_size;
-  return {{"kind", probe_kind_name(p.kind)}, {"layer", p.layer}, {"step", p.step},
-          {"node", p.node}, {"op_type", p.op_type}, {"op", std::move(op)}};
+  json out = {{"kind", probe_kind_name(p.kind)}, {"layer", p.layer}, {"step", p.step},
+              {"node", p.node}, {"op_type", p.op_type}, {"op", std::move(op)}};
+  if (p.kind == ProbeKind::kFeature) out["feature"] = op_feature_name(p.feature);
+  return out;
 }
 
 Probe decode_probe(const Fields& f, int64_t layer_count) {
@@ -215,9 +217,13 @@ Probe decode_probe(const Fields& f, int64_t layer_count) {
   const std::string kind = f.str("kind");
   bool known = false;
   for (ProbeKind k : {ProbeKind::kForward, ProbeKind::kGradient, ProbeKind::kWeight, ProbeKind::kParamGrad,
-                      ProbeKind::kUpdate})
+                      ProbeKind::kUpdate, ProbeKind::kFeature})
     if (kind == probe_kind_name(k)) p.kind = k, known = true;
   if (!known) f.fail(f.at("kind"), "unknown probe kind '" + kind + "'");
+  if (p.kind == ProbeKind::kFeature) {
+    const std::string feature = f.str("feature");
+    if (!op_feature_from_name(feature, p.feature)) f.fail(f.at("feature"), "unknown op feature '" + feature + "'");
+  }
   p.layer = static_cast<int>(f.integer("layer", -1, layer_count - 1));
   p.step = static_cast<int>(f.integer("step", -1, std::numeric_limits<int>::max()));
   p.node = f.str("node");

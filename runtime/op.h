@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/trace.h"
 #include "converter/ir.h"
 #include "runtime/tensor.h"
 #include "runtime/value_sums.h"
@@ -127,6 +128,15 @@ class ValueSink {
   ~ValueSink() = default;
 };
 
+// ---- Op features (issue 16: attention and LayerNorm), see an::OpFeature ----
+// The per-row feature an op's forward() can report (FwdCtx::feature_stats): `rows`
+// values, each computed over `row_length` values of the op's data.
+struct OpFeatureInfo {
+  an::OpFeature kind = an::OpFeature::kNone;
+  int64_t rows = 0, row_length = 0;
+};
+// ---- end of op features ----
+
 struct FwdCtx {
   std::vector<const Tensor*> in;
   std::vector<Tensor*> out;
@@ -136,6 +146,9 @@ struct FwdCtx {
   // Set when a probe wants in[0]'s statistics and the op reports its input
   // (Op::reports_input): in[0] is the output of an earlier step, not yet reduced.
   ValueSink* in_stats = nullptr;
+  // Set when a probe wants the op's feature (Op::feature): forward() then reports the
+  // feature of every row, in row order, to part 0 (or reports nothing).
+  ValueSink* feature_stats = nullptr;
 };
 
 // Backward: dout[k] is the gradient of the loss w.r.t. out[k] (nullptr when no gradient
@@ -179,6 +192,9 @@ class Op {
   // What an initializer of `shape` read as input i is to this op (kNone: a constant).
   // Needs only the node's attributes, not infer(): parameters are decided before planning.
   virtual ParamRole param_role(size_t i, const Shape& shape) const { (void)i; (void)shape; return {}; }
+  // The per-row feature forward() reports to FwdCtx::feature_stats (asked after infer());
+  // kind kNone when it has none. Ops that normalise rows compute it in their own loops.
+  virtual OpFeatureInfo feature() const { return {}; }
   // Output depends on a random stream in training mode (Dropout): never folded.
   virtual bool stochastic() const { return false; }
   // What inspect and convert say of the node beyond its type and attributes, after

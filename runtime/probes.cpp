@@ -79,6 +79,7 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
       probes.push_back(p);
     }
   }
+  declare_features(graph);
   auto& params = const_cast<ExecutionGraph&>(graph).params();
   for (const Param& prm : params) {
     const int layer = layer_of_param(graph.layers(), prm.name);
@@ -230,6 +231,7 @@ void ProbeRecorder::reduce_pending() {
 }
 
 void ProbeRecorder::on_forward(size_t step_index, const Step& step) {
+  if (current_) reduce_feature(step_index);
   if (!current_ || forward_probe_[step_index] < 0) return;
   const int probe = forward_probe_[step_index];
   if (in_probe_[step_index] >= 0 && in_probe_[step_index] == pending_probe_) reduce_pending();

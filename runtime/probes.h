@@ -103,6 +103,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   ValueSink* forward_sink(size_t step_index) override;
   ValueSink* backward_sink(size_t step_index) override;
   ValueSink* forward_in_sink(size_t step_index) override;
+  ValueSink* feature_sink(size_t step_index) override;
   void on_epoch_end(const EpochSummary& summary) override;
 
   int64_t full_every() const { return full_every_; }
@@ -123,6 +124,8 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   const SinkSums* take_sink(int probe);  // sink_ if it was set for `probe`
   void reduce_pending();
   void reduce_previous_params();
+  void declare_features(const ExecutionGraph& graph);
+  void reduce_feature(size_t step_index);
 
   an::Trace& trace_;
   std::vector<int> forward_probe_;   // per step, -1 if none
@@ -149,6 +152,13 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   SinkSums in_sink_;                      // what that step reports of it
   int in_sink_probe_ = -1;
   bool fused_ = true;
+  // Op features (an::OpFeature): one kFeature probe per step whose op reports one and
+  // whose output is not a model output (the loss rules judge those), reduced at every
+  // recorded iteration from what the op reports (a value per row: far fewer than its
+  // output's values).
+  std::vector<int> feature_probe_;        // per step, -1 if none
+  SinkSums feature_sink_;
+  int feature_sink_probe_ = -1;
   an::TensorStats* current_ = nullptr;    // this iteration's record, or null when not recorded
   ExecutionGraph* last_graph_ = nullptr;  // the graph of the last recorded update
   int64_t iteration_ = -1;

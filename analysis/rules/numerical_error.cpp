@@ -139,6 +139,7 @@ class NumericalError : public Rule {
       case ProbeKind::kParamGrad: return "the gradient of parameter " + p.node + " in " + ctx.layer_label(s.layer);
       case ProbeKind::kUpdate: return "the update of parameter " + p.node + " in " + ctx.layer_label(s.layer);
       case ProbeKind::kWeight: return "parameter " + p.node + " of " + ctx.layer_label(s.layer);
+      case ProbeKind::kFeature: return std::string("the ") + op_feature_name(p.feature) + " of " + p.node;
     }
     return p.node;
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <optional>
@@ -177,4 +178,24 @@ namespace dl::an::ru {
 // The finding that best explains a run among `findings` (e.g. from findings_of): the first
 // conclusive one, else the most confident; nullptr when empty.
 const Finding* strongest(const std::vector<Finding>& findings);
+}  // namespace dl::an::ru
+
+// ---- Op features: attention and LayerNorm (issue 16; analysis/rules/rule_util_features.cpp) ----
+namespace dl::an::ru {
+// The kFeature probes of `feature`, in program order.
+std::vector<size_t> feature_probes(const AnalysisContext& ctx, OpFeature feature);
+// How a condition on a feature probe's statistics held from the start of the run, over
+// the finite records (finite_prefix) in which the op reported its feature (count > 0).
+struct FeatureSpan {
+  size_t reported = 0;   // records with the feature
+  size_t held = 0;       // leading ones of those in which the condition holds
+  size_t first = 0;      // the first record with the feature (valid when reported > 0)
+  size_t last_held = 0;  // the last of the leading holding records
+  int64_t iterations = 0;  // iterations from `first` to `last_held`, inclusive
+  bool all() const { return reported > 0 && held == reported; }
+};
+FeatureSpan feature_span(const AnalysisContext& ctx, size_t probe, const std::function<bool(const TensorStats&)>& holds);
+// The condition is established: it held in every record so far, at least `min_records`
+// of them, over `min_epochs` epochs of iterations or until the end of training.
+bool persisted(const AnalysisContext& ctx, const FeatureSpan& s, double min_epochs, size_t min_records);
 }  // namespace dl::an::ru

@@ -51,6 +51,7 @@ class LayerNormalization : public Op {
       if (ctx.out[k]) ctx.out[k]->plan(DType::kFloat32, stat);
     mean_.assign(static_cast<size_t>(rows_), 0.0f);
     invstd_.assign(static_cast<size_t>(rows_), 0.0f);
+    row_scale_.assign(static_cast<size_t>(rows_), 0.0f);
   }
 
   void forward(FwdCtx& ctx) override {
@@ -58,6 +59,7 @@ class LayerNormalization : public Op {
     const float* scale = ctx.in[1]->f();
     const float* b = has_b_ ? ctx.in[2]->f() : nullptr;
     float* y = ctx.out[0]->f();
+    float* scale_of_row = ctx.feature_stats ? row_scale_.data() : nullptr;
     for (int64_t r = 0; r < rows_; ++r) {
       const float* xr = x + r * d_;
       double s = 0.0;  // two passes: the variance from deviations, not E[x^2] - mean^2
@@ -68,9 +70,11 @@ class LayerNormalization : public Op {
       const double var = d_ > 0 ? ss / double(d_) : 0.0;
       mean_[r] = static_cast<float>(mean);
       invstd_[r] = static_cast<float>(1.0 / std::sqrt(var + epsilon_));
+      if (scale_of_row) scale_of_row[r] = var > 0 ? static_cast<float>(std::sqrt(var / (var + epsilon_))) : 0.0f;
       float* yr = y + r * d_;
       for (int64_t k = 0; k < d_; ++k) yr[k] = (xr[k] - mean_[r]) * invstd_[r] * scale[k] + (b ? b[k] : 0.0f);
     }
+    if (scale_of_row) ctx.feature_stats->add(0, scale_of_row, rows_);
     if (ctx.out.size() > 1 && ctx.out[1]) std::copy(mean_.begin(), mean_.end(), ctx.out[1]->f());
     if (ctx.out.size() > 2 && ctx.out[2]) std::copy(invstd_.begin(), invstd_.end(), ctx.out[2]->f());
   }
@@ -110,6 +114,15 @@ class LayerNormalization : public Op {
     t.role = OpTraits::Role::kParameterized;
     return t;
   }
+  // Each row's sqrt(var / (var + epsilon)): ~1 when the row is normalised, 0 when it is
+  // constant (a single value per row) or epsilon swamps its variance.
+  OpFeatureInfo feature() const override {
+    OpFeatureInfo f;
+    f.kind = an::OpFeature::kNormalizedScale;
+    f.rows = rows_;
+    f.row_length = d_;
+    return f;
+  }
   ParamRole param_role(size_t i, const Shape&) const override {
     if (i == 1) return param_role_of(ParamRole::Kind::kScale);
     if (i == 2) return param_role_of(ParamRole::Kind::kBias);
@@ -137,6 +150,7 @@ class LayerNormalization : public Op {
   bool has_b_ = false;
   int64_t rows_ = 0, d_ = 0;
   std::vector<float> mean_, invstd_;  // per row, from the last forward (read by backward)
+  std::vector<float> row_scale_;      // per row: Op::feature, when a probe asks
 };
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<LayerNormalization>(node); }

@@ -46,6 +46,9 @@ class SoftmaxOp : public Op {
     }
     scratch_a_.assign(static_cast<size_t>(inner_), 0.0f);
     scratch_b_.assign(static_cast<size_t>(inner_), 0.0f);
+    scratch_c_.assign(kLog ? 0 : static_cast<size_t>(inner_), 0.0f);
+    entropy_.assign(kLog || n_ < 2 ? 0 : static_cast<size_t>(outer_ * inner_), 0.0f);
+    ctx.charge(int64_t(entropy_.size() * sizeof(float)), where() + ": row entropies");
     ctx.out[0]->plan(DType::kFloat32, x.shape());
   }
 
@@ -53,32 +56,28 @@ class SoftmaxOp : public Op {
     const float* x = ctx.in[0]->f();
     float* y = ctx.out[0]->f();
     if (n_ == 0) return;
+    // The row entropies (Op::feature) only when a probe asks: one multiply-add per value.
+    float* ent = ctx.feature_stats && feature().kind != an::OpFeature::kNone ? entropy_.data() : nullptr;
     if (inner_ == 1) {
-      for (int64_t o = 0; o < outer_; ++o) row_forward(x + o * n_, y + o * n_);
-      return;
+      if (ent) {
+        for (int64_t o = 0; o < outer_; ++o) ent[o] = row_forward<true>(x + o * n_, y + o * n_);
+      } else {
+        for (int64_t o = 0; o < outer_; ++o) row_forward<false>(x + o * n_, y + o * n_);
+      }
+    } else {
+      strided_forward(x, y, ent);
     }
-    float* mx = scratch_a_.data();
-    float* sum = scratch_b_.data();
-    for (int64_t o = 0; o < outer_; ++o) {
-      const float* xo = x + o * n_ * inner_;
-      float* yo = y + o * n_ * inner_;
-      std::copy(xo, xo + inner_, mx);
-      for (int64_t j = 1; j < n_; ++j)
-        for (int64_t i = 0; i < inner_; ++i) mx[i] = std::max(mx[i], xo[j * inner_ + i]);
-      std::fill(sum, sum + inner_, 0.0f);
-      for (int64_t j = 0; j < n_; ++j)
-        for (int64_t i = 0; i < inner_; ++i) {
-          const float e = std::exp(xo[j * inner_ + i] - mx[i]);
-          sum[i] += e;
-          if (!kLog) yo[j * inner_ + i] = e;
-        }
-      for (int64_t i = 0; i < inner_; ++i) sum[i] = kLog ? std::log(sum[i]) : 1.0f / sum[i];
-      for (int64_t j = 0; j < n_; ++j)
-        for (int64_t i = 0; i < inner_; ++i) {
-          float& v = yo[j * inner_ + i];
-          v = kLog ? (xo[j * inner_ + i] - mx[i]) - sum[i] : v * sum[i];
-        }
-    }
+    if (ent) ctx.feature_stats->add(0, ent, outer_ * inner_);
+  }
+
+  // A Softmax over rows of 2 values or more reports each row's entropy over log(n).
+  OpFeatureInfo feature() const override {
+    OpFeatureInfo f;
+    if (kLog || n_ < 2) return f;
+    f.kind = an::OpFeature::kRowEntropy;
+    f.rows = outer_ * inner_;
+    f.row_length = n_;
+    return f;
   }
 
   // Softmax: dx = y * (dy - sum(dy * y)); LogSoftmax: dx = dy - exp(y) * sum(dy).
@@ -119,13 +118,22 @@ class SoftmaxOp : public Op {
   }
 
  private:
-  void row_forward(const float* x, float* y) const {
+  // With p = e / S, e = exp(x - max): H = log S - sum(e (x - max)) / S; returned over
+  // log(n) and clamped to [0, 1] (rounding) when kEntropy, else 0.
+  float normalized_entropy(float sum, float dot) const {
+    const float h = (std::log(sum) - dot / sum) / std::log(float(n_));
+    return std::isfinite(h) ? std::min(1.0f, std::max(0.0f, h)) : h;
+  }
+
+  template <bool kEntropy>
+  float row_forward(const float* x, float* y) const {
     float mx = x[0];
     for (int64_t j = 1; j < n_; ++j) mx = std::max(mx, x[j]);
-    float sum = 0.0f;
+    float sum = 0.0f, dot = 0.0f;
     for (int64_t j = 0; j < n_; ++j) {
       const float e = std::exp(x[j] - mx);
       sum += e;
+      if (kEntropy) dot += e * (x[j] - mx);
       if (!kLog) y[j] = e;
     }
     if (kLog) {
@@ -137,12 +145,45 @@ class SoftmaxOp : public Op {
       const float inv = 1.0f / sum;
       for (int64_t j = 0; j < n_; ++j) y[j] *= inv;
     }
+    return kEntropy ? normalized_entropy(sum, dot) : 0.0f;
+  }
+
+  // Rows strided by inner_ (axis not last); ent: per row (o * inner_ + i), or null.
+  void strided_forward(const float* x, float* y, float* ent) {
+    float* mx = scratch_a_.data();
+    float* sum = scratch_b_.data();
+    float* dot = scratch_c_.data();
+    for (int64_t o = 0; o < outer_; ++o) {
+      const float* xo = x + o * n_ * inner_;
+      float* yo = y + o * n_ * inner_;
+      std::copy(xo, xo + inner_, mx);
+      for (int64_t j = 1; j < n_; ++j)
+        for (int64_t i = 0; i < inner_; ++i) mx[i] = std::max(mx[i], xo[j * inner_ + i]);
+      std::fill(sum, sum + inner_, 0.0f);
+      if (ent) std::fill(dot, dot + inner_, 0.0f);
+      for (int64_t j = 0; j < n_; ++j)
+        for (int64_t i = 0; i < inner_; ++i) {
+          const float e = std::exp(xo[j * inner_ + i] - mx[i]);
+          sum[i] += e;
+          if (ent) dot[i] += e * (xo[j * inner_ + i] - mx[i]);
+          if (!kLog) yo[j * inner_ + i] = e;
+        }
+      if (ent)
+        for (int64_t i = 0; i < inner_; ++i) ent[o * inner_ + i] = normalized_entropy(sum[i], dot[i]);
+      for (int64_t i = 0; i < inner_; ++i) sum[i] = kLog ? std::log(sum[i]) : 1.0f / sum[i];
+      for (int64_t j = 0; j < n_; ++j)
+        for (int64_t i = 0; i < inner_; ++i) {
+          float& v = yo[j * inner_ + i];
+          v = kLog ? (xo[j * inner_ + i] - mx[i]) - sum[i] : v * sum[i];
+        }
+    }
   }
 
   bool coerce_2d_ = false;
   int64_t axis_ = -1;
   int64_t outer_ = 1, n_ = 1, inner_ = 1;
-  std::vector<float> scratch_a_, scratch_b_;  // per-inner-position max / sum
+  std::vector<float> scratch_a_, scratch_b_, scratch_c_;  // per-inner-position max / sum / sum(e (x - max))
+  std::vector<float> entropy_;  // per row: its normalised entropy (Op::feature)
 };
 
 }  // namespace dl::rt

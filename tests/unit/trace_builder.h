@@ -175,6 +175,9 @@ class TraceBuilder {
       case an::ProbeKind::kUpdate:
         s.count = 64, s.l2 = 1.2e-3f, s.mean = 1e-3f;
         break;
+      case an::ProbeKind::kFeature:  // a spread attention / a normalising LayerNorm
+        s.count = 32, s.mean = 0.9f, s.min = 0.7f, s.max = 0.99f, s.std = 0.05f;
+        break;
     }
     return s;
   }

@@ -130,6 +130,7 @@ inline void check_equal(const Trace& a, const Trace& b) {
   for (size_t k = 0; k < a.header.probes.size(); ++k) {
     const Probe &p = a.header.probes[k], &q = b.header.probes[k];
     CHECK(q.kind == p.kind);
+    CHECK(q.feature == p.feature);
     CHECK(q.layer == p.layer);
     CHECK(q.step == p.step);
     CHECK(q.node == p.node);

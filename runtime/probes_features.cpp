@@ -1,0 +1,58 @@
+// The probes of op features (an::OpFeature): declared for the steps whose op reports
+// one (Op::feature) and reduced from what the op reports while it runs. Part of
+// ProbeRecorder (runtime/probes.h).
+#include <algorithm>
+
+#include "runtime/probes.h"
+
+namespace dl::rt {
+
+void ProbeRecorder::declare_features(const ExecutionGraph& graph) {
+  const auto& steps = graph.steps();
+  feature_probe_.assign(steps.size(), -1);
+  std::vector<int> model_outputs;
+  for (const std::string& name : graph.output_names()) model_outputs.push_back(graph.slot_of(name));
+  auto& probes = trace_.header.probes;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const Step& st = steps[k];
+    const OpFeatureInfo f = st.op->feature();
+    if (f.kind == an::OpFeature::kNone || f.rows <= 0 || st.outputs.empty() || st.outputs[0] < 0) continue;
+    if (std::find(model_outputs.begin(), model_outputs.end(), st.outputs[0]) != model_outputs.end()) continue;
+    // A softmax in the last layer is the model's output (maybe reshaped after it), not an
+    // attention: the output and loss rules judge it.
+    if (f.kind == an::OpFeature::kRowEntropy && !graph.layers().empty() &&
+        st.layer == graph.layers().back().index)
+      continue;
+    an::Probe p;
+    p.kind = an::ProbeKind::kFeature;
+    p.feature = f.kind;
+    p.layer = st.layer;
+    p.step = static_cast<int>(k);
+    p.node = st.node->name;
+    p.op_type = st.node->op_type;
+    p.op = describe(st.op->traits(), graph.value(st.outputs[0]).shape());
+    p.op.units = f.row_length;
+    feature_probe_[k] = static_cast<int>(probes.size());
+    probes.push_back(p);
+  }
+}
+
+ValueSink* ProbeRecorder::feature_sink(size_t step_index) {
+  if (!current_ || feature_probe_[step_index] < 0) return nullptr;
+  feature_sink_probe_ = feature_probe_[step_index];
+  feature_sink_.reset(stats::Bands{});
+  return &feature_sink_;
+}
+
+// The feature's statistics over the rows the op reported (none: an empty record).
+void ProbeRecorder::reduce_feature(size_t step_index) {
+  const int probe = feature_probe_[step_index];
+  if (probe < 0) return;
+  an::TensorStats s;
+  if (feature_sink_probe_ == probe && feature_sink_.reported() > 0)
+    s = stats::finish(feature_sink_.total(), feature_sink_.reported());
+  feature_sink_probe_ = -1;
+  current_[probe] = s;
+}
+
+}  // namespace dl::rt

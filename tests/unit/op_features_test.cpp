@@ -1,0 +1,323 @@
+// Op features (an::OpFeature): the per-row values Softmax and LayerNormalization report
+// to FwdCtx::feature_stats, their probes in trace files, and the rules that read them
+// (uniform_attention, collapsed_attention, collapsed_layer_norm).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "analysis/trace_io.h"
+#include "op_harness.h"
+#include "runtime/graph.h"
+#include "runtime/probes.h"
+#include "tests/unit/parallel_test_util.h"
+#include "rules_test_util.h"
+#include "runtime/attrs.h"
+#include "trace_io_test_util.h"
+
+namespace {
+
+using namespace dl;
+
+// Keeps every value an op reports, in order (part 0 only: the ops report there).
+class Collect final : public rt::ValueSink {
+ public:
+  void add(int64_t part, const float* x, int64_t n) override {
+    CHECK(part == 0);
+    values.insert(values.end(), x, x + n);
+  }
+  bool light() const override { return false; }
+  void add_sums(int64_t, const rt::stats::Sums&, int64_t) override { FAIL("features are reported as values"); }
+  std::vector<float> values;
+};
+
+double entropy_ratio(const std::vector<double>& logits) {
+  double mx = logits[0], s = 0, h = 0;
+  for (double v : logits) mx = std::max(mx, v);
+  for (double v : logits) s += std::exp(v - mx);
+  for (double v : logits) {
+    const double p = std::exp(v - mx) / s;
+    if (p > 0) h -= p * std::log(p);
+  }
+  return h / std::log(double(logits.size()));
+}
+
+TEST_CASE("op feature: Softmax reports each row's entropy over log(row length)") {
+  // Rows of 4 (last axis): uniform, one-hot-like, and a spread one.
+  const std::vector<float> x = {0.3f, 0.3f, 0.3f, 0.3f, 60.0f, 0.0f, 0.0f, 0.0f, 0.5f, -1.0f, 2.0f, 0.1f};
+  test::OpRun run(rt::sample_node("Softmax", 1, 1, {}, 13), {rt::Tensor::floats({3, 4}, x)});
+  const rt::OpFeatureInfo info = run.op->feature();
+  CHECK(info.kind == an::OpFeature::kRowEntropy);
+  CHECK(info.rows == 3);
+  CHECK(info.row_length == 4);
+  Collect sink;
+  run.feature_stats = &sink;
+  run.forward();
+  REQUIRE(sink.values.size() == 3);
+  CHECK(sink.values[0] == doctest::Approx(1.0).epsilon(1e-6));
+  CHECK(sink.values[1] == doctest::Approx(0.0).epsilon(1e-6));
+  CHECK(sink.values[2] == doctest::Approx(entropy_ratio({0.5, -1.0, 2.0, 0.1})).epsilon(1e-5));
+
+  // Not asked: nothing reported, the same output.
+  const std::vector<float> with = run.outputs[0].fvec();
+  run.feature_stats = nullptr;
+  run.forward();
+  CHECK(run.outputs[0].fvec() == with);
+  CHECK(sink.values.size() == 3);
+}
+
+TEST_CASE("op feature: a strided Softmax (axis 1 of [2,3,2]) reports its rows in row order") {
+  std::vector<float> x(12);
+  for (size_t k = 0; k < x.size(); ++k) x[k] = 0.4f * float(k % 5) - float(k % 3);
+  test::OpRun run(rt::sample_node("Softmax", 1, 1, {{"axis", rt::attr_i(1)}}, 13), {rt::Tensor::floats({2, 3, 2}, x)});
+  CHECK(run.op->feature().rows == 4);
+  CHECK(run.op->feature().row_length == 3);
+  Collect sink;
+  run.feature_stats = &sink;
+  run.forward();
+  REQUIRE(sink.values.size() == 4);
+  for (int o = 0; o < 2; ++o)
+    for (int i = 0; i < 2; ++i) {
+      std::vector<double> row;
+      for (int j = 0; j < 3; ++j) row.push_back(x[size_t(o * 6 + j * 2 + i)]);
+      CHECK(sink.values[size_t(o * 2 + i)] == doctest::Approx(entropy_ratio(row)).epsilon(1e-5));
+    }
+}
+
+TEST_CASE("op feature: a Softmax over one value, and LogSoftmax, report none") {
+  test::OpRun one(rt::sample_node("Softmax", 1, 1, {}, 13), {rt::Tensor::floats({3, 1}, {1, 2, 3})});
+  CHECK(one.op->feature().kind == an::OpFeature::kNone);
+  test::OpRun log(rt::sample_node("LogSoftmax", 1, 1, {}, 13), {rt::Tensor::floats({1, 3}, {1, 2, 3})});
+  CHECK(log.op->feature().kind == an::OpFeature::kNone);
+  Collect sink;
+  one.feature_stats = &sink;
+  one.forward();
+  CHECK(sink.values.empty());
+}
+
+TEST_CASE("op feature: LayerNormalization reports sqrt(var / (var + epsilon)) per row") {
+  // Rows of 4: variance 1.25 (eps 1e-5: ~1), constant (0), and tiny against eps = 0.1.
+  const std::vector<float> x = {1, 2, 3, 4, 5, 5, 5, 5, 0.01f, -0.01f, 0.01f, -0.01f};
+  test::OpRun run(rt::sample_node("LayerNormalization", 2, 1, {{"epsilon", rt::attr_f(0.1f)}}, 17),
+                  {rt::Tensor::floats({3, 4}, x), rt::Tensor::floats({4}, {1, 1, 1, 1})});
+  const rt::OpFeatureInfo info = run.op->feature();
+  CHECK(info.kind == an::OpFeature::kNormalizedScale);
+  CHECK(info.rows == 3);
+  CHECK(info.row_length == 4);
+  Collect sink;
+  run.feature_stats = &sink;
+  run.forward();
+  REQUIRE(sink.values.size() == 3);
+  CHECK(sink.values[0] == doctest::Approx(std::sqrt(1.25 / 1.35)).epsilon(1e-5));
+  CHECK(sink.values[1] == 0.0f);
+  CHECK(sink.values[2] == doctest::Approx(std::sqrt(1e-4 / (1e-4 + 0.1))).epsilon(1e-4));
+  // A LayerNorm over a single value: every row 0.
+  test::OpRun single(rt::sample_node("LayerNormalization", 2, 1, {}, 17),
+                     {rt::Tensor::floats({3, 1}, {1, -2, 7}), rt::Tensor::floats({1}, {1})});
+  CHECK(single.op->feature().row_length == 1);
+  Collect s1;
+  single.feature_stats = &s1;
+  single.forward();
+  CHECK(s1.values == std::vector<float>{0, 0, 0});
+}
+
+TEST_CASE("trace file: feature probes round-trip; an unknown feature names the probe") {
+  an::Trace t = test::trace_io::synthetic_trace(3, 2);
+  t.header.probes[1].kind = an::ProbeKind::kFeature;
+  t.header.probes[1].feature = an::OpFeature::kRowEntropy;
+  t.header.probes[1].op.units = 16;
+  const std::string bytes = an::trace_bytes(t);
+  const an::Trace back = an::read_trace_bytes(bytes, "mem");
+  test::trace_io::check_equal(t, back);
+  CHECK(back.header.probes[1].feature == an::OpFeature::kRowEntropy);
+  CHECK(back.header.probes[0].feature == an::OpFeature::kNone);
+
+  std::string bad = bytes;
+  const size_t at = bad.find("\"row_entropy\"");
+  REQUIRE(at != std::string::npos);
+  bad.replace(at, 13, "\"row_entropX\"");
+  CHECK_THROWS_WITH(an::read_trace_bytes(bad, "mem"),
+                    doctest::Contains("probes[1].feature: unknown op feature 'row_entropX'"));
+}
+
+// x [N, 4] -> Gemm -> Softmax -> Gemm -> LayerNormalization -> Gemm -> Softmax -> Flatten -> y:
+// the first softmax is inside the model (an attention, as far as the probes know), the
+// last one is its output even with a Flatten after it.
+ir::Model softmax_chain() {
+  ir::Model m = test::sgd_mse_model("softmax_chain");
+  m.opset = m.original_opset = 17;
+  ir::Graph& g = m.graph;
+  ir::ValueInfo x, y;
+  x.name = "x", y.name = "y";
+  x.has_shape = y.has_shape = true;
+  x.dims = {ir::Dim{-1, "N"}, ir::Dim{4, ""}};
+  y.dims = {ir::Dim{-1, "N"}, ir::Dim{4, ""}};
+  g.inputs = {x};
+  g.outputs = {y};
+  for (const char* w : {"W0", "W1", "W2"}) {
+    ir::TensorData t;
+    t.name = w;
+    t.dims = {4, 4};
+    t.floats = test::random_values(16, 7);
+    g.initializers[w] = t;
+  }
+  ir::TensorData scale;
+  scale.name = "S";
+  scale.dims = {4};
+  scale.floats = {1, 1, 1, 1};
+  g.initializers["S"] = scale;
+  const auto node = [&](const std::string& name, const std::string& type, std::vector<std::string> in,
+                        const std::string& out, int since) {
+    ir::Node n;
+    n.name = name, n.op_type = type, n.since_version = since;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    g.nodes.push_back(n);
+  };
+  node("/0/Gemm", "Gemm", {"x", "W0"}, "a", 13);
+  node("/1/Softmax", "Softmax", {"a"}, "b", 13);
+  node("/2/Gemm", "Gemm", {"b", "W1"}, "c", 13);
+  node("/3/LayerNormalization", "LayerNormalization", {"c", "S"}, "d", 17);
+  node("/4/Gemm", "Gemm", {"d", "W2"}, "e", 13);
+  node("/5/Softmax", "Softmax", {"e"}, "f", 13);
+  node("/6/Flatten", "Flatten", {"f"}, "y", 13);
+  return m;
+}
+
+TEST_CASE("probes: a feature probe per inner softmax and LayerNorm, none for the output softmax") {
+  rt::GraphOptions o;
+  o.training = true;
+  o.batch_size = 8;
+  rt::ExecutionGraph graph(softmax_chain(), o);
+  an::Trace trace;
+  rt::ProbeRecorder probes(graph, trace);
+  std::vector<std::pair<an::OpFeature, std::string>> got;
+  for (const an::Probe& p : trace.header.probes)
+    if (p.kind == an::ProbeKind::kFeature) {
+      got.push_back({p.feature, p.node});
+      CHECK(p.op.units == 4);
+      CHECK(p.step >= 0);
+    }
+  const std::vector<std::pair<an::OpFeature, std::string>> want = {
+      {an::OpFeature::kRowEntropy, "/1/Softmax"}, {an::OpFeature::kNormalizedScale, "/3/LayerNormalization"}};
+  CHECK(got == want);
+}
+
+// ---- rules ----
+using test::rules::run;
+
+// The healthy classifier with a feature probe in layer 1 (`units` values per row), whose
+// statistics at record r are stats(r).
+template <class F>
+an::Trace with_feature(an::OpFeature feature, int64_t units, F stats) {
+  test::TraceBuilder b;
+  b.batches_per_epoch(10);
+  an::Trace base = test::rules::healthy(b);
+  an::Trace t;
+  t.header = base.header;
+  an::Probe p;
+  p.kind = an::ProbeKind::kFeature;
+  p.feature = feature;
+  p.layer = 1;
+  p.step = 99;
+  p.node = "/attn/Softmax";
+  p.op_type = "Softmax";
+  p.op.units = units;
+  t.header.probes.push_back(p);
+  const size_t n = base.header.probes.size();
+  for (size_t r = 0; r < base.size(); ++r) {
+    an::TensorStats* s = t.begin_record(base.records[r]);
+    for (size_t k = 0; k < n; ++k) s[k] = base.at(r, k);
+    s[n] = stats(r);
+    t.add_loss(base.records[r].iteration, base.loss[r], base.metric[r]);
+  }
+  t.epochs = base.epochs;
+  return t;
+}
+
+an::TensorStats rows(float mean, float mn, float mx) {
+  an::TensorStats s;
+  s.count = 64;
+  s.mean = mean, s.min = mn, s.max = mx;
+  return s;
+}
+
+TEST_CASE("rule uniform_attention: every row uniform from the start, localised to the softmax's layer") {
+  const an::Trace t = with_feature(an::OpFeature::kRowEntropy, 16, [](size_t) { return rows(1, 0.99999f, 1); });
+  const auto f = run("uniform_attention", t);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].symptom == "uniform_attention");
+  CHECK(f[0].layer == 1);
+  CHECK(f[0].iteration == 0);
+  CHECK(f[0].root_cause == an::RootCause::kInitialization);
+  CHECK(f[0].evidence["row_length"] == 16);
+  // Online: only after 2 epochs (20 iterations) of it.
+  CHECK(run("uniform_attention", t, false).size() == 1);
+  an::Trace early = t;
+  early.records.resize(15), early.stats.resize(15 * t.header.probes.size());
+  CHECK(run("uniform_attention", early, false).empty());
+  CHECK(run("uniform_attention", early, true).size() == 1);
+}
+
+TEST_CASE("rule uniform_attention: healthy attention, and one that leaves the uniform state, are not flagged") {
+  CHECK(run("uniform_attention", with_feature(an::OpFeature::kRowEntropy, 16, [](size_t) {
+          return rows(0.95f, 0.9f, 0.999f);
+        })).empty());
+  // Uniform at first (a tiny initialisation), spread from record 5 on.
+  CHECK(run("uniform_attention", with_feature(an::OpFeature::kRowEntropy, 16, [](size_t r) {
+          return r < 5 ? rows(1, 0.99999f, 1) : rows(0.97f, 0.9f, 1);
+        })).empty());
+  // Records where the op reported nothing are skipped, not read as uniform or not.
+  CHECK(run("uniform_attention", with_feature(an::OpFeature::kRowEntropy, 16, [](size_t r) {
+          return r % 2 ? an::TensorStats{} : rows(1, 0.99999f, 1);
+        })).size() == 1);
+  // A LayerNorm feature is not an attention.
+  CHECK(run("uniform_attention", with_feature(an::OpFeature::kNormalizedScale, 16, [](size_t) {
+          return rows(1, 0.99999f, 1);
+        })).empty());
+}
+
+TEST_CASE("rule collapsed_attention: one-hot rows from the first record; not a sharpening one") {
+  const auto f = run("collapsed_attention", with_feature(an::OpFeature::kRowEntropy, 16, [](size_t) {
+    return rows(0.01f, 0.0f, 0.2f);
+  }));
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].symptom == "collapsed_attention");
+  CHECK(f[0].layer == 1);
+  CHECK(f[0].root_cause == an::RootCause::kInitialization);
+  // Trained attention that grows sharp (spread at first).
+  CHECK(run("collapsed_attention", with_feature(an::OpFeature::kRowEntropy, 16, [](size_t r) {
+          return r < 50 ? rows(0.9f, 0.7f, 1) : rows(0.02f, 0.0f, 0.1f);
+        })).empty());
+  CHECK(run("collapsed_attention", with_feature(an::OpFeature::kRowEntropy, 16, [](size_t) {
+          return rows(0.06f, 0.0f, 0.3f);
+        })).empty());
+}
+
+TEST_CASE("rule collapsed_layer_norm: a row of one value at once; epsilon-dominated rows after an epoch") {
+  const auto single = run("collapsed_layer_norm", with_feature(an::OpFeature::kNormalizedScale, 1, [](size_t) {
+    return rows(0, 0, 0);
+  }), false);
+  REQUIRE(single.size() == 1);
+  CHECK(single[0].symptom == "collapsed_layer_norm");
+  CHECK(single[0].layer == 1);
+  CHECK(single[0].root_cause == an::RootCause::kArchitecture);
+  CHECK(single[0].message.find("single value") != std::string::npos);
+  const an::Trace eps = with_feature(an::OpFeature::kNormalizedScale, 32, [](size_t) { return rows(0.03f, 0.01f, 0.05f); });
+  const auto f = run("collapsed_layer_norm", eps);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].message.find("epsilon") != std::string::npos);
+  an::Trace early = eps;
+  early.records.resize(5), early.stats.resize(5 * eps.header.probes.size());
+  CHECK(run("collapsed_layer_norm", early, false).empty());
+  // Healthy: normalised rows.
+  CHECK(run("collapsed_layer_norm", with_feature(an::OpFeature::kNormalizedScale, 32, [](size_t) {
+          return rows(0.999f, 0.99f, 1);
+        })).empty());
+  // Rows that grow out of it within the first epoch.
+  CHECK(run("collapsed_layer_norm", with_feature(an::OpFeature::kNormalizedScale, 32, [](size_t r) {
+          return r < 3 ? rows(0.05f, 0.01f, 0.08f) : rows(0.9f, 0.5f, 1);
+        })).empty());
+}
+
+}  // namespace

@@ -71,6 +71,7 @@ struct Step {
   FwdCtx fwd;
   BwdCtx bwd;
   bool needs_backward = false;
+  bool recurrent = false;  // op traits say recurrent (reports FwdCtx::inner)
   int layer = -1;
 };
 
@@ -103,6 +104,9 @@ class Observer {
   // A sink for the step's in[0] (FwdCtx::in_stats), asked only of steps whose op
   // reports its input (Op::reports_input); null when none is wanted.
   virtual ValueSink* forward_in_sink(size_t step_index) { (void)step_index; return nullptr; }
+  // Where a recurrent op reports its inner values (FwdCtx::inner), asked only of steps
+  // whose op traits say recurrent; null when none is wanted.
+  virtual InnerStats* inner_sink(size_t step_index) { (void)step_index; return nullptr; }
 };
 
 class ExecutionGraph {

@@ -19,6 +19,7 @@ struct OpRun {
   rt::ValueSink* out_stats = nullptr;   // handed to the op as FwdCtx::out_stats
   rt::ValueSink* dout_stats = nullptr;  // and BwdCtx::dout_stats
   rt::ValueSink* in_stats = nullptr;    // and FwdCtx::in_stats
+  rt::InnerStats* inner = nullptr;      // and FwdCtx::inner
 
   OpRun(const ir::Node& node, std::vector<rt::Tensor> in, bool train = false)
       : op(rt::make_op(node)), inputs(std::move(in)), outputs(node.outputs.size()), training(train) {
@@ -39,6 +40,7 @@ struct OpRun {
     fc.rng = &rng;
     fc.out_stats = out_stats;
     fc.in_stats = in_stats;
+    fc.inner = inner;
     for (auto& t : inputs) fc.in.push_back(&t);
     for (auto& t : outputs) fc.out.push_back(&t);
     op->forward(fc);

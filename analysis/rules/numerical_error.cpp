@@ -139,6 +139,7 @@ class NumericalError : public Rule {
       case ProbeKind::kParamGrad: return "the gradient of parameter " + p.node + " in " + ctx.layer_label(s.layer);
       case ProbeKind::kUpdate: return "the update of parameter " + p.node + " in " + ctx.layer_label(s.layer);
       case ProbeKind::kWeight: return "parameter " + p.node + " of " + ctx.layer_label(s.layer);
+      default: break;  // the recurrent and embedding probes are not sites of this rule
     }
     return p.node;
   }

@@ -22,7 +22,7 @@ for name in cases:
     want = json.load(open(os.path.join(d, "expected.json")))
     t0 = time.time()
     p = subprocess.run([bin, "train", os.path.join(d, "model.onnx"), os.path.join(d, "data.csv"), "--format", "json",
-                        "--quiet", "--report", os.path.join(work, name + ".json")], capture_output=True, text=True)
+                        "--quiet", "--trace", os.path.join(work, name + ".trace")], capture_output=True, text=True)
     took = time.time() - t0
     problems = []
     if p.returncode not in (0, 1):

@@ -1,5 +1,5 @@
 // End of training, only when the run falls short: a layer whose parameters no update
-// changed while gradients reached them (the kUpdate probes all zero, the kParamGrad
+// changed while gradients reached them and other layers trained (the kUpdate probes all zero, the kParamGrad
 // probes not: its learning rate is 0, e.g. `deeplocalize.frozen`), or an embedding table
 // (op traits: embedding; its kRows probe) most of whose rows no update ever changed (ids
 // the training data never holds). A frozen layer keeps its initial weights: when those
@@ -31,7 +31,12 @@ class FrozenLayer : public Rule {
     if (!ru::run_falls_short(ctx, threshold(ctx, "min_improvement"), threshold(ctx, "poor_fraction"))) return;
     const Trace& t = ctx.trace();
     const size_t end = ru::finite_prefix(ctx);
-    for (const ru::LayerParamProbes& l : ru::param_probes(ctx)) {
+    // A layer frozen while others train: when nothing moves at all, unchanged_weights
+    // explains the run (a global learning rate of 0, gradients clipped to 0).
+    const auto layers = ru::param_probes(ctx);
+    std::vector<int> still;
+    bool any_moved = false;
+    for (const ru::LayerParamProbes& l : layers) {
       size_t full = 0;
       bool moved = false, graded = false;
       for (size_t r = 0; r < end && !moved; ++r) {
@@ -40,8 +45,11 @@ class FrozenLayer : public Rule {
         for (size_t k : l.update) moved = moved || !(t.at(r, k).l2 == 0);
         for (size_t k : l.grad) graded = graded || t.at(r, k).l2 > 0;
       }
-      if (moved || !graded || double(full) < threshold(ctx, "min_records")) continue;
-      out.push_back(frozen(ctx, l));
+      any_moved = any_moved || moved;
+      if (!moved && graded && double(full) >= threshold(ctx, "min_records")) still.push_back(int(&l - layers.data()));
+    }
+    if (any_moved && !still.empty()) {
+      out.push_back(frozen(ctx, layers[size_t(still[0])]));
       return;
     }
     for (size_t k : ctx.probes(ProbeKind::kRows)) {

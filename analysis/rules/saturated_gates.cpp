@@ -20,8 +20,8 @@ class SaturatedGates : public Rule {
   }
   std::vector<Threshold> thresholds() const override {
     return {{"sat_frac", 0.5, "mean fraction of gate or candidate values within 0.01 of their bounds over the last "
-                              "records: healthy LSTM/GRU classifiers measured <= 0.21 (models/modern, parity "
-                              "fixtures), the faulty ones 0.6-0.99 (docs/rules.md)"},
+                              "records: healthy LSTM/GRU classifiers measured <= 0.06 (models/modern, parity "
+                              "fixtures), the faulty ones 0.91-0.997 (docs/rules.md)"},
             {"window", 20, "records at the end of the run over which the fraction is averaged"},
             {"min_improvement", 0.05, "the run falls short: the loss fell less than 5%..."},
             {"poor_fraction", 0.75, "...or the final accuracy is below chance + 75% of the way to 1"},

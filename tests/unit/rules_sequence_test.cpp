@@ -169,6 +169,13 @@ TEST_CASE("frozen_layer: a layer no update moved while gradients reached it") {
     REQUIRE(!d.findings.empty());
     CHECK(d.findings[0].symptom == "frozen_layer");
   }
+  SUBCASE("no layer moved at all: unchanged_weights', not this rule's") {
+    fail(t);
+    for (size_t r = 0; r < t.size(); ++r)
+      for (size_t k = 0; k < t.header.probes.size(); ++k)
+        if (t.header.probes[k].kind == ProbeKind::kUpdate) t.at(r, k).l2 = 0;
+    CHECK(run("frozen_layer", t).empty());
+  }
   SUBCASE("no gradient reached it either: not this rule's") {
     fail(t);
     for (size_t r = 0; r < t.size(); ++r)

@@ -83,7 +83,8 @@ class FrozenLayer : public Rule {
     f.confidence = 0.9;
     f.root_cause = RootCause::kLearningRate;
     f.message = ctx.layer_label(l.layer) + " was never updated (" + params + ": every update 0 while gradients " +
-                "reached it)" + (listed.empty() ? "" : ", frozen by deeplocalize.frozen = " + listed) +
+                "reached it)" +
+                (listed.empty() ? "" : ", frozen by the configuration (deeplocalize.frozen or --frozen: " + listed + ")") +
                 ", and the run falls short: the layer keeps its initial weights";
     f.recommendation = "train " + ctx.layer_label(l.layer) + " (remove it from deeplocalize.frozen / "
                        "requires_grad=False, or give it a learning rate above 0), or load trained weights into it "

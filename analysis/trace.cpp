@@ -27,6 +27,11 @@ const char* probe_kind_name(ProbeKind k) {
     case ProbeKind::kParamGrad: return "param_grad";
     case ProbeKind::kUpdate: return "update";
     case ProbeKind::kFeature: return "feature";
+    case ProbeKind::kGates: return "gates";
+    case ProbeKind::kCandidates: return "candidates";
+    case ProbeKind::kStateFirst: return "state_first";
+    case ProbeKind::kStateLast: return "state_last";
+    case ProbeKind::kRows: return "rows";
   }
   return "?";
 }

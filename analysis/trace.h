@@ -47,7 +47,31 @@ enum class ProbeKind : uint8_t {
   kParamGrad, // a parameter's gradient
   kUpdate,    // the update applied to a parameter; l2 holds ||dw||, mean holds ||dw||/||w||
   kFeature,   // a per-row feature an op computed in its forward loops (OpFeature, below)
+  // ---- recurrent and embedding probes (issue 16) -----------------------------------
+  // Values an op keeps inside (OpDescription::recurrent, ::embedding), one probe per such
+  // op, reduced by the op in its own loops. `node` is the op's node.
+  kGates,       // a recurrent op's sigmoid gates (LSTM i, o, f; GRU z, r) at every step and
+                // row processed: count, mean, min, max; sat_frac = within kGateMargin of 0 or 1
+  kCandidates,  // its candidate values (LSTM c~, GRU h~) from a saturating (tanh-family)
+                // activation: sat_frac = within kGateMargin of the bounds; count 0 when its
+                // activation does not saturate (Relu)
+  kStateFirst,  // its hidden state after the first time step (all rows and directions):
+                // l2, count, max |h| (in max), nan, inf
+  kStateLast,   // the same after the last time step: growth over time = rms(last) / rms(first)
+  kRows,        // an embedding table (a Gather of a trainable initializer) at each update:
+                // count = rows; mean = rows this update changed; zero_frac = the fraction
+                // of rows it left unchanged; dead_frac = of rows no recorded update has
+                // changed since training began (carried between full parameter records)
 };
+// Distance to a gate's bounds that counts as saturated: sigmoid'(x) < 0.0099 there
+// (|x| > ~4.6), 1/25 of its peak.
+constexpr double kGateMargin = 0.01;
+// Every probe kind, in declaration order (names, parsing).
+constexpr ProbeKind kProbeKinds[] = {ProbeKind::kForward,    ProbeKind::kGradient,   ProbeKind::kWeight,
+                                     ProbeKind::kParamGrad,  ProbeKind::kUpdate,     ProbeKind::kFeature,
+                                     ProbeKind::kGates,
+                                     ProbeKind::kCandidates, ProbeKind::kStateFirst, ProbeKind::kStateLast,
+                                     ProbeKind::kRows};
 const char* probe_kind_name(ProbeKind k);
 
 // What the analysis may know about the op behind a probe (from its traits).
@@ -62,6 +86,10 @@ struct OpDescription {
   int64_t units = 0;  // size of the normalised / unit axis (last dim for dense, channels for conv)
   double drop_rate = 0;  // fraction of the inputs zeroed at random while training (Dropout)
   int64_t sample_size = 0;  // values per sample of the output (non-batch dims); 0 = unknown
+  // ---- recurrent and embedding traits (issue 16) ----
+  bool recurrent = false;      // a recurrent op: has kGates .. kStateLast probes
+  bool bounded_state = true;   // its hidden state is bounded by its activations (tanh: |h| <= 1)
+  bool embedding = false;      // a lookup into a trainable table: has a kRows probe
 };
 
 // ---- Op features: attention and LayerNorm (issue 16) -------------------------------

@@ -206,6 +206,10 @@ json encode_probe(const Probe& p) {
              {"saturates", o.saturates}, {"normalizes", o.normalizes}, {"units", o.units}};
   if (o.drop_rate > 0) op["drop_rate"] = o.drop_rate;  // absent (0) in traces of older versions
   if (o.sample_size > 0) op["sample_size"] = o.sample_size;
+  // Recurrent and embedding traits absent at their defaults (older traces).
+  if (o.recurrent) op["recurrent"] = true;
+  if (!o.bounded_state) op["bounded_state"] = false;
+  if (o.embedding) op["embedding"] = true;
   json out = {{"kind", probe_kind_name(p.kind)}, {"layer", p.layer}, {"step", p.step},
               {"node", p.node}, {"op_type", p.op_type}, {"op", std::move(op)}};
   if (p.kind == ProbeKind::kFeature) out["feature"] = op_feature_name(p.feature);
@@ -216,8 +220,7 @@ Probe decode_probe(const Fields& f, int64_t layer_count) {
   Probe p;
   const std::string kind = f.str("kind");
   bool known = false;
-  for (ProbeKind k : {ProbeKind::kForward, ProbeKind::kGradient, ProbeKind::kWeight, ProbeKind::kParamGrad,
-                      ProbeKind::kUpdate, ProbeKind::kFeature})
+  for (ProbeKind k : kProbeKinds)
     if (kind == probe_kind_name(k)) p.kind = k, known = true;
   if (!known) f.fail(f.at("kind"), "unknown probe kind '" + kind + "'");
   if (p.kind == ProbeKind::kFeature) {
@@ -238,6 +241,9 @@ Probe decode_probe(const Fields& f, int64_t layer_count) {
   p.op.normalizes = o.flag("normalizes");
   p.op.units = o.count("units");
   if (o.has("sample_size")) p.op.sample_size = o.count("sample_size");
+  if (o.has("recurrent")) p.op.recurrent = o.flag("recurrent");
+  if (o.has("bounded_state")) p.op.bounded_state = o.flag("bounded_state");
+  if (o.has("embedding")) p.op.embedding = o.flag("embedding");
   if (o.has("drop_rate")) {
     p.op.drop_rate = o.num("drop_rate");
     if (!(p.op.drop_rate >= 0 && p.op.drop_rate < 1)) o.fail(o.at("drop_rate"), "must be in [0, 1)");

@@ -15,6 +15,9 @@
 namespace dl::an {
 
 // The format version this build writes and the newest it reads.
+// The recurrent and embedding probe kinds (gates .. rows) and op traits were added within
+// version 1: optional header fields, no change to the binary sections (a build from before
+// them refuses such a trace naming the unknown probe kind).
 constexpr int kTraceFormatVersion = 1;
 
 // Writes `trace` to `path` through io::AtomicFile (io/atomic_file.h): a unique temporary

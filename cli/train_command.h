@@ -24,7 +24,7 @@ namespace dl::cli {
 
 struct TrainOptions {
   std::string model, data;
-  std::optional<std::string> loss, optimizer;
+  std::optional<std::string> loss, optimizer, frozen;
   std::optional<bool> from_logits, nesterov;
   std::optional<double> lr, momentum, decay, clipnorm, clipvalue, validation_split;
   std::optional<int64_t> epochs, batch_size, targets, seed;

@@ -109,6 +109,7 @@ void ExecutionGraph::forward() {
     st.fwd.out_stats = observer_ ? observer_->forward_sink(k) : nullptr;
     st.fwd.in_stats = observer_ && st.op->reports_input() ? observer_->forward_in_sink(k) : nullptr;
     st.fwd.feature_stats = observer_ ? observer_->feature_sink(k) : nullptr;
+    st.fwd.inner = observer_ && st.recurrent ? observer_->inner_sink(k) : nullptr;
     st.op->forward(st.fwd);
     if (observer_) observer_->on_forward(k, st);
   }

@@ -71,6 +71,7 @@ struct Step {
   FwdCtx fwd;
   BwdCtx bwd;
   bool needs_backward = false;
+  bool recurrent = false;  // op traits say recurrent (reports FwdCtx::inner)
   int layer = -1;
 };
 
@@ -106,6 +107,9 @@ class Observer {
   // A sink for the step's per-row feature (FwdCtx::feature_stats, Op::feature); null
   // when none is wanted.
   virtual ValueSink* feature_sink(size_t step_index) { (void)step_index; return nullptr; }
+  // Where a recurrent op reports its inner values (FwdCtx::inner), asked only of steps
+  // whose op traits say recurrent; null when none is wanted.
+  virtual InnerStats* inner_sink(size_t step_index) { (void)step_index; return nullptr; }
 };
 
 class ExecutionGraph {

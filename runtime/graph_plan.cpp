@@ -220,6 +220,7 @@ void ExecutionGraph::plan(const GraphOptions& options) {
       if (st.inputs[i] >= 0 && needs_grad_[static_cast<size_t>(st.inputs[i])] && st.op->differentiable_input(i))
         any = true;
     st.needs_backward = any;
+    st.recurrent = st.op->traits().recurrent;
     if (any)
       for (int s : st.outputs)
         if (s >= 0 && slot_ptr_[static_cast<size_t>(s)]->dtype() == DType::kFloat32)

@@ -3,6 +3,7 @@
 // cases) and is registered by one line in runtime/ops/op_list.def.
 #pragma once
 
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -43,6 +44,33 @@ struct OpTraits {
   int64_t normalized_axis = -1;
   // While training, zeroes this fraction of its inputs at random (Dropout's ratio).
   double drop_rate = 0.0;
+  // ---- recurrent and embedding traits (issue 16) ----
+  // A recurrent op (LSTM, GRU, RNN): reports its gates and hidden states (FwdCtx::inner).
+  bool recurrent = false;
+  // Its hidden state is bounded by its activations (tanh/sigmoid: |h| <= 1); false when
+  // an unbounded activation (Relu) makes it so the state can grow without limit.
+  bool bounded_state = true;
+  // A lookup of rows of a trainable table read as input 0 (Gather of an initializer along
+  // axis 0): the probes count the table rows each update changes.
+  bool embedding = false;
+};
+
+// ---- recurrent inner values (issue 16) ----
+// What a recurrent op reports of the values it keeps for backward through time, reduced
+// from its own gate and state buffers after the time loop, only when a probe asks
+// (FwdCtx::inner, a recorded iteration). Gates: the sigmoid-type gates (LSTM i, o, f; GRU
+// z, r); candidates: the candidate values (LSTM c~, GRU h~, RNN h) when their activation
+// saturates; saturated: within `margin` of the activation's bounds. States: the hidden
+// state after the first and after the last time step, every row and direction.
+struct InnerStats {
+  struct Part {
+    int64_t n = 0, saturated = 0, nan = 0, inf = 0;
+    double sum = 0, sumsq = 0;
+    float min = INFINITY, max = -INFINITY;  // of the values (states: of |h|)
+  };
+  Part gates, candidates, first, last;
+  double margin = 0.01;
+  void reset() { gates = candidates = first = last = Part{}; }
 };
 
 // Traits of the ops that start a layer and are affine in their data input (Gemm, MatMul,
@@ -149,6 +177,7 @@ struct FwdCtx {
   // Set when a probe wants the op's feature (Op::feature): forward() then reports the
   // feature of every row, in row order, to part 0 (or reports nothing).
   ValueSink* feature_stats = nullptr;
+  InnerStats* inner = nullptr;  // set when a probe wants a recurrent op's inner values
 };
 
 // Backward: dout[k] is the gradient of the loss w.r.t. out[k] (nullptr when no gradient

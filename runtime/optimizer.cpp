@@ -17,6 +17,20 @@ namespace dl::rt {
 Optimizer::Optimizer(const OptimizerConfig& config, double default_lr, int slots)
     : config_(config), name_(config.name), lr_(config.learning_rate.value_or(default_lr)), slots_(slots) {
   if (slots_ > 8) throw InternalError("optimizer " + name_ + ": more than 8 state slots");
+  for (const std::string& name : frozen_names(config.frozen)) frozen_.insert(name);
+}
+
+std::vector<std::string> frozen_names(const std::string& list) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at <= list.size()) {
+    const size_t end = std::min(list.find(',', at), list.size());
+    std::string name = list.substr(at, end - at);
+    const size_t b = name.find_first_not_of(" \t"), e = name.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(name.substr(b, e - b + 1));
+    at = end + 1;
+  }
+  return out;
 }
 
 Optimizer::~Optimizer() = default;
@@ -95,6 +109,13 @@ void Optimizer::step(std::vector<Param>& params, UpdateObserver* observer) {
                           "') changed size between steps");
     for (int k = 0; k < slots_; ++k) slot_ptrs_[static_cast<size_t>(k)] = state_[i][static_cast<size_t>(k)].data();
     float* w = p.value->f();
+    if (frozen(p.name)) {  // learning rate 0: no change, and its state stays as it was
+      for (int64_t off = 0; observer && off < n; off += int64_t(kChunk)) {
+        const int64_t len = std::min<int64_t>(int64_t(kChunk), n - off);
+        observer->on_chunk(i, off, p.grad->f() + off, w + off, w + off, len);
+      }
+      continue;
+    }
     const float* g = transform(p);
     if (!observer) {
       update(w, g, slot_ptrs_.data(), n, lr_t);

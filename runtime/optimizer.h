@@ -37,6 +37,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <set>
 #include <vector>
 
 #include "runtime/graph.h"
@@ -50,6 +51,10 @@ struct OptimizerConfig {
   bool nesterov = false;                // sgd only
   double decay = 0;                     // time-based learning-rate decay
   std::optional<double> clipnorm, clipvalue;
+  // Comma-separated parameter (initializer) names whose learning rate is 0: the optimizer
+  // leaves them as they are and keeps no state moving for them (torch's requires_grad=False,
+  // Keras' trainable=False). Every name must be a trainable parameter (checked by the trainer).
+  std::string frozen;
   // Where a value came from, by option key ("momentum" -> "m.onnx: model metadata
   // 'deeplocalize.momentum'"), for messages; a key not listed came from its command-line flag.
   std::map<std::string, std::string> origin;
@@ -90,6 +95,7 @@ class Optimizer {
   int64_t iterations() const { return iterations_; }
   const std::string& name() const { return name_; }
   const OptimizerConfig& config() const { return config_; }
+  bool frozen(const std::string& param) const { return frozen_.count(param) > 0; }
 
  protected:
   Optimizer(const OptimizerConfig& config, double default_lr, int slots);
@@ -107,6 +113,7 @@ class Optimizer {
   const float* transform(const Param& p);
 
   std::string name_;
+  std::set<std::string> frozen_;  // config_.frozen, split
   double lr_;
   int slots_;
   int64_t iterations_ = 0;
@@ -124,5 +131,9 @@ class Optimizer {
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config);
 
 const char* valid_optimizer_names();
+
+// The names of OptimizerConfig::frozen: split at commas, blanks around a name dropped,
+// empty items skipped.
+std::vector<std::string> frozen_names(const std::string& list);
 
 }  // namespace dl::rt

@@ -94,6 +94,7 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
       probes.push_back(p);
     }
   }
+  declare_inner_probes(graph);
   // A step whose op reports its input (an activation with vector loops) reduces, at
   // light iterations, the output of the step right before it when it reads that (in[0])
   // in its own loop.
@@ -232,6 +233,7 @@ void ProbeRecorder::reduce_pending() {
 
 void ProbeRecorder::on_forward(size_t step_index, const Step& step) {
   if (current_) reduce_feature(step_index);
+  record_inner(step_index);
   if (!current_ || forward_probe_[step_index] < 0) return;
   const int probe = forward_probe_[step_index];
   if (in_probe_[step_index] >= 0 && in_probe_[step_index] == pending_probe_) reduce_pending();
@@ -315,7 +317,7 @@ void ProbeRecorder::before_update(const ExecutionGraph&, const IterationInfo& in
 Optimizer::UpdateObserver* ProbeRecorder::update_observer(const IterationInfo&) { return full_ ? this : nullptr; }
 
 // Runs on the optimizer's thread right after it updated the chunk, which is in L1.
-void ProbeRecorder::on_chunk(size_t param, int64_t, const float* grad, const float* before, const float* after,
+void ProbeRecorder::on_chunk(size_t param, int64_t offset, const float* grad, const float* before, const float* after,
                              int64_t n) {
   if (param >= weight_probe_.size()) return;
   ParamState& p = params_[param];
@@ -324,6 +326,13 @@ void ProbeRecorder::on_chunk(size_t param, int64_t, const float* grad, const flo
   stats::add_update(before, after, n, p.update);
   stats::add_values(grad, n, none, p.grad);
   stats::add_values(after, n, none, p.weight);
+  RowState& rows = rows_[param];
+  if (rows.probe < 0) return;
+  for (int64_t k = 0; k < n; ++k)
+    if (!(before[k] == after[k])) {  // NaN counts as a change
+      const size_t row = size_t((offset + k) / rows.width);
+      rows.changed[row] = rows.ever[row] = 1;
+    }
 }
 
 void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInfo& info) {
@@ -338,6 +347,7 @@ void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInf
   for (size_t k = 0; k < params.size() && k < weight_probe_.size(); ++k) {
     ParamState& p = params_[k];
     an::TensorStats* out = current_ + weight_probe_[k];  // weight, param_grad, update
+    record_rows(k, full_ && p.seen);
     if (!full_) {
       for (int j = 0; j < 3; ++j) out[j] = carry(p.last[j]);
       continue;

@@ -104,6 +104,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   ValueSink* backward_sink(size_t step_index) override;
   ValueSink* forward_in_sink(size_t step_index) override;
   ValueSink* feature_sink(size_t step_index) override;
+  InnerStats* inner_sink(size_t step_index) override;
   void on_epoch_end(const EpochSummary& summary) override;
 
   int64_t full_every() const { return full_every_; }
@@ -159,6 +160,23 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   std::vector<int> feature_probe_;        // per step, -1 if none
   SinkSums feature_sink_;
   int feature_sink_probe_ = -1;
+  // ---- recurrent and embedding probes (issue 16) ----
+  // Per step: the first of a recurrent op's kGates, kCandidates, kStateFirst, kStateLast
+  // probes (consecutive), or -1; what the op reports into inner_.
+  std::vector<int> inner_probe_;
+  InnerStats inner_;
+  // Per parameter: an embedding table's kRows probe (-1 if none), its row width, and which
+  // rows this update and any recorded update changed.
+  struct RowState {
+    int probe = -1;
+    int64_t width = 0;
+    std::vector<uint8_t> changed, ever;
+    an::TensorStats last;
+  };
+  std::vector<RowState> rows_;
+  void declare_inner_probes(const ExecutionGraph& graph);
+  void record_inner(size_t step_index);
+  void record_rows(size_t param, bool full);
   an::TensorStats* current_ = nullptr;    // this iteration's record, or null when not recorded
   ExecutionGraph* last_graph_ = nullptr;  // the graph of the last recorded update
   int64_t iteration_ = -1;

@@ -93,6 +93,7 @@ void describe_run(const ExecutionGraph& graph, const TrainConfig& config, const 
   h.config["epochs"] = std::to_string(config.epochs);
   h.config["batch_size"] = std::to_string(config.batch_size);
   h.config["validation_split"] = fmt_double(config.validation_split);
+  if (!config.optimizer.frozen.empty()) h.config["frozen"] = config.optimizer.frozen;
   h.metric_name = metric_name;
   h.metric_higher_is_better = metric_higher_is_better;
   h.batches_per_epoch = (train.n + config.batch_size - 1) / config.batch_size;

@@ -89,6 +89,7 @@ std::map<std::string, std::string> config_to_metadata(const TrainConfig& c) {
   if (c.optimizer.decay != 0) m[p + "decay"] = num(c.optimizer.decay);
   if (c.optimizer.clipnorm) m[p + "clipnorm"] = num(*c.optimizer.clipnorm);
   if (c.optimizer.clipvalue) m[p + "clipvalue"] = num(*c.optimizer.clipvalue);
+  if (!c.optimizer.frozen.empty()) m[p + "frozen"] = c.optimizer.frozen;
   m[p + "epochs"] = std::to_string(c.epochs);
   m[p + "batch_size"] = std::to_string(c.batch_size);
   m[p + "targets"] = std::to_string(c.targets);

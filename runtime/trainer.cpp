@@ -33,6 +33,22 @@ bool targets_are_classes(const Dataset& data) {
   return !data.y.empty();
 }
 
+// Every frozen name must be a trainable parameter: a typo would silently train the layer.
+static void check_frozen(ExecutionGraph& g, const OptimizerConfig& c, const std::string& path) {
+  const auto it = c.origin.find("frozen");
+  const std::string where = it == c.origin.end() ? "--frozen" : it->second;
+  for (const std::string& name : frozen_names(c.frozen)) {
+    bool found = false;
+    for (const Param& p : g.params()) found = found || p.name == name;
+    if (found) continue;
+    std::string known;
+    for (const Param& p : g.params()) known += (known.empty() ? "" : ", ") + p.name;
+    if (known.size() > 300) known = known.substr(0, 300) + "...";
+    throw ConfigError(where + ": '" + name + "' is not a trainable parameter of " + path + " (its parameters: " +
+                      known + ")");
+  }
+}
+
 Trainer::Trainer(std::shared_ptr<const ir::Model> model, const TrainConfig& config, Dataset train,
                  Dataset validation)
     : model_(std::move(model)),
@@ -53,6 +69,7 @@ Trainer::Trainer(std::shared_ptr<const ir::Model> model, const TrainConfig& conf
     throw ConfigError(model_->path + ": training needs a model with exactly one data input (this one has " +
                       std::to_string(g.input_names().size()) + ")");
   if (g.params().empty()) throw ConfigError(model_->path + ": the model has no trainable parameters");
+  check_frozen(g, config_.optimizer, model_->path);
   if (g.input(0).dtype() == DType::kInt64) {  // token ids: the data files hold them as numbers
     check_integer_features(train_, g.input_names()[0]);
     check_integer_features(validation_, g.input_names()[0]);

@@ -6,7 +6,8 @@ Conv, Dropout removed, identical initializers merged), a batch fixed to the exam
 This exports in training mode, with dimension 0 of every input and output dynamic, at an
 opset deeplocalize runs, and writes the deeplocalize.* metadata (loss, from_logits,
 optimizer, learning_rate, momentum, nesterov, epochs, batch_size, targets, seed) into
-the model, taken from a torch optimizer and loss when given.
+the model, taken from a torch optimizer and loss when given, and deeplocalize.frozen: the
+parameters with requires_grad=False (deeplocalize does not update them).
 
 Command line (the model is `module:callable`, called with no arguments, or the name of a
 torchvision model, built with random weights: nothing is downloaded):
@@ -77,9 +78,17 @@ def training_metadata(optimizer=None, loss=None, epochs=None, batch_size=None, t
     return {"deeplocalize." + k: v for k, v in meta.items()}
 
 
-def export_model(model, example, path, optimizer=None, loss=None, opset=OPSET, **config):
+def export_model(model, example, path, optimizer=None, loss=None, opset=OPSET, constant_folding=False, edit=None,
+                 **config):
     """Exports `model` (in training mode, dynamic batch) with `example` (a tensor whose
-    dimension 0 is the batch) to `path`, with the metadata of training_metadata()."""
+    dimension 0 is the batch) to `path`, with the metadata of training_metadata() and
+    deeplocalize.frozen for the parameters with requires_grad=False.
+
+    constant_folding=True folds what torch computes from the parameters at run time into
+    initializers: nn.LSTM/nn.GRU then export their reordered gates as the W, R, B
+    initializers deeplocalize trains (without it they are Slice/Concat of the torch
+    parameters). A folded parameter has a new name, so it cannot be frozen (ValueError).
+    `edit`, when given, is called with the onnx.ModelProto before it is checked and saved."""
     import onnx
     import torch
 
@@ -89,8 +98,18 @@ def export_model(model, example, path, optimizer=None, loss=None, opset=OPSET, *
         warnings.simplefilter("ignore")
         torch.onnx.export(model, example, path, opset_version=opset, input_names=["input"], output_names=["output"],
                           dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
-                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=constant_folding)
     proto = onnx.load(path)
+    frozen = [name for name, p in model.named_parameters() if not p.requires_grad]
+    if frozen:
+        names = {i.name for i in proto.graph.initializer}
+        missing = [n for n in frozen if n not in names]
+        if missing:
+            raise ValueError("frozen parameter(s) %s are not initializers of the export (folded or renamed)"
+                             % ", ".join(missing))
+        meta["deeplocalize.frozen"] = ",".join(frozen)
+    if edit is not None:
+        edit(proto)
     for key, value in sorted(meta.items()):
         entry = proto.metadata_props.add()
         entry.key, entry.value = key, value

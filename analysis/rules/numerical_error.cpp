@@ -140,6 +140,7 @@ class NumericalError : public Rule {
       case ProbeKind::kUpdate: return "the update of parameter " + p.node + " in " + ctx.layer_label(s.layer);
       case ProbeKind::kWeight: return "parameter " + p.node + " of " + ctx.layer_label(s.layer);
       case ProbeKind::kFeature: return std::string("the ") + op_feature_name(p.feature) + " of " + p.node;
+      default: break;  // the recurrent and embedding probes are not sites of this rule
     }
     return p.node;
   }

@@ -199,3 +199,15 @@ FeatureSpan feature_span(const AnalysisContext& ctx, size_t probe, const std::fu
 // of them, over `min_epochs` epochs of iterations or until the end of training.
 bool persisted(const AnalysisContext& ctx, const FeatureSpan& s, double min_epochs, size_t min_records);
 }  // namespace dl::an::ru
+
+// --- recurrent and embedding rules (issue 16) ---------------------------------------------
+namespace dl::an::ru {
+// The gate of the recurrent and embedding rules: at the end of training, the loss fell
+// less than min_improvement, or the final metric is poor (judge_metric with poor_fraction,
+// mae above 1 target std): a run that learned its task well has no fault to explain.
+bool run_falls_short(const AnalysisContext& ctx, double min_improvement, double poor_fraction);
+// Mean of field `f` of `probe` over records [from, to) that are not carried.
+double mean_over(const Trace& t, size_t probe, size_t from, size_t to, float TensorStats::*f);
+// Root mean square of a statistics record (l2 / sqrt(count)); NaN when it holds NaN/Inf.
+double rms_of(const TensorStats& s);
+}  // namespace dl::an::ru

@@ -36,6 +36,7 @@ class Gather : public Op {
     for (size_t d = axis + 1; d < ds.size(); ++d) inner_ *= ds[d];
     if (ctx.known.size() > 1 && ctx.known[1]) check_indices(idx);  // fail at plan time when we can
     embedding_ = !ctx.param.empty() && ctx.param[0];
+    rows_axis_ = axis == 0;
     ctx.out[0]->plan(data.dtype(), std::move(out));
   }
 
@@ -67,6 +68,7 @@ class Gather : public Op {
     // A lookup, not an affine map of its input (the ids): an Embedding before a Dense is no
     // linear stack, and the table's N(0, 1) (PyTorch's default) is no too-wide fan-in.
     t.linear = !embedding_;
+    t.embedding = embedding_ && rows_axis_;  // rows of the table are what an id selects
     return t;
   }
   bool differentiable_input(size_t i) const override { return i == 0; }
@@ -97,6 +99,7 @@ class Gather : public Op {
 
   int64_t axis_attr_ = 0;
   bool embedding_ = false;  // data is a trainable parameter (infer)
+  bool rows_axis_ = false;  // gathers along axis 0 (infer)
   int64_t outer_ = 1, axis_dim_ = 0, inner_ = 1;
 };
 

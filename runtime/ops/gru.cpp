@@ -31,6 +31,7 @@ class Gru : public RnnOp {
 
   // Rbh multiplies with r under linear_before_reset, so it stays out of xw_.
   int64_t folded_bias_gates() const override { return linear_before_reset_ ? 2 : 3; }
+  int64_t state_act() const override { return 1; }  // H = (1 - z) . g(...) + z . H_prev
 
   void begin_forward(const FwdCtx&, const Dir& dir) override { rbh_ = dir.b ? dir.b + 5 * hidden_ : nullptr; }
 

@@ -25,6 +25,7 @@ class Lstm : public RnnOp {
   }
 
  protected:
+  int64_t state_act() const override { return 2; }  // H = o . h(C)
   void check_cell_inputs(const InferCtx& ctx) override {
     const Shape state = layout_ == 0 ? Shape{dirs_, batch_, hidden_} : Shape{batch_, dirs_, hidden_};
     if (ctx.in.size() > 6 && ctx.in[6] && ctx.in[6]->shape() != state)

@@ -46,6 +46,9 @@ struct GateName {
   size_t act;
 };
 
+// Whether the activation is bounded with flat ends (its outputs can saturate).
+inline bool saturates(Act a) { return a != Act::kRelu; }
+
 inline float act_apply(Act a, float x) {
   switch (a) {
     case Act::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
@@ -152,6 +155,10 @@ class RnnOp : public Op {
   // Gates whose R bias (Rb) is folded into xw_ with Wb (GRU with linear_before_reset
   // keeps Rb of its h gate out).
   virtual int64_t folded_bias_gates() const { return gates_; }
+  // Index (within one direction's activations) of the activation that bounds the hidden
+  // state: LSTM's h (2), GRU's candidate g (1), RNN's f (0).
+  virtual int64_t state_act() const { return 0; }
+  void reduce_inner(const Dir& dir, InnerStats& st) const;
 
   int64_t gates_ = 1;
   int64_t seq_ = 0, batch_ = 0, input_ = 0, hidden_ = 0;

@@ -40,6 +40,12 @@ assert props["deeplocalize.loss"] == "sparse_categorical_crossentropy" and props
 ops = {n.op_type for n in m.graph.node}
 assert "Dropout" in ops and "BatchNormalization" in ops, ops   # training form kept
 assert m.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+# parameters with requires_grad=False are written to deeplocalize.frozen
+frozen = tiny_net.make()
+frozen[0].weight.requires_grad_(False)
+meta = et.export_model(frozen, torch.zeros(2, 6), work + "/frozen.onnx", loss=torch.nn.CrossEntropyLoss())
+assert meta["deeplocalize.frozen"] == "0.weight", meta
+assert "deeplocalize.frozen" not in et.export_model(net, torch.zeros(2, 6), work + "/unfrozen.onnx")
 # a loss deeplocalize has no equivalent of is refused by name
 try:
     et.training_metadata(loss=torch.nn.NLLLoss())

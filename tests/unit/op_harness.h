@@ -20,6 +20,7 @@ struct OpRun {
   rt::ValueSink* dout_stats = nullptr;  // and BwdCtx::dout_stats
   rt::ValueSink* in_stats = nullptr;    // and FwdCtx::in_stats
   rt::ValueSink* feature_stats = nullptr;  // and FwdCtx::feature_stats
+  rt::InnerStats* inner = nullptr;      // and FwdCtx::inner
 
   OpRun(const ir::Node& node, std::vector<rt::Tensor> in, bool train = false)
       : op(rt::make_op(node)), inputs(std::move(in)), outputs(node.outputs.size()), training(train) {
@@ -41,6 +42,7 @@ struct OpRun {
     fc.out_stats = out_stats;
     fc.in_stats = in_stats;
     fc.feature_stats = feature_stats;
+    fc.inner = inner;
     for (auto& t : inputs) fc.in.push_back(&t);
     for (auto& t : outputs) fc.out.push_back(&t);
     op->forward(fc);

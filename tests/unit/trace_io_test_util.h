@@ -145,6 +145,9 @@ inline void check_equal(const Trace& a, const Trace& b) {
     CHECK(q.op.drop_rate == p.op.drop_rate);
     CHECK(q.op.sample_size == p.op.sample_size);
     CHECK(q.op.units == p.op.units);
+    CHECK(q.op.recurrent == p.op.recurrent);
+    CHECK(q.op.bounded_state == p.op.bounded_state);
+    CHECK(q.op.embedding == p.op.embedding);
   }
   REQUIRE(b.header.initializers.size() == a.header.initializers.size());
   for (size_t k = 0; k < a.header.initializers.size(); ++k) {

@@ -32,7 +32,8 @@ class Flow {
         if (s >= 0 && initializers.count(g.value_name(s))) weight_.insert(s);
     for (size_t k = 0; k < g.steps().size(); ++k) {
       const rt::Step& st = g.steps()[k];
-      if (st.op->traits().role == Role::kShape && !st.inputs.empty() && weight_.count(st.inputs[0]))
+      const rt::OpTraits t = st.op->traits();
+      if ((t.role == Role::kShape || t.rearranges) && !st.inputs.empty() && weight_.count(st.inputs[0]))
         for (int s : st.outputs)
           if (s >= 0) weight_.insert(s);
     }

@@ -74,23 +74,39 @@ void ExecutionGraph::build_layers() {
   // The parameter a slot holds, directly or through a view of it: torch exports nn.Linear
   // on 3-D inputs as MatMul(x, Transpose(W)), so the Transpose is part of the layer that
   // multiplies by W, and that MatMul is the layer's parameterised node.
-  std::map<int, const std::string*> param_at;
+  // (and torch's LSTM export as Unsqueeze(Concat(Slice(W_ih), ...)) likewise).
+  std::map<int, std::vector<const std::string*>> param_at;
   for (const Param& p : params_)
     for (size_t s = 0; s < slot_ptr_.size(); ++s)
-      if (slot_ptr_[s] == p.value) param_at[static_cast<int>(s)] = &p.name;
-  auto param_of = [&](int slot) -> const std::string* {
+      if (slot_ptr_[s] == p.value) param_at[static_cast<int>(s)] = {&p.name};
+  auto params_of = [&](int slot) -> const std::vector<const std::string*>* {
     auto it = param_at.find(slot);
-    return it == param_at.end() ? nullptr : it->second;
+    return it == param_at.end() ? nullptr : &it->second;
+  };
+  auto param_of = [&](int slot) -> const std::string* {
+    const auto* names = params_of(slot);
+    return names ? names->front() : nullptr;
   };
   std::vector<bool> is_view(steps_.size(), false);
   for (size_t k = 0; k < steps_.size(); ++k) {
     const Step& st = steps_[k];
-    if (st.op->traits().role != OpTraits::Role::kShape || st.inputs.empty()) continue;
-    if (const std::string* name = param_of(st.inputs[0])) {
-      is_view[k] = true;
-      for (int o : st.outputs)
-        if (o >= 0) param_at[o] = name;
+    const OpTraits t = st.op->traits();
+    if (t.role != OpTraits::Role::kShape && !t.rearranges) continue;
+    // A view: every differentiable input holds parameters.
+    std::vector<const std::string*> names;
+    bool all = true;
+    for (size_t i = 0; i < st.inputs.size() && all; ++i) {
+      if (st.inputs[i] < 0 || !st.op->differentiable_input(i)) continue;
+      const auto* of = params_of(st.inputs[i]);
+      all = of != nullptr;
+      if (all)
+        for (const std::string* n : *of)
+          if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
     }
+    if (!all || names.empty()) continue;
+    is_view[k] = true;
+    for (int o : st.outputs)
+      if (o >= 0) param_at[o] = names;
   }
   // Steps outside the views, grouped: a parameterised step reading a parameter starts a
   // layer; steps before the first one join its layer.
@@ -134,8 +150,9 @@ void ExecutionGraph::build_layers() {
     l.nodes.push_back(steps_[k].node->name);
     l.output_step = std::max(l.output_step, k);
     for (int s : steps_[k].inputs)
-      if (const std::string* name = param_of(s))
-        if (std::find(l.params.begin(), l.params.end(), *name) == l.params.end()) l.params.push_back(*name);
+      if (const auto* names = params_of(s))
+        for (const std::string* name : *names)
+          if (std::find(l.params.begin(), l.params.end(), *name) == l.params.end()) l.params.push_back(*name);
   }
 }
 

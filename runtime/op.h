@@ -44,6 +44,10 @@ struct OpTraits {
   int64_t normalized_axis = -1;
   // While training, zeroes this fraction of its inputs at random (Dropout's ratio).
   double drop_rate = 0.0;
+  // Outputs hold values of the inputs, moved, selected or repeated, none computed
+  // (Reshape, Transpose, Slice, Concat, Split, ...): a parameter read through such ops
+  // is still that parameter (torch exports an LSTM's weights as Concat(Slice(W), ...)).
+  bool rearranges = false;
   // ---- recurrent and embedding traits (issue 16) ----
   // A recurrent op (LSTM, GRU, RNN): reports its gates and hidden states (FwdCtx::inner).
   bool recurrent = false;

@@ -2,6 +2,7 @@
 // re-initialisation by role (the repairs' "re-initialise this layer").
 #include "runtime/param_roles.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -46,9 +47,11 @@ Shape seen_shape(const ir::Graph& g, const std::string& value, const ir::TensorD
 }  // namespace
 
 std::map<std::string, ModelParam> model_params(const ir::Graph& g, const std::vector<std::unique_ptr<Op>>& ops) {
-  std::map<std::string, std::string> source;  // value -> the float initializer it is a view of
+  // value -> the float initializers whose values it holds (itself, or through ops that
+  // only rearrange: Transpose(W), Concat(Slice(W_ih), ...) as torch exports an LSTM).
+  std::map<std::string, std::vector<std::string>> source;
   for (const auto& [name, data] : g.initializers)
-    if (is_float(data)) source[name] = name;
+    if (is_float(data)) source[name] = {name};
   std::map<std::string, ModelParam> params;
   auto add_use = [&](const std::string& init, const ir::Node& n, size_t i, const ParamRole& role) {
     ModelParam& p = params[init];
@@ -64,22 +67,37 @@ std::map<std::string, ModelParam> model_params(const ir::Graph& g, const std::ve
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const ir::Node& n = g.nodes[k];
     for (const std::string& o : n.outputs) producer[o] = k;
-    if (ops[k]->traits().role == OpTraits::Role::kShape && !n.inputs.empty()) {
-      auto it = source.find(n.inputs[0]);
-      if (it != source.end()) {
-        for (const std::string& o : n.outputs)
-          if (!o.empty()) source[o] = it->second, aliases[it->second].push_back(o);
+    const OpTraits t = ops[k]->traits();
+    if (t.role == OpTraits::Role::kShape || t.rearranges) {
+      // A rearrangement of initializers only (every differentiable input is one).
+      std::vector<std::string> from;
+      bool all = true;
+      for (size_t i = 0; i < n.inputs.size() && all; ++i) {
+        if (n.inputs[i].empty() || !ops[k]->differentiable_input(i)) continue;
+        auto it = source.find(n.inputs[i]);
+        all = it != source.end();
+        if (all)
+          for (const std::string& s : it->second)
+            if (std::find(from.begin(), from.end(), s) == from.end()) from.push_back(s);
+      }
+      if (all && !from.empty()) {
+        for (const std::string& o : n.outputs) {
+          if (o.empty()) continue;
+          source[o] = from;
+          if (t.role == OpTraits::Role::kShape && from.size() == 1) aliases[from[0]].push_back(o);
+        }
         continue;
       }
     }
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       auto it = source.find(n.inputs[i]);
       if (it == source.end()) continue;
-      const ir::TensorData& init = g.initializers.at(it->second);
-      const ParamRole role = ops[k]->param_role(i, seen_shape(g, n.inputs[i], init));
-      if (role.kind == ParamRole::Kind::kNone) continue;
-      add_use(it->second, n, i, role);
-      has_trainable[k] = has_trainable[k] || role.trainable();
+      for (const std::string& name : it->second) {
+        const ParamRole role = ops[k]->param_role(i, seen_shape(g, n.inputs[i], g.initializers.at(name)));
+        if (role.kind == ParamRole::Kind::kNone) continue;
+        add_use(name, n, i, role);
+        has_trainable[k] = has_trainable[k] || role.trainable();
+      }
     }
   }
   // Biases added after a node with a trainable parameter (MatMul + Add, Conv + Add).
@@ -99,7 +117,7 @@ std::map<std::string, ModelParam> model_params(const ir::Graph& g, const std::ve
       if (it == source.end() || !ops[k]->differentiable_input(i)) continue;
       ParamRole bias;
       bias.kind = ParamRole::Kind::kBias;
-      add_use(it->second, n, i, bias);
+      for (const std::string& name : it->second) add_use(name, n, i, bias);
     }
   }
   for (auto& [name, p] : params) {

@@ -85,9 +85,10 @@ def export_model(model, example, path, optimizer=None, loss=None, opset=OPSET, c
     deeplocalize.frozen for the parameters with requires_grad=False.
 
     constant_folding=True folds what torch computes from the parameters at run time into
-    initializers: nn.LSTM/nn.GRU then export their reordered gates as the W, R, B
-    initializers deeplocalize trains (without it they are Slice/Concat of the torch
-    parameters). A folded parameter has a new name, so it cannot be frozen (ValueError).
+    initializers: nn.LSTM/nn.GRU then export their reordered gates as W, R, B initializers
+    (without it they are Unsqueeze(Concat(Slice(torch parameter), ...)), which deeplocalize
+    trains the same way, through to the torch parameters). A folded parameter has a new
+    name, so it cannot be frozen (ValueError).
     `edit`, when given, is called with the onnx.ModelProto before it is checked and saved."""
     import onnx
     import torch

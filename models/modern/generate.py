@@ -310,23 +310,28 @@ def generate(case, index):
         f.write("\n")
 
 
-def all_cases():
-    cases = list(CASES)
-    if os.path.exists(os.path.join(HERE, "attention_cases.py")):
-        cases += importlib.import_module("attention_cases").CASES
-    return cases
+def attention_module():
+    """attention_cases.py (transformer and LayerNorm cases), which has its own builder and
+    writer of the same files; None when absent."""
+    if not os.path.exists(os.path.join(HERE, "attention_cases.py")):
+        return None
+    sys.path.insert(0, HERE)
+    return importlib.import_module("attention_cases")
 
 
 def main(argv):
     torch.set_num_threads(1)
     wanted = set(argv)
-    cases = all_cases()
-    unknown = wanted - {c.name for c in cases}
+    attention = attention_module()
+    attention_names = {c.name for c in attention.CASES} if attention else set()
+    unknown = wanted - {c.name for c in CASES} - attention_names
     if unknown:
         raise SystemExit("unknown case(s): " + ", ".join(sorted(unknown)))
-    for k, case in enumerate(cases):
+    for k, case in enumerate(CASES):
         if not wanted or case.name in wanted:
             generate(case, k)
+    if attention and (not wanted or wanted & attention_names):
+        attention.main(sorted(wanted & attention_names))
     return 0
 
 

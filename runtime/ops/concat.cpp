@@ -71,6 +71,7 @@ class Concat : public Op {
   OpTraits traits() const override {
     OpTraits t;
     t.linear = true;
+    t.rearranges = true;
     return t;
   }
 

@@ -66,6 +66,7 @@ inline OpTraits shape_traits() {
   OpTraits t;
   t.role = OpTraits::Role::kShape;
   t.linear = true;
+  t.rearranges = true;
   return t;
 }
 

@@ -81,6 +81,7 @@ class Split : public Op {
   OpTraits traits() const override {
     OpTraits t;
     t.linear = true;
+    t.rearranges = true;
     return t;
   }
   bool differentiable_input(size_t i) const override { return i == 0; }

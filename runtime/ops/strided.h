@@ -86,6 +86,7 @@ class StridedViewOp : public Op {
   OpTraits traits() const override {
     OpTraits t;
     t.linear = true;
+    t.rearranges = true;
     return t;
   }
   bool differentiable_input(size_t i) const override { return i == 0; }

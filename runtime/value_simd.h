@@ -137,15 +137,20 @@ inline void light_pass(int64_t n, Vec vec, Scalar scalar, Sums& out) {
 }
 
 // light_pass's sums of values that come in pieces (the rows of one channel, ...): four
-// vectors at once through put4() (one per chain: with constant chain indices the
-// compiler keeps the chains in registers), single vectors through put() (chain 0),
+// vectors at once through put4() (over the chains in turn: with constant chain indices
+// the compiler keeps the chains in registers), single vectors through put() (chain 0),
 // single values (a row's tail) through put_scalar(); flushed every kBlock values or so;
 // finish() once after the last piece. The grouping differs from one light_pass over
 // the same values, so the sums differ in rounding only; count, min and max are the same.
 class LightSums {
+  // 4 chains hold 16 vectors of state: with AVX-512's 32 registers that leaves room for
+  // the op's own values; AVX2 has 16, so 2 chains there (4 spilled the op's loop to the
+  // stack: BatchNormalization's forward loop, bench/README.md run 13).
+  static constexpr int kChains = kLanes >= 16 ? 4 : 2;
+
  public:
   void put4(VecF a, VecF b, VecF c, VecF d) {
-    m_.add(0, a), m_.add(1, b), m_.add(2, c), m_.add(3, d);
+    m_.add(0, a), m_.add(1 % kChains, b), m_.add(2 % kChains, c), m_.add(3 % kChains, d);
     counted(4 * kLanes);
   }
   void put(VecF v) {
@@ -171,7 +176,7 @@ class LightSums {
   void counted(int64_t n) {
     if ((in_block_ += n) >= kBlock) m_.flush(out_), in_block_ = 0;
   }
-  Moments<4> m_;
+  Moments<kChains> m_;
   Sums out_;
   int64_t in_block_ = 0;
 };

@@ -199,6 +199,7 @@ class BatchNormalization : public Op {
             return d * d;
           });
       var = count > 0 ? ss / count : 0.0;
+      if (ps.in_sums) ps.in_sums[c] = in_acc.finish();  // (done with: its registers are free for Y's)
     }
     mean_[c] = static_cast<float>(mean);
     var_[c] = static_cast<float>(var);
@@ -241,7 +242,7 @@ class BatchNormalization : public Op {
       }
     }
     if (ps.sums) ps.sums[c] = acc.finish();
-    if (ps.in_sums) ps.in_sums[c] = in_acc.finish();
+    if (in_here) ps.in_sums[c] = in_acc.finish();
   }
 
   void backward_channel(const Pass& ps, int64_t c) const {

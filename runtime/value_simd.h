@@ -4,8 +4,7 @@
 // vector registers anyway run on those registers (ValueSink::add_sums, runtime/op.h),
 // in the same blocks and order, so both give the same sums up to the rounding of where
 // a chunk's last values join the running sums. The sums go to stats::Sums
-// (runtime/value_sums.h). (value_sums.h's own 16-float helpers are what this replaced:
-// see the note below on why 16 floats are wrong for an AVX2 target.)
+// (runtime/value_sums.h).
 #pragma once
 
 #include <algorithm>

@@ -23,6 +23,7 @@
 #include "runtime/probes.h"
 #include "runtime/registry.h"
 #include "runtime/threads.h"
+#include "runtime/value_simd.h"
 
 namespace {
 
@@ -233,8 +234,8 @@ namespace {
 // step) with the probe's statistics of it: mode 0 none; 1 the light statistics of each
 // 4096-value chunk read back by the sink (the path before the fused loops); 2 the full
 // statistics read back; 3 the light statistics in the loop's registers
-// (stats::light_pass, what Relu does at light iterations); 4 of its input and its output
-// in the registers (stats::light_pass2, when the previous step's output is wanted too).
+// (simd::light_pass, what Relu does at light iterations); 4 of its input and its output
+// in the registers (simd::light_pass2, when the previous step's output is wanted too).
 void BM_ReluChunks(benchmark::State& state) {
   const int64_t n = 301056;
   const int mode = int(state.range(0));
@@ -244,7 +245,7 @@ void BM_ReluChunks(benchmark::State& state) {
   if (mode == 2) b.dead = b.nonneg = true;
   const float* px = x.f();
   float* py = y.f();
-  using rt::stats::F16;
+  using rt::simd::VecF;
   for (auto _ : state) {
     rt::stats::Sums s, in;
     for (int64_t k = 0; k < n; k += 4096) {
@@ -252,21 +253,21 @@ void BM_ReluChunks(benchmark::State& state) {
       const float* xx = px + k;
       float* yy = py + k;
       if (mode == 3) {
-        rt::stats::light_pass(
+        rt::simd::light_pass(
             e - k,
             [&](int64_t i) {
-              const F16 u = rt::stats::load16(xx + i), v = u > 0.0f ? u : F16{};
-              rt::stats::store16(yy + i, v);
+              const VecF u = rt::simd::loadv(xx + i), v = u > 0.0f ? u : VecF{};
+              rt::simd::storev(yy + i, v);
               return v;
             },
             [&](int64_t i) { return yy[i] = xx[i] > 0 ? xx[i] : 0.0f; }, s);
       } else if (mode == 4) {
-        rt::stats::light_pass2(
+        rt::simd::light_pass2(
             e - k,
-            [&](int64_t i, F16& u, F16& v) {
-              u = rt::stats::load16(xx + i);
-              v = u > 0.0f ? u : F16{};
-              rt::stats::store16(yy + i, v);
+            [&](int64_t i, VecF& u, VecF& v) {
+              u = rt::simd::loadv(xx + i);
+              v = u > 0.0f ? u : VecF{};
+              rt::simd::storev(yy + i, v);
             },
             [&](int64_t i, float& u, float& v) { v = yy[i] = (u = xx[i]) > 0 ? u : 0.0f; }, in, s);
       } else {

@@ -9,7 +9,7 @@
 # THREADS (the thread counts to run, default "1 nproc"), DATA (BUILD_DIR/bench-data),
 # CASES (default "a b c r m s": r resnet18, m mobilenet_v2, s shufflenet_v2_x0_5),
 # MICRO=0 skips the Google Benchmark GEMM peak, PROFILE=0 skips the per-op-type
-# profile of the torchvision nets.
+# profile of the torchvision nets and of the probes' cost on them.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-build}
@@ -91,6 +91,9 @@ for c in $CASES; do
     echo "== ($c) $model: time per op type, 1 thread, probes off (dl_bench_train --profile)"
     "$DRIVER" "$DATA/$model.onnx" "$DATA/$data" --batch "$batch" --steps "$steps" --warmup "$warmup" --threads 1 \
       --profile --modes off | sed -n '/by op type/,/^OPSHARE/p' | grep -v '^OPSHARE'
+    echo "== ($c) $model: probe cost per op type, 1 thread (dl_bench_train --profile --modes off,probes, $rounds rounds)"
+    "$DRIVER" "$DATA/$model.onnx" "$DATA/$data" --batch "$batch" --steps "$steps" --warmup "$warmup" --threads 1 \
+      --profile --modes off,probes --rounds "$rounds" | sed -n '/^probe cost/,$p' | grep -v '^PROBECOST'
   fi
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -2,111 +2,227 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
+#include <set>
+
+#include "bench/bench_util.h"
 
 namespace dl::bench {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+const char* const kLoss = "(loss, gradient zeroing)";
+const char* const kUpdate = "(optimizer update)";
+}  // namespace
+
+double OpTypeCost::total() const {
+  double t = 0;
+  for (const auto& [type, v] : ms) t += v;
+  return t;
+}
+
+void StepProfiler::Laps::add(const Laps& o) {
+  for (size_t k = 0; k < fwd.size(); ++k) {
+    fwd[k] += o.fwd[k], bwd[k] += o.bwd[k];
+    fwd_cpu[k] += o.fwd_cpu[k], bwd_cpu[k] += o.bwd_cpu[k];
+  }
+  update += o.update, update_cpu += o.update_cpu;
+}
+
 StepProfiler::StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::ProbeRecorder* probes)
-    : graph_(g), warmup_(warmup), probes_(probes), fwd_(g.steps().size()), bwd_(g.steps().size()) {}
+    : graph_(g), warmup_(warmup), probes_(probes) {
+  now_.resize(g.steps().size());
+  for (Laps& l : kind_) l.resize(g.steps().size());
+}
 
 void StepProfiler::on_batch_begin(const rt::IterationInfo& info) {
   if (probes_) probes_->on_batch_begin(info);
   on_ = info.iteration >= warmup_;
+  now_.resize(graph_.steps().size());
+  now_.update = now_.update_cpu = 0;
   last_ = Clock::now();
+  last_cpu_ = process_cpu_seconds();
 }
 
 void StepProfiler::on_forward(size_t k, const rt::Step& st) {
   if (probes_) probes_->on_forward(k, st);
-  fwd_[k] += lap();
+  lap(now_.fwd[k], now_.fwd_cpu[k]);
 }
 
 void StepProfiler::on_backward(size_t k, const rt::Step& st) {
   if (probes_) probes_->on_backward(k, st);
   if (first_backward_ < 0) first_backward_ = int64_t(k);
-  bwd_[k] += lap();
+  lap(now_.bwd[k], now_.bwd_cpu[k]);
 }
 
 void StepProfiler::before_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) {
   if (probes_) probes_->before_update(g, info);
   last_ = Clock::now();
+  last_cpu_ = process_cpu_seconds();
 }
 
 void StepProfiler::after_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) {
   if (probes_) probes_->after_update(g, info);
-  update_ += lap();
-  if (on_) ++steps_;
+  lap(now_.update, now_.update_cpu);
+  if (!on_) return;
+  // (Probes: an iteration whose step statistics were light throughout is kLight; one
+  // a drift or a NaN turned full part-way counts as full.)
+  const Kind kind = probes_ && !probes_->step_full() ? kLight : kFull;
+  kind_[kind].add(now_);
+  ++steps_[kind];
 }
 
-double StepProfiler::lap() {
+void StepProfiler::lap(double& wall, double& cpu) {
   const auto now = Clock::now();
-  const double s = std::chrono::duration<double>(now - last_).count();
+  const double now_cpu = process_cpu_seconds();
+  wall += std::chrono::duration<double>(now - last_).count();
+  cpu += now_cpu - last_cpu_;
   last_ = now;
-  return on_ ? s : 0.0;
+  last_cpu_ = now_cpu;
 }
 
-double StepProfiler::total() const {
-  double t = update_;
-  for (size_t k = 0; k < fwd_.size(); ++k) t += fwd_[k] + bwd_[k];
-  return t;
+std::string StepProfiler::type_of_backward(size_t k) const {
+  // The first backward step also times the loss and the zeroing of the gradients:
+  // shown apart, so that it is not charged to whatever op comes last.
+  return int64_t(k) == first_backward_ ? kLoss : graph_.steps()[k].node->op_type;
 }
 
 void StepProfiler::print_steps() const {
-  const double all = total();
-  std::printf("time per training step by program step (%lld steps, %.3f ms/step):\n", (long long)steps_,
-              1e3 * all / double(steps_));
-  auto line = [&](const std::string& what, double s) {
-    std::printf("  %-52s %9.1f us  %5.1f%%\n", what.c_str(), 1e6 * s / double(steps_), 100 * s / all);
+  Laps all;
+  all.resize(graph_.steps().size());
+  all.add(kind_[0]), all.add(kind_[1]);
+  const double n = double(std::max<int64_t>(steps_[0] + steps_[1], 1));
+  double total = all.update;
+  for (size_t k = 0; k < all.fwd.size(); ++k) total += all.fwd[k] + all.bwd[k];
+  std::printf("time per training step by program step (%lld steps, %.3f ms/step):\n", (long long)(n), 1e3 * total / n);
+  auto line = [&](const std::string& what, double s, double cpu) {
+    std::printf("  %-52s %9.1f us  %5.1f%%  (CPU %9.1f us)\n", what.c_str(), 1e6 * s / n, 100 * s / total,
+                1e6 * cpu / n);
   };
-  for (size_t k = 0; k < fwd_.size(); ++k)
-    line("fwd " + graph_.steps()[k].node->op_type + " " + graph_.steps()[k].node->name, fwd_[k]);
-  for (size_t k = fwd_.size(); k-- > 0;)
-    if (bwd_[k] > 0)
+  for (size_t k = 0; k < all.fwd.size(); ++k)
+    line("fwd " + graph_.steps()[k].node->op_type + " " + graph_.steps()[k].node->name, all.fwd[k], all.fwd_cpu[k]);
+  for (size_t k = all.fwd.size(); k-- > 0;)
+    if (all.bwd[k] > 0)
       line("bwd " + graph_.steps()[k].node->op_type + " " + graph_.steps()[k].node->name +
                (int64_t(k) == first_backward_ ? " (+ loss, zeroing)" : ""),
-           bwd_[k]);
-  line("optimizer update", update_);
+           all.bwd[k], all.bwd_cpu[k]);
+  line("optimizer update", all.update, all.update_cpu);
+}
+
+OpTypeCost StepProfiler::op_type_cost(unsigned kinds) const {
+  OpTypeCost c;
+  for (int kind = 0; kind < 2; ++kind) {
+    if (!(kinds & (1u << kind))) continue;
+    const Laps& l = kind_[kind];
+    for (size_t k = 0; k < l.fwd.size(); ++k) {
+      c.ms[graph_.steps()[k].node->op_type] += 1e3 * l.fwd_cpu[k];
+      c.ms[type_of_backward(k)] += 1e3 * l.bwd_cpu[k];
+    }
+    c.ms[kUpdate] += 1e3 * l.update_cpu;
+    c.steps += steps_[kind];
+  }
+  for (auto& [type, v] : c.ms) v /= double(std::max<int64_t>(c.steps, 1));
+  return c;
 }
 
 void StepProfiler::print_op_types(const std::string& model) const {
   struct Share {
-    double fwd = 0, bwd = 0;
+    double fwd = 0, bwd = 0, cpu = 0;
     int nodes = 0;
   };
   std::map<std::string, Share> by_type;
-  double loss = 0;
-  for (size_t k = 0; k < fwd_.size(); ++k) {
+  Laps all;
+  all.resize(graph_.steps().size());
+  all.add(kind_[0]), all.add(kind_[1]);
+  for (size_t k = 0; k < all.fwd.size(); ++k) {
     Share& s = by_type[graph_.steps()[k].node->op_type];
-    s.fwd += fwd_[k];
+    s.fwd += all.fwd[k];
+    s.cpu += all.fwd_cpu[k];
     ++s.nodes;
-    // The first backward step also times the loss and the zeroing of the gradients:
-    // shown apart, so that it is not charged to whatever op comes last.
-    if (int64_t(k) == first_backward_) loss += bwd_[k];
-    else s.bwd += bwd_[k];
+    Share& b = by_type[type_of_backward(k)];
+    b.bwd += all.bwd[k];
+    b.cpu += all.bwd_cpu[k];
   }
-  by_type["(loss, gradient zeroing)"].bwd += loss;
-  by_type["(optimizer update)"].fwd += update_;
+  by_type[kUpdate].fwd += all.update;
+  by_type[kUpdate].cpu += all.update_cpu;
+  by_type[kLoss].nodes = 0;
   std::vector<std::pair<std::string, Share>> rows(by_type.begin(), by_type.end());
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
     return a.second.fwd + a.second.bwd > b.second.fwd + b.second.bwd;
   });
-  const double all = total(), n = double(std::max<int64_t>(steps_, 1));
-  std::printf("time per training step by op type (%lld steps, %.2f ms/step; fwd and bwd in ms per step):\n",
-              (long long)steps_, 1e3 * all / n);
-  std::printf("  %-26s %6s %9s %9s %7s\n", "op type", "nodes", "fwd ms", "bwd ms", "share");
+  double wall = 0, cpu = 0;
+  for (const auto& [type, s] : rows) wall += s.fwd + s.bwd, cpu += s.cpu;
+  const double n = double(std::max<int64_t>(steps_[0] + steps_[1], 1));
+  std::printf("time per training step by op type (%lld steps, %.2f ms/step, CPU %.2f ms/step; fwd and bwd in wall "
+              "ms per step):\n",
+              (long long)n, 1e3 * wall / n, 1e3 * cpu / n);
+  std::printf("  %-26s %6s %9s %9s %7s %9s\n", "op type", "nodes", "fwd ms", "bwd ms", "share", "CPU ms");
   for (const auto& [type, s] : rows) {
     if (s.fwd + s.bwd <= 0) continue;
-    std::printf("  %-26s %6d %9.2f %9.2f %6.1f%%\n", type.c_str(), s.nodes, 1e3 * s.fwd / n, 1e3 * s.bwd / n,
-                100 * (s.fwd + s.bwd) / all);
+    std::printf("  %-26s %6d %9.2f %9.2f %6.1f%% %9.2f\n", type.c_str(), s.nodes, 1e3 * s.fwd / n, 1e3 * s.bwd / n,
+                100 * (s.fwd + s.bwd) / wall, 1e3 * s.cpu / n);
   }
   for (const auto& [type, s] : rows) {
     if (s.fwd + s.bwd <= 0) continue;
     std::string op = type;
     std::replace(op.begin(), op.end(), ' ', '_');
-    std::printf("OPSHARE model=%s op=%s nodes=%d fwd_ms=%.3f bwd_ms=%.3f share_pct=%.2f\n", model.c_str(), op.c_str(),
-                s.nodes, 1e3 * s.fwd / n, 1e3 * s.bwd / n, 100 * (s.fwd + s.bwd) / all);
+    std::printf("OPSHARE model=%s op=%s nodes=%d fwd_ms=%.3f bwd_ms=%.3f cpu_ms=%.3f share_pct=%.2f\n", model.c_str(),
+                op.c_str(), s.nodes, 1e3 * s.fwd / n, 1e3 * s.bwd / n, 1e3 * s.cpu / n, 100 * (s.fwd + s.bwd) / wall);
   }
+  std::fflush(stdout);
+}
+
+void print_probe_cost(const std::string& model, const std::vector<OpTypeCost>& off,
+                      const std::vector<OpTypeCost>& all, const std::vector<OpTypeCost>& light,
+                      const std::vector<OpTypeCost>& full) {
+  std::set<std::string> types;
+  for (const auto* v : {&off, &all})
+    for (const OpTypeCost& c : *v)
+      for (const auto& [type, ms] : c.ms) types.insert(type);
+  // Per round: probes' CPU minus that round's off, per op type and in total.
+  auto delta = [&](const std::vector<OpTypeCost>& with, const std::string* type) {
+    std::vector<double> d;
+    for (size_t r = 0; r < with.size() && r < off.size(); ++r) {
+      if (with[r].steps == 0) continue;
+      auto at = [&](const OpTypeCost& c) {
+        if (!type) return c.total();
+        auto it = c.ms.find(*type);
+        return it == c.ms.end() ? 0.0 : it->second;
+      };
+      d.push_back(at(with[r]) - at(off[r]));
+    }
+    return d.empty() ? 0.0 : median(d);
+  };
+  std::vector<double> offs;
+  for (const OpTypeCost& c : off) offs.push_back(c.total());
+  const double off_total = median(offs);
+  const int64_t n_light = light.empty() ? 0 : light[0].steps, n_full = full.empty() ? 0 : full[0].steps;
+  std::printf("probe cost by op type (CPU ms per step, medians over %zu rounds of probes minus off; %lld light and "
+              "%lld full timed iterations per probes round):\n",
+              off.size(), (long long)n_light, (long long)n_full);
+  std::printf("  %-26s %9s %9s %8s %9s %9s\n", "op type", "off ms", "+probes", "of step", "+light", "+full");
+  std::vector<std::pair<double, std::string>> order;
+  for (const std::string& t : types) order.push_back({-delta(all, &t), t});
+  std::sort(order.begin(), order.end());
+  for (const auto& [neg, t] : order) {
+    std::vector<double> o;
+    for (const OpTypeCost& c : off) {
+      auto it = c.ms.find(t);
+      o.push_back(it == c.ms.end() ? 0.0 : it->second);
+    }
+    const double d = -neg, dl = n_light ? delta(light, &t) : 0.0, df = n_full ? delta(full, &t) : 0.0;
+    std::printf("  %-26s %9.3f %+9.3f %7.2f%% %+9.3f %+9.3f\n", t.c_str(), median(o), d, 100 * d / off_total, dl, df);
+    std::string op = t;
+    std::replace(op.begin(), op.end(), ' ', '_');
+    std::printf("PROBECOST model=%s op=%s off_ms=%.4f delta_ms=%.4f light_delta_ms=%.4f full_delta_ms=%.4f\n",
+                model.c_str(), op.c_str(), median(o), d, dl, df);
+  }
+  const double d = delta(all, nullptr), dl = n_light ? delta(light, nullptr) : 0.0,
+               df = n_full ? delta(full, nullptr) : 0.0;
+  std::printf("  %-26s %9.3f %+9.3f %7.2f%% %+9.3f %+9.3f\n", "(total)", off_total, d, 100 * d / off_total, dl, df);
+  std::printf("PROBECOST model=%s op=(total) off_ms=%.4f delta_ms=%.4f light_delta_ms=%.4f full_delta_ms=%.4f "
+              "light_pct=%.2f full_pct=%.2f\n",
+              model.c_str(), off_total, d, dl, df, 100 * dl / off_total, 100 * df / off_total);
   std::fflush(stdout);
 }
 

@@ -1,13 +1,17 @@
-// Wall time per program step (forward and backward), from the executor's observer
-// hooks: where a training step's time goes, without a profiler and at no cost to a
-// run that does not install it. The first backward step's time includes the loss, its
-// gradient and the zeroing of the gradients. With `probes`, the probes observe the
-// steps as in training (a step's time then includes its statistics) and the profiler
-// passes every hook on to them.
+// Time per program step (forward and backward), from the executor's observer hooks:
+// where a training step's time goes, without a profiler and at no cost to a run that
+// does not install it. Each lap is taken on two clocks: wall time and the process's CPU
+// time (all threads; on a machine other processes load, CPU time is what the step
+// itself cost). The first backward step's time includes the loss, its gradient and the
+// zeroing of the gradients. With `probes`, the probes observe the steps as in training
+// (a step's time then includes its statistics) and the profiler passes every hook on to
+// them; iterations are then kept apart by the probes' kind (light step statistics, or
+// full: runtime/probes.h), so the cost of each can be compared with a run without.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,12 +21,22 @@
 
 namespace dl::bench {
 
+// CPU ms per training step of each op type (forward + backward over its nodes; the loss
+// and the update as their own rows), averaged over the timed iterations of one kind.
+struct OpTypeCost {
+  std::map<std::string, double> ms;  // op type -> CPU ms per step
+  int64_t steps = 0;
+  double total() const;
+};
+
 class StepProfiler : public rt::Observer, public rt::TrainListener {
  public:
+  enum Kind { kLight = 0, kFull = 1 };  // without probes every iteration counts as kFull
   StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::ProbeRecorder* probes);
   void on_batch_begin(const rt::IterationInfo& info) override;
   rt::ValueSink* forward_sink(size_t k) override { return probes_ ? probes_->forward_sink(k) : nullptr; }
   rt::ValueSink* backward_sink(size_t k) override { return probes_ ? probes_->backward_sink(k) : nullptr; }
+  rt::ValueSink* forward_in_sink(size_t k) override { return probes_ ? probes_->forward_in_sink(k) : nullptr; }
   void on_forward(size_t k, const rt::Step& st) override;
   void on_backward(size_t k, const rt::Step& st) override;
   void before_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) override;
@@ -37,21 +51,38 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   // Every program step's time per training step and its share.
   void print_steps() const;
   // The share of each op type (its nodes' forward and backward summed), largest first,
-  // and one "OPSHARE model=... op=... fwd_ms=... bwd_ms=... share_pct=..." line each.
+  // and one "OPSHARE model=... op=... fwd_ms=... bwd_ms=... cpu_ms=... share_pct=..." line each.
   void print_op_types(const std::string& model) const;
+  // CPU per step by op type over the timed iterations of `kinds` (bit k: Kind k).
+  OpTypeCost op_type_cost(unsigned kinds = 3) const;
+  int64_t steps(Kind k) const { return steps_[k]; }
 
  private:
-  double lap();
-  double total() const;
+  struct Laps {
+    std::vector<double> fwd, bwd, fwd_cpu, bwd_cpu;
+    double update = 0, update_cpu = 0;
+    void resize(size_t n) { fwd.assign(n, 0), bwd.assign(n, 0), fwd_cpu.assign(n, 0), bwd_cpu.assign(n, 0); }
+    void add(const Laps& o);
+  };
+  void lap(double& wall, double& cpu);
+  std::string type_of_backward(size_t k) const;
   const rt::ExecutionGraph& graph_;
   int64_t warmup_;
   rt::ProbeRecorder* probes_;
-  std::vector<double> fwd_, bwd_;
-  double update_ = 0;
-  int64_t steps_ = 0;
+  Laps now_;      // this iteration's
+  Laps kind_[2];  // the timed iterations', by kind
+  int64_t steps_[2] = {0, 0};
   int64_t first_backward_ = -1;
   bool on_ = false;
   std::chrono::steady_clock::time_point last_;
+  double last_cpu_ = 0;
 };
+
+// Prints, per op type, the CPU per step with probes against without (medians over the
+// rounds of the per-round difference), for all timed iterations and for light and full
+// ones apart, and "PROBECOST model=... op=... off_ms=... delta_ms=..." lines.
+void print_probe_cost(const std::string& model, const std::vector<OpTypeCost>& off,
+                      const std::vector<OpTypeCost>& all, const std::vector<OpTypeCost>& light,
+                      const std::vector<OpTypeCost>& full);
 
 }  // namespace dl::bench

@@ -19,7 +19,9 @@
 // type (forward and backward summed over its nodes; bench/step_profiler.h),
 // --profile-steps also the time of every program step (forward and backward of each
 // node, loss, update); with probes when --modes lists probes (each step then includes
-// its statistics), else without. --helpers sets runtime/parallel.h's
+// its statistics), else without; with --modes off,probes the probes' CPU cost per op
+// type (medians over --rounds rounds alternating the two, light and full iterations
+// apart). --helpers sets runtime/parallel.h's
 // helper policy (auto backs off to one thread while the machine is busy).
 #include <algorithm>
 #include <cmath>
@@ -136,25 +138,70 @@ rt::Dataset load_data(const ir::Model& model, const rt::TrainConfig& c, const st
 }
 
 
-void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const rt::Dataset& data, const Args& a) {
+// One profiled run, with probes when `with_probes`: its CPU per op type over all timed
+// iterations, the light and the full ones (by bench::StepProfiler::Kind).
+struct ProfileCosts {
+  bench::OpTypeCost all, light, full;
+};
+ProfileCosts profile_run(const ir::Model& model, const rt::TrainConfig& config,
+                                                 const rt::Dataset& data, const Args& a, bool with_probes,
+                                                 bool print) {
   rt::Trainer trainer(model, config, data, rt::Dataset{});
   an::Trace trace;
   std::unique_ptr<rt::ProbeRecorder> probes;
-  if (std::find(a.modes.begin(), a.modes.end(), "probes") != a.modes.end()) {
+  if (with_probes) {
     trace.header.batches_per_epoch = (data.n + config.batch_size - 1) / config.batch_size;
     probes = std::make_unique<rt::ProbeRecorder>(trainer.graph(), trace);
+    trace.set_probe_every(1);
     trace.set_capacity_bytes(int64_t(256) * 1024 * 1024);
     trace.reserve_iterations(config.epochs * trace.header.batches_per_epoch);
   }
-  std::printf("profile with probes %s\n", probes ? "on" : "off");
-  bench::StepProfiler prof(trainer.graph(), a.warmup, probes.get());
-  trainer.set_observer(&prof);
-  trainer.add_listener(&prof);
+  if (print) std::printf("profile with probes %s\n", probes ? "on" : "off");
+  auto prof = std::make_unique<bench::StepProfiler>(trainer.graph(), a.warmup, probes.get());
+  trainer.set_observer(prof.get());
+  trainer.add_listener(prof.get());
+  // (The profiler reads the trainer's graph: done with here, before the trainer goes.)
   StepTimer timer(a.warmup, a.steps);
   trainer.add_listener(&timer);
   trainer.run();
-  if (a.profile_steps) prof.print_steps();
-  prof.print_op_types(a.model.substr(a.model.find_last_of('/') + 1));
+  if (print) {
+    if (a.profile_steps) prof->print_steps();
+    prof->print_op_types(a.model.substr(a.model.find_last_of('/') + 1));
+  }
+  return {prof->op_type_cost(), prof->op_type_cost(1u << bench::StepProfiler::kLight),
+          prof->op_type_cost(1u << bench::StepProfiler::kFull)};
+}
+
+// --profile: one run (probes on when --modes lists probes); with --modes off,probes the
+// probes' cost by op type instead, over --rounds rounds alternating the two.
+void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const rt::Dataset& data, const Args& a) {
+  const auto has = [&](const char* m) { return std::find(a.modes.begin(), a.modes.end(), m) != a.modes.end(); };
+  const std::string name = a.model.substr(a.model.find_last_of('/') + 1);
+  if (!(has("off") && has("probes"))) {
+    profile_run(model, config, data, a, has("probes"), true);
+    return;
+  }
+  std::vector<bench::OpTypeCost> off, all, light, full;
+  for (int64_t round = 0; round < a.rounds; ++round) {
+    for (int k = 0; k < 2; ++k) {
+      const bool with_probes = (k == 1) != (round % 2 == 1);  // order reversed every other round
+      const ProfileCosts p = profile_run(model, config, data, a, with_probes, false);
+      const bench::OpTypeCost& c = p.all;
+      std::printf("round %lld  %-6s  CPU %8.2f ms/step", (long long)round, with_probes ? "probes" : "off", c.total());
+      if (with_probes) {
+        all.push_back(c);
+        light.push_back(p.light);
+        full.push_back(p.full);
+        std::printf("  (light %lld: %.2f, full %lld: %.2f)", (long long)light.back().steps, light.back().total(),
+                    (long long)full.back().steps, full.back().total());
+      } else {
+        off.push_back(c);
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  }
+  bench::print_probe_cost(name, off, all, light, full);
 }
 
 struct Timing {

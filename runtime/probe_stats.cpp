@@ -1,6 +1,7 @@
 #include "runtime/probe_stats.h"
 
 #include "runtime/parallel.h"
+#include "runtime/value_simd.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,22 +39,28 @@ an::OpDescription describe(const OpTraits& t, const Shape& shape) {
 namespace stats {
 namespace {
 
-// 16-float vectors (value_sums.h). The moments and extremes in stats::Moments<4> (64
-// values per loop iteration; with 2 chains the loop ran at ~8 values per cycle,
+// Native-width vectors (value_simd.h). The moments and extremes in stats::Moments<4> (4
+// vectors per loop iteration; with 2 chains the loop ran at ~8 values per cycle,
 // BM_SinkChunk in bench/micro_bench.cpp), the counts in 2 chains, summed within blocks of
 // kBlock values and in double across blocks. NaN and Inf are not tested per value: a
 // non-finite value makes the sums (or min/max) non-finite, and only then is the chunk
 // reduced again on the exact scalar path that counts them. So the common, finite case
-// costs a few vector instructions per 16 values and no branches.
-using stats::lane_sum;  // (F16, value_sums.h) next to the integer ones
-inline int64_t lane_sum(I16 v) {
+// costs a few vector instructions per vector and no branches.
+using simd::kLanes;
+using simd::lane_sum;  // (VecF, value_simd.h) next to the integer ones
+using simd::loadv;
+using simd::Moments;
+using simd::VecF;
+using simd::VecI;
+using simd::VecU;
+inline int64_t lane_sum(VecI v) {
   int64_t s = 0;
-  for (int j = 0; j < 16; ++j) s += v[j];
+  for (int j = 0; j < kLanes; ++j) s += v[j];
   return s;
 }
-inline int64_t lane_sum(U16 v) {
+inline int64_t lane_sum(VecU v) {
   int64_t s = 0;
-  for (int j = 0; j < 16; ++j) s += v[j];
+  for (int j = 0; j < kLanes; ++j) s += v[j];
   return s;
 }
 
@@ -68,29 +75,29 @@ bool sums_finite(const Sums& s) {
 // and extremes are light_pass's, bit for bit (the same Moments, blocks and tail).
 template <bool kDead, bool kSat, bool kNonNeg>
 Sums fast_sums(const float* x, int64_t n, const Bands& b) {
-  const U16 abs_mask = U16{} + 0x7fffffffu, one = U16{} + 1u;
-  const F16 dead_v = F16{} + b.dead_at, lo_v = F16{} + b.sat_lo, hi_v = F16{} + b.sat_hi;
+  const VecU abs_mask = VecU{} + 0x7fffffffu, one = VecU{} + 1u;
+  const VecF dead_v = VecF{} + b.dead_at, lo_v = VecF{} + b.sat_lo, hi_v = VecF{} + b.sat_hi;
   Moments<4> m;
   Sums out;
   int64_t k = 0;
-  const int64_t vec_end = n - n % 16;
+  const int64_t vec_end = n - n % kLanes;
   while (k < vec_end) {
     const int64_t block_start = k, block_end = std::min(vec_end, k + kBlock);
-    F16 a[4] = {};
-    U16 nz[2] = {};
-    I16 d[2] = {}, t[2] = {};
-    // One vector into chain c (v: the 16 values at x + k + 16 * c).
-    const auto add = [&](int c, F16 v) {
+    VecF a[4] = {};
+    VecU nz[2] = {};
+    VecI d[2] = {}, t[2] = {};
+    // One vector into chain c (v: the kLanes values at x + k + kLanes * c).
+    const auto add = [&](int c, VecF v) {
       m.add(c, v);
-      const U16 av = (U16)v & abs_mask;
-      if (!kNonNeg) a[c] += (F16)av;
-      nz[c & 1] += umin(av, one);
+      const VecU av = (VecU)v & abs_mask;
+      if (!kNonNeg) a[c] += (VecF)av;
+      nz[c & 1] += simd::umin(av, one);
       if (kDead) d[c & 1] -= (v <= dead_v);  // comparisons give -1 per true lane
       if (kSat) t[c & 1] -= ((v <= lo_v) | (v >= hi_v));
     };
-    for (; k + 64 <= block_end; k += 64)
-      for (int c = 0; c < 4; ++c) add(c, load16(x + k + 16 * c));
-    for (; k < block_end; k += 16) add(0, load16(x + k));  // the last block's remaining vectors
+    for (; k + 4 * kLanes <= block_end; k += 4 * kLanes)
+      for (int c = 0; c < 4; ++c) add(c, loadv(x + k + kLanes * c));
+    for (; k < block_end; k += kLanes) add(0, loadv(x + k));  // the last block's remaining vectors
     const double block_sum = m.flush(out);
     out.sumabs += kNonNeg ? block_sum : lane_sum((a[0] + a[1]) + (a[2] + a[3]));
     out.zeros += (block_end - block_start) - lane_sum(nz[0] + nz[1]);
@@ -112,7 +119,7 @@ Sums fast_sums(const float* x, int64_t n, const Bands& b) {
 // Bands::light (value_sums.h).
 Sums light_sums(const float* x, int64_t n) {
   Sums out;
-  light_pass(n, [x](int64_t k) { return load16(x + k); }, [x](int64_t k) { return x[k]; }, out);
+  simd::light_pass(n, [x](int64_t k) { return loadv(x + k); }, [x](int64_t k) { return x[k]; }, out);
   return out;
 }
 
@@ -190,13 +197,16 @@ void add_values(const float* x, int64_t n, const Bands& b, Sums& total) {
 }
 
 void add_update(const float* before, const float* after, int64_t n, UpdateSums& update) {
-  F16 acc0 = F16{}, acc1 = F16{};
+  using simd::kLanes;
+  using simd::loadv;
+  simd::VecF acc0 = simd::VecF{}, acc1 = simd::VecF{};
   int64_t k = 0;
-  for (; k + 32 <= n; k += 32) {
-    const F16 d0 = load16(after + k) - load16(before + k), d1 = load16(after + k + 16) - load16(before + k + 16);
+  for (; k + 2 * kLanes <= n; k += 2 * kLanes) {
+    const simd::VecF d0 = loadv(after + k) - loadv(before + k),
+                     d1 = loadv(after + k + kLanes) - loadv(before + k + kLanes);
     acc0 += d0 * d0, acc1 += d1 * d1;
   }
-  double sq = lane_sum(acc0 + acc1);
+  double sq = simd::lane_sum(acc0 + acc1);
   for (; k < n; ++k) {
     const float d = after[k] - before[k];
     sq += double(d) * d;

@@ -110,6 +110,8 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   int64_t full_every() const { return full_every_; }
   int64_t step_full_every() const { return step_full_every_; }
   int64_t step_values() const { return step_values_; }  // step output and gradient values per iteration
+  // Whether this iteration reduces (or, by a drift or NaN, came to reduce) step probes in full.
+  bool step_full() const { return step_full_; }
   // Whether ops may compute step statistics in their own pass (ValueSink, the default);
   // off, every step tensor is reduced in a pass of the probes' own (for benchmarks).
   void set_fused(bool fused) { fused_ = fused; }

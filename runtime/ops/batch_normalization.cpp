@@ -74,20 +74,35 @@ class BatchNormalization : public Op {
         legacy_training_ = version_ > 0 && version_ < 14;
       }
     for (auto* v : {&mean_, &invstd_, &var_}) v->assign(static_cast<size_t>(c_), 0.0f);
+    out_sums_.assign(static_cast<size_t>(c_), stats::Sums{});
+    in_sums_.assign(static_cast<size_t>(c_), stats::Sums{});
   }
 
   // Channels are independent: each is computed whole by one thread, in the same order
   // whatever the thread count, so the bits do not depend on it.
+  //
+  // A light probe sink (ValueSink::light) gets the light sums of Y from the registers of
+  // the loop that writes it, and those of X (FwdCtx::in_stats, the previous step's
+  // output) from the pass that reads it first; each channel sums its own, and the
+  // channels' sums are merged in channel order afterwards (the same for any thread
+  // count). The values computed are the same with or without (a unit test).
   void forward(FwdCtx& ctx) override {
     batch_stats_ = training_mode_ || legacy_training_ || ctx.training;
-    const Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), ctx.in[2]->f(), ctx.in[3]->f(), ctx.in[4]->f(),
-                    ctx.out[0]->f()};
+    Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), ctx.in[2]->f(), ctx.in[3]->f(), ctx.in[4]->f(),
+              ctx.out[0]->f()};
+    const bool out_light = ctx.out_stats && ctx.out_stats->light();
+    const bool in_light = ctx.in_stats && ctx.in_stats->light();
+    pass.sums = out_light ? out_sums_.data() : nullptr;
+    pass.in_sums = in_light ? in_sums_.data() : nullptr;
     parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
       const Pass& ps = *static_cast<const Pass*>(p);
       ps.op->forward_channel(ps, c);
     }, &pass);
+    if (out_light) report(out_sums_, ctx.out_stats);
+    if (in_light) report(in_sums_, ctx.in_stats);
     write_statistics(ctx);
   }
+  bool reports_input() const override { return true; }
 
   void backward(BwdCtx& ctx) override {
     if (!ctx.dout[0]) return;
@@ -96,10 +111,14 @@ class BatchNormalization : public Op {
     pass.dx = ctx.din[0] ? ctx.din[0]->f() : nullptr;
     pass.dscale = ctx.din[1] ? ctx.din[1]->f() : nullptr;
     pass.dbias = ctx.din[2] ? ctx.din[2]->f() : nullptr;
+    // dY's light sums from the pass that sums it (as forward: per channel, merged in order).
+    const bool light = ctx.dout_stats && ctx.dout_stats->light();
+    pass.sums = light ? out_sums_.data() : nullptr;
     parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
       const Pass& ps = *static_cast<const Pass*>(p);
       ps.op->backward_channel(ps, c);
     }, &pass);
+    if (light) report(out_sums_, ctx.dout_stats);
   }
 
   OpTraits traits() const override {
@@ -143,14 +162,34 @@ class BatchNormalization : public Op {
     float* y;
     const float* dy = nullptr;
     float *dx = nullptr, *dscale = nullptr, *dbias = nullptr;
+    stats::Sums* sums = nullptr;     // per channel: Y's (forward) or dY's (backward) light sums, or null
+    stats::Sums* in_sums = nullptr;  // per channel: X's (forward), or null
   };
+
+  // The channels' sums, in channel order, as one report of the whole tensor.
+  void report(const std::vector<stats::Sums>& per_channel, ValueSink* sink) const {
+    stats::Sums total;
+    for (const stats::Sums& s : per_channel) total.merge(s);
+    sink->add_sums(0, total, outer_ * c_ * inner_);
+  }
 
   void forward_channel(const Pass& ps, int64_t c) const {
     const double count = static_cast<double>(outer_ * inner_);
     double mean = ps.in_mean[c], var = ps.in_var[c];
+    simd::LightSums in_acc, acc;
     if (batch_stats_) {  // two passes: the variance from deviations, not E[x^2] - mean^2
-      const double s = rows_sum(ps.x + c * inner_, [](const float* r, int64_t len) { return double(sum_of(r, len)); },
-                                [](const float* r, int64_t k) { return double(r[k]); });
+      double s;
+      if (ps.in_sums) {  // the same sums, and X's light sums from the same loads
+        s = rows_sum(
+            ps.x + c * inner_, [&in_acc](const float* r, int64_t len) { return double(sum_of_light(r, len, in_acc)); },
+            [&in_acc](const float* r, int64_t k) {
+              in_acc.put_scalar(r[k]);
+              return double(r[k]);
+            });
+      } else {
+        s = rows_sum(ps.x + c * inner_, [](const float* r, int64_t len) { return double(sum_of(r, len)); },
+                     [](const float* r, int64_t k) { return double(r[k]); });
+      }
       mean = count > 0 ? s / count : 0.0;
       const float m = float(mean);
       const double ss = rows_sum(
@@ -160,27 +199,61 @@ class BatchNormalization : public Op {
             return d * d;
           });
       var = count > 0 ? ss / count : 0.0;
+      if (ps.in_sums) ps.in_sums[c] = in_acc.finish();  // (done with: its registers are free for Y's)
     }
     mean_[c] = static_cast<float>(mean);
     var_[c] = static_cast<float>(var);
     invstd_[c] = static_cast<float>(1.0 / std::sqrt(var + epsilon_));
     const float a = ps.scale[c] * invstd_[c];
     const float b = ps.bias[c] - mean_[c] * a;
+    const bool in_here = ps.in_sums && !batch_stats_;  // X not read before: its sums here
     for (int64_t n = 0; n < outer_; ++n) {
       const float* xp = ps.x + (n * c_ + c) * inner_;
       float* yp = ps.y + (n * c_ + c) * inner_;
-      for (int64_t k = 0; k < inner_; ++k) yp[k] = xp[k] * a + b;
+      if (!ps.sums && !in_here) {
+        for (int64_t k = 0; k < inner_; ++k) yp[k] = xp[k] * a + b;
+        continue;
+      }
+      // (No contraction into an FMA in either loop: ISO C++ mode, -ffp-contract=off; so
+      // the vector lanes compute exactly what the scalar loop does.)
+      using simd::VecF;
+      constexpr int kL = simd::kLanes;
+      const VecF av = VecF{} + a, bv = VecF{} + b;
+      const auto y_of = [&](int64_t at) {
+        const VecF w = simd::loadv(xp + at) * av + bv;
+        simd::storev(yp + at, w);
+        return w;
+      };
+      int64_t k = 0;
+      for (; k + 4 * kL <= inner_; k += 4 * kL) {
+        const VecF w0 = y_of(k), w1 = y_of(k + kL), w2 = y_of(k + 2 * kL), w3 = y_of(k + 3 * kL);
+        if (ps.sums) acc.put4(w0, w1, w2, w3);
+        if (in_here) in_acc.put_row(xp + k, 4 * kL);
+      }
+      for (; k + kL <= inner_; k += kL) {
+        const VecF w = y_of(k);
+        if (ps.sums) acc.put(w);
+        if (in_here) in_acc.put(simd::loadv(xp + k));
+      }
+      for (; k < inner_; ++k) {
+        yp[k] = xp[k] * a + b;
+        if (in_here) in_acc.put_scalar(xp[k]);
+        if (ps.sums) acc.put_scalar(yp[k]);
+      }
     }
+    if (ps.sums) ps.sums[c] = acc.finish();
+    if (in_here) ps.in_sums[c] = in_acc.finish();
   }
 
   void backward_channel(const Pass& ps, int64_t c) const {
     const float count = static_cast<float>(outer_ * inner_);
     float s = 0.0f, sx = 0.0f;  // sum dy, sum dy * xhat
     const float m = mean_[c];
+    simd::LightSums acc;  // dY's, when ps.sums
     if (inner_ >= kShortRow) {
       for (int64_t n = 0; n < outer_; ++n) {
         const int64_t off = (n * c_ + c) * inner_;
-        s += sum_of(ps.dy + off, inner_);
+        s += ps.sums ? sum_of_light(ps.dy + off, inner_, acc) : sum_of(ps.dy + off, inner_);
         sx += dot_dev(ps.dy + off, ps.x + off, inner_, m);
       }
     } else {
@@ -191,9 +264,11 @@ class BatchNormalization : public Op {
           sd += ps.dy[off + k];
           sxd += double(ps.dy[off + k]) * (ps.x[off + k] - m);
         }
+        if (ps.sums) acc.put_row(ps.dy + off, inner_);
       }
       s = float(sd), sx = float(sxd);
     }
+    if (ps.sums) ps.sums[c] = acc.finish();
     sx *= invstd_[c];
     if (ps.dscale) ps.dscale[c] += sx;
     if (ps.dbias) ps.dbias[c] += s;
@@ -242,6 +317,8 @@ class BatchNormalization : public Op {
   // The statistics the last forward normalised with; each channel's entry is written by
   // the thread that computes the channel.
   mutable std::vector<float> mean_, invstd_, var_;
+  // Per channel: the light sums of Y or dY, and of X, for the probe's sinks.
+  std::vector<stats::Sums> out_sums_, in_sums_;
 };
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<BatchNormalization>(node); }

@@ -3,12 +3,14 @@
 // time (they may be computed by the graph) and never differentiated. float32 with
 // gradients; int64 forward (12+ allows integer types). Missing bounds are +-infinity
 // rather than the spec's +-FLT_MAX so an overflowed inf stays visible to the analysis.
-// When lo > hi every output is hi, as the spec requires.
+// When lo > hi every output is hi, as the spec requires. Given light probe sinks
+// (ValueSink::light), float Clip reduces Y and X (forward) and dY (backward) in its loops.
 #include <limits>
 
 #include "converter/errors.h"
 #include "runtime/attrs.h"
 #include "runtime/op.h"
+#include "runtime/value_simd.h"
 
 namespace dl::rt {
 namespace {
@@ -62,12 +64,53 @@ class ClipOp : public Op {
     const float hi = bounds_are_inputs_ ? (hi_t ? hi_t->f()[0] : kInf) : hi_;
     const float* xf = x.f();
     float* y = ctx.out[0]->f();
+    ValueSink* out_light = ctx.out_stats && ctx.out_stats->light() ? ctx.out_stats : nullptr;
+    ValueSink* in_light = ctx.in_stats && ctx.in_stats->light() ? ctx.in_stats : nullptr;
     // Written so a NaN input stays NaN (both comparisons are false).
-    for (int64_t k = 0; k < n; ++k) {
+    if (!out_light && !in_light) {
+      for (int64_t k = 0; k < n; ++k) {
+        const float v = xf[k] < lo ? lo : xf[k];
+        y[k] = v > hi ? hi : v;
+      }
+      return;
+    }
+    // The light sums of Y and of X (the previous step's output) from the loop's
+    // registers; the vector selects are the scalar ones lane by lane.
+    using simd::VecF;
+    simd::LightSums ys, xs;
+    const VecF lov = VecF{} + lo, hiv = VecF{} + hi;
+    constexpr int kL = simd::kLanes;
+    const auto y_of = [&](VecF xv, int64_t at) {
+      const VecF v = xv < lov ? lov : xv;
+      const VecF yv = v > hiv ? hiv : v;
+      simd::storev(y + at, yv);
+      return yv;
+    };
+    int64_t k = 0;
+    for (; k + 4 * kL <= n; k += 4 * kL) {
+      const VecF x0 = simd::loadv(xf + k), x1 = simd::loadv(xf + k + kL), x2 = simd::loadv(xf + k + 2 * kL),
+                 x3 = simd::loadv(xf + k + 3 * kL);
+      const VecF y0 = y_of(x0, k), y1 = y_of(x1, k + kL), y2 = y_of(x2, k + 2 * kL), y3 = y_of(x3, k + 3 * kL);
+      if (out_light) ys.put4(y0, y1, y2, y3);
+      if (in_light) xs.put4(x0, x1, x2, x3);
+    }
+    for (; k + kL <= n; k += kL) {
+      const VecF xv = simd::loadv(xf + k);
+      const VecF yv = y_of(xv, k);
+      if (out_light) ys.put(yv);
+      if (in_light) xs.put(xv);
+    }
+    for (; k < n; ++k) {
       const float v = xf[k] < lo ? lo : xf[k];
       y[k] = v > hi ? hi : v;
+      if (out_light) ys.put_scalar(y[k]);
+      if (in_light) xs.put_scalar(xf[k]);
     }
+    if (out_light) out_light->add_sums(0, ys.finish(), n);
+    if (in_light) in_light->add_sums(0, xs.finish(), n);
   }
+
+  bool reports_input() const override { return true; }
 
   void backward(BwdCtx& ctx) override {
     if (!ctx.din[0] || !ctx.dout[0] || ctx.in[0]->dtype() != DType::kFloat32) return;
@@ -79,7 +122,31 @@ class ClipOp : public Op {
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
     const int64_t n = ctx.in[0]->numel();
-    for (int64_t k = 0; k < n; ++k) dx[k] += (x[k] >= lo && x[k] <= hi) ? dy[k] : 0.0f;
+    if (!ctx.dout_stats || !ctx.dout_stats->light()) {
+      for (int64_t k = 0; k < n; ++k) dx[k] += (x[k] >= lo && x[k] <= hi) ? dy[k] : 0.0f;
+      return;
+    }
+    // dY's light sums from the loop's registers (the same dx, lane by lane).
+    using simd::VecF;
+    simd::LightSums gs;
+    const VecF lov = VecF{} + lo, hiv = VecF{} + hi;
+    constexpr int kL = simd::kLanes;
+    const auto step = [&](int64_t at) {
+      const VecF xv = simd::loadv(x + at), g = simd::loadv(dy + at);
+      simd::storev(dx + at, simd::loadv(dx + at) + ((xv >= lov) & (xv <= hiv) ? g : VecF{}));
+      return g;
+    };
+    int64_t k = 0;
+    for (; k + 4 * kL <= n; k += 4 * kL) {
+      const VecF g0 = step(k), g1 = step(k + kL), g2 = step(k + 2 * kL), g3 = step(k + 3 * kL);
+      gs.put4(g0, g1, g2, g3);
+    }
+    for (; k + kL <= n; k += kL) gs.put(step(k));
+    for (; k < n; ++k) {
+      dx[k] += (x[k] >= lo && x[k] <= hi) ? dy[k] : 0.0f;
+      gs.put_scalar(dy[k]);
+    }
+    ctx.dout_stats->add_sums(0, gs.finish(), n);
   }
 
   bool differentiable_input(size_t i) const override { return i == 0; }

@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "runtime/value_sums.h"
+#include "runtime/value_simd.h"
 
 namespace dl::rt {
 
@@ -54,40 +54,75 @@ inline float lane_sum(int64_t n, Term term) {
 inline float sum_of(const float* p, int64_t n) {
   return reduce_detail::lane_sum(n, [p](int64_t k) { return p[k]; });
 }
+// sum_of(p, n), the same bits, putting every value into `acc` from the same loads (for
+// an op that sums a tensor's rows a probe wants anyway: BatchNormalization's X and dY).
+inline float sum_of_light(const float* p, int64_t n, simd::LightSums& acc) {
+  using simd::VecF;
+  constexpr int kL = simd::kLanes, kParts = reduce_detail::kLanes / kL;
+  static_assert(kParts * kL == reduce_detail::kLanes && kParts <= 4, "sum_of's lanes are at most 4 vectors");
+  VecF lane_acc[kParts] = {};  // lane j of sum_of is lane j % kL of lane_acc[j / kL]
+  int64_t k = 0;
+  // 4 vectors at a time (whole groups of sum_of's 16 lanes: 4 * kL is a multiple of 16).
+  for (; k + 4 * kL <= n; k += 4 * kL) {
+    const VecF v0 = simd::loadv(p + k), v1 = simd::loadv(p + k + kL), v2 = simd::loadv(p + k + 2 * kL),
+               v3 = simd::loadv(p + k + 3 * kL);
+    lane_acc[0 % kParts] += v0;
+    lane_acc[1 % kParts] += v1;
+    lane_acc[2 % kParts] += v2;
+    lane_acc[3 % kParts] += v3;
+    acc.put4(v0, v1, v2, v3);
+  }
+  for (; k + reduce_detail::kLanes <= n; k += reduce_detail::kLanes)
+    for (int q = 0; q < kParts; ++q) {
+      const VecF v = simd::loadv(p + k + kL * q);
+      lane_acc[q] += v;
+      acc.put(v);
+    }
+  float lanes[reduce_detail::kLanes];
+  for (int j = 0; j < reduce_detail::kLanes; ++j) lanes[j] = lane_acc[j / kL][j % kL];
+  for (int j = 0; k < n; ++k, ++j) {
+    lanes[j] += p[k];
+    acc.put_scalar(p[k]);
+  }
+  for (int w = reduce_detail::kLanes / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
+  return lanes[0];
+}
 // row_sums[r] += sum_of(p + r * len, len) for each of `rows` rows (the same bits), and
 // the light sums (sum, sum of squares, min, max; runtime/value_sums.h) of all rows * len
 // values into `out`, from the same loads: for an op that sums the rows of a tensor a
 // probe wants anyway (Conv's bias gradient over dY, the first read of dY).
 inline void sum_rows_light(const float* p, int64_t rows, int64_t len, float* row_sums, stats::Sums& out) {
-  using stats::F16;
-  static_assert(reduce_detail::kLanes == sizeof(F16) / sizeof(float), "sum_of's lanes are one F16");
-  stats::Moments<4> m;
+  using simd::VecF;
+  // sum_of's 16 lanes as kParts native vectors: lane j of sum_of is lane j % kLanes of
+  // acc[j / kLanes], so the row sums are sum_of's, bit for bit, on any target.
+  constexpr int kL = simd::kLanes, kParts = reduce_detail::kLanes / kL;
+  static_assert(kParts * kL == reduce_detail::kLanes, "sum_of's lanes are whole vectors");
+  simd::Moments<4> m;
   int64_t in_block = 0;  // values in the float sums since they were last added to `out`
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = p + r * len;
-    F16 acc = F16{};  // sum_of's 16 lanes
+    VecF acc[kParts] = {};
     int64_t k = 0;
-    for (; k + 64 <= len; k += 64) {
-      for (int c = 0; c < 4; ++c) {
-        const F16 v = stats::load16(row + k + 16 * c);
-        acc += v;
-        m.add(c, v);
+    int chain = 0;
+    for (; k + reduce_detail::kLanes <= len; k += reduce_detail::kLanes) {
+      for (int q = 0; q < kParts; ++q) {
+        const VecF v = simd::loadv(row + k + kL * q);
+        acc[q] += v;
+        m.add(chain, v);
+        chain = (chain + 1) & 3;
       }
-      in_block += 64;
+      in_block += reduce_detail::kLanes;
     }
-    for (; k + 16 <= len; k += 16) {
-      const F16 v = stats::load16(row + k);
-      acc += v;
-      m.add(0, v);
-      in_block += 16;
-    }
+    float lanes[reduce_detail::kLanes];
+    for (int j = 0; j < reduce_detail::kLanes; ++j) lanes[j] = acc[j / kL][j % kL];
     for (int j = 0; k < len; ++k, ++j) {
-      acc[j] += row[k];
+      lanes[j] += row[k];
       stats::add_scalar(out, row[k]);
     }
     for (int w = reduce_detail::kLanes / 2; w > 0; w /= 2)
-      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
-    row_sums[r] += acc[0];
+      for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
+    row_sums[r] += lanes[0];
     if (in_block >= stats::kBlock) m.flush(out), in_block = 0;
   }
   m.flush(out);

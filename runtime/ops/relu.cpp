@@ -12,10 +12,10 @@ std::unique_ptr<Op> make(const ir::Node& node) {
   OpTraits t = activation_traits(0.0, std::numeric_limits<double>::infinity());
   t.has_dead_zone = true;
   t.dead_value = 0.0;
-  using stats::F16;
+  using simd::VecF;
   return make_unary(
       node, t, [](float x) { return x > 0.0f ? x : 0.0f; }, [](float x, float) { return x > 0.0f ? 1.0f : 0.0f; },
-      [](F16 x) { return x > 0.0f ? x : F16{}; }, [](F16 x, F16) { return x > 0.0f ? F16{} + 1.0f : F16{}; });
+      [](VecF x) { return x > 0.0f ? x : VecF{}; }, [](VecF x, VecF) { return x > 0.0f ? VecF{} + 1.0f : VecF{}; });
 }
 
 std::vector<OpSample> samples() {

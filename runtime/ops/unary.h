@@ -1,9 +1,9 @@
 // Shared machinery for element-wise unary ops (activations and math functions). An
 // op file supplies the forward function y = f(x) and the derivative dy/dx, computed
 // from x and y, as lambdas; this template does shapes, loops and accumulation. An op
-// may also supply both as functions of 16-float vectors (stats::F16, lane for lane the
+// may also supply both as functions of vectors (simd::VecF, lane for lane the
 // same results): then, when the probe's sink is light, the loops reduce the reported
-// tensor in registers as they go (stats::light_pass) instead of reading it back.
+// tensor in registers as they go (simd::light_pass) instead of reading it back.
 #pragma once
 
 #include <cmath>
@@ -14,6 +14,7 @@
 #include "converter/errors.h"
 #include "runtime/op.h"
 #include "runtime/parallel.h"
+#include "runtime/value_simd.h"
 
 namespace dl::rt {
 
@@ -46,21 +47,21 @@ class UnaryOp : public Op {
       const float* x = p.x + lo;
       float* y = p.out + lo;
       if (in) {  // the input's statistics too, from the same registers
-        stats::light_pass2(
+        simd::light_pass2(
             hi - lo,
-            [&](int64_t k, stats::F16& a, stats::F16& b) {
-              a = stats::load16(x + k);
+            [&](int64_t k, simd::VecF& a, simd::VecF& b) {
+              a = simd::loadv(x + k);
               b = p.op->vfwd_(a);
-              stats::store16(y + k, b);
+              simd::storev(y + k, b);
             },
             [&](int64_t k, float& a, float& b) { b = y[k] = p.op->fwd_(a = x[k]); }, *in, sums);
         return;
       }
-      stats::light_pass(
+      simd::light_pass(
           hi - lo,
           [&](int64_t k) {
-            const stats::F16 v = p.op->vfwd_(stats::load16(x + k));
-            stats::store16(y + k, v);
+            const simd::VecF v = p.op->vfwd_(simd::loadv(x + k));
+            simd::storev(y + k, v);
             return v;
           },
           [&](int64_t k) { return y[k] = p.op->fwd_(x[k]); }, sums);
@@ -80,12 +81,12 @@ class UnaryOp : public Op {
     if constexpr (kVec) p.fused = [](const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums*) {
       const float *x = p.x + lo, *y = p.y + lo, *dy = p.dy + lo;
       float* dx = p.out + lo;
-      stats::light_pass(
+      simd::light_pass(
           hi - lo,
           [&](int64_t k) {
-            const stats::F16 g = stats::load16(dy + k);
-            const stats::F16 d = p.op->vderiv_(stats::load16(x + k), stats::load16(y + k));
-            stats::store16(dx + k, stats::load16(dx + k) + g * d);
+            const simd::VecF g = simd::loadv(dy + k);
+            const simd::VecF d = p.op->vderiv_(simd::loadv(x + k), simd::loadv(y + k));
+            simd::storev(dx + k, simd::loadv(dx + k) + g * d);
             return g;
           },
           [&](int64_t k) {
@@ -151,7 +152,7 @@ std::unique_ptr<Op> make_unary(const ir::Node& node, OpTraits traits, Fwd fwd, D
   return std::make_unique<UnaryOp<Fwd, Deriv>>(node, traits, fwd, deriv);
 }
 
-// With the vector forms: vfwd(stats::F16 x), vderiv(stats::F16 x, stats::F16 y).
+// With the vector forms: vfwd(simd::VecF x), vderiv(simd::VecF x, simd::VecF y).
 template <class Fwd, class Deriv, class VecFwd, class VecDeriv>
 std::unique_ptr<Op> make_unary(const ir::Node& node, OpTraits traits, Fwd fwd, Deriv deriv, VecFwd vfwd,
                                VecDeriv vderiv) {

@@ -1,0 +1,238 @@
+// Ops that reduce the probes' light statistics in their own loops (ValueSink::light,
+// runtime/op.h) beyond Relu and Conv (probe_sink_test.cpp): what each reports against a
+// separate reduction of the tensor (count, min and max exact, sums to float rounding),
+// the op's outputs and gradients bit-identical to a run without sinks, and a network of
+// them trained with probes on and off to the same parameters, bit for bit.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "runtime/probe_stats.h"
+#include "runtime/probes.h"
+#include "runtime/value_simd.h"
+#include "tests/unit/op_harness.h"
+#include "tests/unit/small_cnn.h"
+
+namespace {
+
+using dl::rt::SinkSums;
+using dl::rt::Tensor;
+using dl::test::OpRun;
+using dl::test::random_values;
+
+dl::rt::stats::Bands light_bands() {
+  dl::rt::stats::Bands b;
+  b.light = true;
+  return b;
+}
+
+// A light sink's report of t against light_pass over t in memory.
+void check_light(const SinkSums& sink, const Tensor& t, const std::string& what) {
+  INFO(what);
+  const int64_t n = t.numel();
+  REQUIRE(sink.reported() == n);
+  const dl::rt::stats::Sums got = sink.total();
+  dl::rt::stats::Sums want;
+  dl::rt::stats::add_values(t.f(), n, light_bands(), want);
+  CHECK(got.mn == want.mn);
+  CHECK(got.mx == want.mx);
+  CHECK(std::fabs(got.sum - want.sum) <= 1e-6 * std::sqrt(double(n) * want.sumsq));
+  CHECK(got.sumsq == doctest::Approx(want.sumsq).epsilon(1e-6));
+}
+
+}  // namespace
+
+TEST_CASE("probes: the statistics kernels' vectors are the target's native width") {
+  // A 16-float vector on an AVX2 target is no register type: GCC kept it in memory and
+  // reduced 13x slower per value (bench/README.md, run 13).
+#if defined(__AVX512F__)
+  CHECK(sizeof(dl::rt::simd::VecF) == 64);
+#elif defined(__AVX__)
+  CHECK(sizeof(dl::rt::simd::VecF) == 32);
+#else
+  CHECK(sizeof(dl::rt::simd::VecF) == 16);
+#endif
+  CHECK(dl::rt::simd::kLanes * sizeof(float) == sizeof(dl::rt::simd::VecF));
+}
+
+TEST_CASE("BatchNormalization reports Y and X (forward) and dY (backward) to light sinks; same outputs") {
+  struct Case {
+    int64_t n, c, h, w;
+    bool training;
+  };
+  // 12x12 rows (vectors and a tail) on two threads' worth of values; 5x5; 2x2 and 1x1
+  // rows (shorter than sum_of's lanes: mobilenet_v2's last maps); inference statistics.
+  const Case cases[] = {{16, 32, 12, 12, true}, {4, 6, 5, 5, true}, {8, 16, 2, 2, true},
+                        {8, 16, 1, 1, true},    {4, 6, 5, 5, false}};
+  dl::test::on_two_then_one([&](int threads) {
+    for (const Case& cs : cases) {
+      const std::string label = std::to_string(cs.n) + "x" + std::to_string(cs.c) + "x" + std::to_string(cs.h) + "x" +
+                                std::to_string(cs.w) + (cs.training ? " training" : " inference") + ", " +
+                                std::to_string(threads) + " thread(s)";
+      INFO(label);
+      const int64_t numel = cs.n * cs.c * cs.h * cs.w;
+      std::vector<float> var = random_values(cs.c, 53);
+      for (float& v : var) v = 1.0f + 0.5f * v;
+      const std::vector<Tensor> in = {Tensor::floats({cs.n, cs.c, cs.h, cs.w}, random_values(numel, 50)),
+                                      Tensor::floats({cs.c}, random_values(cs.c, 51)),
+                                      Tensor::floats({cs.c}, random_values(cs.c, 52)),
+                                      Tensor::floats({cs.c}, random_values(cs.c, 54)), Tensor::floats({cs.c}, var)};
+      const auto node = dl::rt::sample_node("BatchNormalization", 5, 1, {}, 15);
+      OpRun fused(node, in, cs.training), plain(node, in, cs.training);
+      REQUIRE(fused.op->reports_input());
+      SinkSums y, x, dy;
+      y.reset(light_bands());
+      x.reset(light_bands());
+      dy.reset(light_bands());
+      fused.out_stats = &y;
+      fused.in_stats = &x;
+      fused.dout_stats = &dy;
+      fused.forward();
+      plain.forward();
+      CHECK(fused.outputs[0].fvec() == plain.outputs[0].fvec());
+      check_light(y, fused.outputs[0], "Y " + label);
+      check_light(x, in[0], "X " + label);
+      const Tensor g = Tensor::floats(fused.outputs[0].shape(), random_values(numel, 55));
+      const std::vector<Tensor> d = fused.backward({&g}, {true, true, true}),
+                                d_plain = plain.backward({&g}, {true, true, true});
+      for (size_t i = 0; i < 3; ++i) CHECK(d[i].fvec() == d_plain[i].fvec());
+      check_light(dy, g, "dY " + label);
+      // A full (not light) sink is left to the probe's own pass: nothing reported.
+      SinkSums full;
+      full.reset({});
+      OpRun unfused(node, in, cs.training);
+      unfused.out_stats = &full;
+      unfused.forward();
+      CHECK(full.reported() == 0);
+    }
+  });
+}
+
+namespace {
+
+// x [N, 2, 16, 16] -> Conv 8 (no bias) -> BN -> Relu -> Conv 8 -> BN -> Add (the Relu's
+// output: a residual) -> Relu -> GlobalAveragePool -> Flatten -> Gemm 4 (mse, sgd): BN
+// reports the Conv output before it (in_stats), its own output where an Add and not a
+// Relu reads it, and its dY. At batch 64 each activation holds 131k values: light
+// iterations from the 9th on.
+dl::ir::Model residual_bn_cnn() {
+  using namespace dl;
+  ir::Model m = dl::test::sgd_mse_model("residual_bn_cnn");
+  ir::Graph& g = m.graph;
+  ir::ValueInfo x;
+  x.name = "x";
+  x.has_shape = true;
+  x.dims = {ir::Dim{-1, "N"}, ir::Dim{2, ""}, ir::Dim{16, ""}, ir::Dim{16, ""}};
+  ir::ValueInfo y;
+  y.name = "y";
+  y.has_shape = true;
+  y.dims = {ir::Dim{-1, "N"}, ir::Dim{4, ""}};
+  g.inputs = {x};
+  g.outputs = {y};
+  auto tensor = [&](const std::string& name, std::vector<int64_t> dims, float scale, float offset, unsigned seed) {
+    ir::TensorData t;
+    t.name = name;
+    t.dims = dims;
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    t.floats = random_values(n, seed);
+    for (float& v : t.floats) v = offset + scale * v;
+    g.initializers[name] = t;
+  };
+  tensor("K1", {8, 2, 3, 3}, 0.4f, 0.0f, 61);
+  tensor("K2", {8, 8, 3, 3}, 0.2f, 0.0f, 62);
+  for (const char* bn : {"bn1", "bn2"}) {
+    const std::string b = bn;
+    tensor(b + "_scale", {8}, 0.2f, 1.0f, 63);
+    tensor(b + "_bias", {8}, 0.1f, 0.0f, 64);
+    tensor(b + "_mean", {8}, 0.0f, 0.0f, 65);
+    tensor(b + "_var", {8}, 0.0f, 1.0f, 66);
+  }
+  tensor("W", {4, 8}, 0.3f, 0.0f, 67);
+  tensor("b", {4}, 0.05f, 0.0f, 68);
+  auto node = [&](const std::string& name, const std::string& type, std::vector<std::string> in, const std::string& out,
+                  std::map<std::string, ir::Attribute> attrs, int since) {
+    ir::Node n;
+    n.name = name;
+    n.op_type = type;
+    n.since_version = since;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.attrs = std::move(attrs);
+    g.nodes.push_back(n);
+  };
+  const auto pads = dl::rt::attr_ints({1, 1, 1, 1});
+  node("/0/Conv", "Conv", {"x", "K1"}, "c1", {{"pads", pads}}, 11);
+  node("/1/BatchNormalization", "BatchNormalization", {"c1", "bn1_scale", "bn1_bias", "bn1_mean", "bn1_var"}, "n1", {},
+       15);
+  node("/2/Relu", "Relu", {"n1"}, "r1", {}, 14);
+  node("/3/Conv", "Conv", {"r1", "K2"}, "c2", {{"pads", pads}}, 11);
+  node("/4/BatchNormalization", "BatchNormalization", {"c2", "bn2_scale", "bn2_bias", "bn2_mean", "bn2_var"}, "n2", {},
+       15);
+  node("/5/Add", "Add", {"n2", "r1"}, "s", {}, 14);
+  node("/6/Relu", "Relu", {"s"}, "r2", {}, 14);
+  node("/7/GlobalAveragePool", "GlobalAveragePool", {"r2"}, "p", {}, 1);
+  node("/8/Flatten", "Flatten", {"p"}, "f", {}, 13);
+  ir::Attribute trans;
+  trans.kind = ir::Attribute::Kind::kInt;
+  trans.i = 1;
+  node("/9/Gemm", "Gemm", {"f", "W", "b"}, "y", {{"transB", trans}}, 13);
+  return m;
+}
+
+// After each update: the light records' fresh fields against a separate reduction.
+struct LightRecords : dl::rt::TrainListener {
+  const dl::an::Trace* trace = nullptr;
+  int light_checked = 0;
+  void after_update(const dl::rt::ExecutionGraph& g, const dl::rt::IterationInfo& info) override {
+    dl::test::for_each_step_probe(*trace, g, [&](size_t k, const dl::an::Probe& p, const Tensor&,
+                                                 const dl::an::TensorStats& want) {
+      const dl::an::TensorStats& got = trace->at(trace->size() - 1, k);
+      INFO("iteration " << info.iteration << ", " << p.node << (p.kind == dl::an::ProbeKind::kForward ? " forward" : " gradient"));
+      CHECK(got.count == want.count);
+      CHECK(got.min == want.min);
+      CHECK(got.max == want.max);
+      CHECK(got.mean == doctest::Approx(want.mean).epsilon(1e-5));
+      CHECK(got.l2 == doctest::Approx(want.l2).epsilon(1e-5));
+      if (!got.fractions_carried()) dl::test::check_same_stats(got, want);
+      else ++light_checked;
+    });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("probes do not change training of a residual BatchNormalization net; its light records are exact") {
+  const dl::ir::Model model = residual_bn_cnn();
+  const dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, 16, 69);
+  dl::test::on_two_then_one([&](int threads) {
+    INFO(threads << " thread(s)");
+    std::vector<std::vector<float>> params[2];
+    for (int with_probes = 0; with_probes < 2; ++with_probes) {
+      dl::rt::Trainer trainer(model, setup.config, setup.data, dl::rt::Dataset{});
+      dl::an::Trace trace;
+      dl::rt::ProbeRecorder probes(trainer.graph(), trace);
+      REQUIRE(probes.step_values() > dl::rt::ProbeRecorder::kAlwaysFull);
+      trace.set_capacity_bytes(16 << 20);
+      LightRecords check;
+      check.trace = &trace;
+      if (with_probes) {
+        trainer.set_observer(&probes);
+        trainer.add_listener(&probes);
+        trainer.add_listener(&check);
+      }
+      trainer.run();
+      if (with_probes) {
+        REQUIRE(trace.size() == 16);
+        CHECK(trace.at(9, 0).fractions_carried());
+        // Iterations 9-15 but 15 (the epoch's last) are light: 6 of them, every step probe.
+        CHECK(check.light_checked >= 6 * 10);
+      }
+      for (dl::rt::Param& p : trainer.graph().params())
+        params[with_probes].emplace_back(p.value->f(), p.value->f() + p.value->numel());
+    }
+    REQUIRE(params[0].size() == params[1].size());
+    for (size_t k = 0; k < params[0].size(); ++k) CHECK(params[0][k] == params[1][k]);
+  });
+}

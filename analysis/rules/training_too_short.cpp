@@ -45,6 +45,8 @@ class TrainingTooShort : public Rule {
             {"poor_mae", 0.5, "a mean absolute error above this many target standard deviations is poor "
                               "(predicting the mean scores ~0.8)"},
             {"max_factor", 10, "the recommended number of epochs is at most this multiple of the current one"},
+            {"above_constant", 1.2, "a fitted end loss above this multiple of the constant prediction's is a run "
+                                    "that fails (loss_above_chance, the learning-rate rules), not an unfinished one"},
             {"tiny_lr", 1e-5, "learning rates at or below this: root cause learning_rate, not training length"},
             {"tiny_update", 1e-4, "median ||dw||/||w|| per step below this with a small lr: the rate is too small"}};
   }
@@ -73,6 +75,9 @@ class TrainingTooShort : public Rule {
     // suite's development split that still fall by 8% per epoch or more end below 0.06 of it).
     const auto reference = ru::constant_prediction_loss(ctx);
     const double unfit = reference ? std::max(0.0, loss.end) / *reference : NAN;
+    // Still worse than predicting a constant at the end: falling from a blow-up (resnet18
+    // with Adam at lr 10 falls 66% per epoch while 585x above it), which more epochs do not fix.
+    if (unfit > threshold(ctx, "above_constant")) return;
     const bool enough = double(n) >= min_iterations;
 
     const ru::LineFit metric = ru::fit_line(t.metric, n - tail, n);

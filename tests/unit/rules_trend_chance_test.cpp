@@ -56,6 +56,13 @@ TEST_CASE("rule training_too_short: one epoch that stopped mid-descent, its accu
       t, [](int64_t it, double p) { return 1.0 - 0.55 * p + 0.01 * std::sin(2.3 * double(it)); },
       [](int64_t, double p) { return 0.6 + 0.3 * p; });
   CHECK(run("training_too_short", t, true, with("training_too_short.unfinished_loss=0.6")).empty());
+  // Falling as steeply from a blow-up, but still far above the constant prediction's loss
+  // (resnet18 with Adam at lr 10): a failing run, not an unfinished one.
+  set_curve(
+      t, [](int64_t it, double p) { return 40.0 * (1.0 - 0.85 * p) + 0.2 * std::sin(2.3 * double(it)); },
+      [](int64_t, double p) { return 0.3 + 0.1 * p; });
+  CHECK(run("training_too_short", t).empty());
+  CHECK(run("training_too_short", t, true, with("training_too_short.above_constant=100")).size() == 1);
   // Fewer losses than min_points cannot show a trend.
   TraceBuilder b2;
   Trace s = b2.dense("relu", 16).dense("softmax", 3).config("epochs", "1").batches_per_epoch(8).build(8);

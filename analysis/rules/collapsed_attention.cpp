@@ -31,12 +31,10 @@ class CollapsedAttention : public Rule {
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
     const double ceiling = threshold(ctx, "max_entropy");
-    for (size_t k : ru::feature_probes(ctx, OpFeature::kRowEntropy)) {
-      const ru::FeatureSpan s = ru::feature_span(ctx, k, [&](const TensorStats& v) { return v.mean <= ceiling; });
-      if (!ru::persisted(ctx, s, threshold(ctx, "min_epochs"), size_t(threshold(ctx, "min_records")))) continue;
-      out.push_back(make_finding(ctx, k, s));
-      return;
-    }
+    if (auto hit = ru::first_persisted(
+            ctx, OpFeature::kRowEntropy, [&](const TensorStats& v) { return v.mean <= ceiling; },
+            threshold(ctx, "min_epochs"), size_t(threshold(ctx, "min_records"))))
+      out.push_back(make_finding(ctx, hit->first, hit->second));
   }
 
  private:

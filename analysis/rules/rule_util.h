@@ -198,6 +198,11 @@ FeatureSpan feature_span(const AnalysisContext& ctx, size_t probe, const std::fu
 // The condition is established: it held in every record so far, at least `min_records`
 // of them, over `min_epochs` epochs of iterations or until the end of training.
 bool persisted(const AnalysisContext& ctx, const FeatureSpan& s, double min_epochs, size_t min_records);
+// The first probe of `feature` (program order) whose condition held from its first record
+// and persisted, with its span; nullopt when none.
+std::optional<std::pair<size_t, FeatureSpan>> first_persisted(const AnalysisContext& ctx, OpFeature feature,
+                                                              const std::function<bool(const TensorStats&)>& holds,
+                                                              double min_epochs, size_t min_records);
 }  // namespace dl::an::ru
 
 // --- recurrent and embedding rules (issue 16) ---------------------------------------------

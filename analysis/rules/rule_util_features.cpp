@@ -38,4 +38,14 @@ bool persisted(const AnalysisContext& ctx, const FeatureSpan& s, double min_epoc
   return ctx.final() || double(s.iterations) >= min_epochs * double(per_epoch);
 }
 
+std::optional<std::pair<size_t, FeatureSpan>> first_persisted(const AnalysisContext& ctx, OpFeature feature,
+                                                              const std::function<bool(const TensorStats&)>& holds,
+                                                              double min_epochs, size_t min_records) {
+  for (size_t k : feature_probes(ctx, feature)) {
+    const FeatureSpan s = feature_span(ctx, k, holds);
+    if (persisted(ctx, s, min_epochs, min_records)) return std::make_pair(k, s);
+  }
+  return std::nullopt;
+}
+
 }  // namespace dl::an::ru

@@ -30,12 +30,10 @@ class UniformAttention : public Rule {
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
     const double floor = threshold(ctx, "min_entropy");
-    for (size_t k : ru::feature_probes(ctx, OpFeature::kRowEntropy)) {
-      const ru::FeatureSpan s = ru::feature_span(ctx, k, [&](const TensorStats& v) { return v.min >= floor; });
-      if (!ru::persisted(ctx, s, threshold(ctx, "min_epochs"), size_t(threshold(ctx, "min_records")))) continue;
-      out.push_back(make_finding(ctx, k, s));
-      return;
-    }
+    if (auto hit = ru::first_persisted(
+            ctx, OpFeature::kRowEntropy, [&](const TensorStats& v) { return v.min >= floor; },
+            threshold(ctx, "min_epochs"), size_t(threshold(ctx, "min_records"))))
+      out.push_back(make_finding(ctx, hit->first, hit->second));
   }
 
  private:

@@ -72,8 +72,10 @@ suite: build
 	/usr/bin/python3 models/suite/seed_stability.py ./$(BUILD)/deeplocalize --jobs $(JOBS)
 
 # The CNN parity test (resnet18, mobilenet_v3_small) compares 2 steps under the sanitizers,
-# where its 20 steps take minutes (tests/unit/pytorch_parity_cnn_test.cpp).
+# where its 20 steps take minutes (tests/unit/pytorch_parity_cnn_test.cpp); DL_TESTS_LIGHT
+# makes the heaviest script tests lighter there (the benchmark skips its repair trials).
 test-sanitize: export DL_PARITY_CNN_STEPS ?= 2
+test-sanitize: export DL_TESTS_LIGHT ?= 1
 test-sanitize:
 	$(MAKE) test BUILD=$(SANITIZE_BUILD) CMAKE_FLAGS="-DDL_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDL_BUILD_BENCH=OFF" \
 	  CTEST_ARGS="$(SANITIZE_CTEST_ARGS)"

@@ -113,13 +113,7 @@ class Conv : public Op {
 
   OpTraits traits() const override { return linear_layer_traits(); }
   // W [M, C/group, k...]: fan_in = C/group * prod(k), fan_out = M * prod(k) (Keras).
-  ParamRole param_role(size_t i, const Shape& s) const override {
-    if (i == 2) return param_role_of(ParamRole::Kind::kBias);
-    if (i != 1 || s.size() < 3) return {};
-    int64_t field = 1;
-    for (size_t d = 2; d < s.size(); ++d) field *= s[d];
-    return weight_role(s[1] * field, s[0] * field);
-  }
+  ParamRole param_role(size_t i, const Shape& s) const override { return kernel_param_role(i, s); }
 
  private:
   // One forward or backward pass, shared by the image parts.

@@ -121,13 +121,7 @@ class ConvTranspose : public Op {
   OpTraits traits() const override { return linear_layer_traits(); }
   // W [C, M/group, k...]: fan_in = M/group * prod(k) (PyTorch's and Keras' transposed
   // kernels), fan_out = C * prod(k).
-  ParamRole param_role(size_t i, const Shape& s) const override {
-    if (i == 2) return param_role_of(ParamRole::Kind::kBias);
-    if (i != 1 || s.size() < 3) return {};
-    int64_t field = 1;
-    for (size_t d = 2; d < s.size(); ++d) field *= s[d];
-    return weight_role(s[1] * field, s[0] * field);
-  }
+  ParamRole param_role(size_t i, const Shape& s) const override { return kernel_param_role(i, s); }
 
  private:
   // The window seen from Y: in = Y's spatial size, out = X's, so that Conv's im2col and

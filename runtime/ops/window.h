@@ -14,6 +14,7 @@
 
 #include "converter/errors.h"
 #include "runtime/attrs.h"
+#include "runtime/op.h"
 #include "runtime/tensor.h"
 
 namespace dl::rt {
@@ -27,6 +28,17 @@ struct WindowAttrs {
 
 // Reads auto_pad, kernel_shape, strides, dilations and pads (and ceil_mode when
 // `with_ceil`); dilations and ceil_mode only where the caller's op defines them.
+// The parameter roles of a kernel op (Conv, ConvTranspose): input 1 is the weight, whose
+// fan-in and fan-out are dims 1 and 0 times the kernel's field (as torch computes them for
+// both), and input 2 the bias.
+inline ParamRole kernel_param_role(size_t input, const Shape& s) {
+  if (input == 2) return param_role_of(ParamRole::Kind::kBias);
+  if (input != 1 || s.size() < 3) return {};
+  int64_t field = 1;
+  for (size_t d = 2; d < s.size(); ++d) field *= s[d];
+  return weight_role(s[1] * field, s[0] * field);
+}
+
 inline WindowAttrs read_window_attrs(Attrs& a, bool with_dilations, bool with_ceil) {
   WindowAttrs w;
   w.auto_pad = a.s("auto_pad", "NOTSET");

@@ -59,7 +59,7 @@ bool apply_json_option(const std::string& key, const nlohmann::json& value, cons
   return true;
 }
 
-void apply_overrides(const TrainOptions& o, rt::TrainConfig& c) {
+std::vector<std::string> apply_overrides(const TrainOptions& o, rt::TrainConfig& c) {
 #define DL_TRAIN_OPTION(field, target, ...) \
   if (o.field) {                            \
     c.target = *o.field;                    \
@@ -69,6 +69,10 @@ void apply_overrides(const TrainOptions& o, rt::TrainConfig& c) {
 #include "runtime/option_list.def"
 #undef DL_TRAIN_OPTION
 #undef DL_RUN_OPTION
+  // The model's settings were made for the model's optimizer: another one chosen here
+  // replaces them where it has no such setting, rather than failing on them.
+  if (o.optimizer) return rt::drop_settings_not_taken(c.optimizer);
+  return {};
 }
 
 }  // namespace dl::cli

@@ -8,6 +8,7 @@
 
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "cli/train_command.h"
 #include "converter/errors.h"
@@ -55,6 +56,8 @@ bool apply_json_option(const std::string& key, const nlohmann::json& value, cons
                        TrainOptions& options);
 
 // The model's training configuration overridden by every setting given in `options`.
-void apply_overrides(const TrainOptions& options, rt::TrainConfig& config);
+// With an optimizer given, the model's settings that optimizer does not take (momentum,
+// nesterov) are dropped; returns a note for each (rt::drop_settings_not_taken).
+std::vector<std::string> apply_overrides(const TrainOptions& options, rt::TrainConfig& config);
 
 }  // namespace dl::cli

@@ -44,9 +44,10 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 
-rt::TrainConfig resolve_config(const ir::Model& model, const TrainOptions& o) {
+// The notes of settings the command line made moot join the model's (stderr, the report).
+rt::TrainConfig resolve_config(ir::Model& model, const TrainOptions& o) {
   rt::TrainConfig c = rt::config_from_metadata(model.metadata, model.path);
-  apply_overrides(o, c);
+  for (std::string& note : apply_overrides(o, c)) model.warnings.push_back(std::move(note));
   c.max_memory_bytes = static_cast<int64_t>(std::ceil(o.max_memory_mb * 1024 * 1024));  // > 0: 0 means the default
   rt::validate(c);
   return c;
@@ -169,9 +170,9 @@ LoadedCase load_case(const TrainOptions& o) {
   {
     ir::Model model = conv::import_model(o.model, import);
     rt::adapt_export(model);
+    c.config = resolve_config(model, o);
     c.model = std::make_shared<const ir::Model>(std::move(model));
   }
-  c.config = resolve_config(*c.model, o);
   for (const std::string& s : o.settings) c.settings.set(s);
   const rt::DatasetSpec spec = dataset_spec(c.model, c.config);
   rt::ReadOptions read;

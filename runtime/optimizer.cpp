@@ -151,6 +151,29 @@ std::string num(double v) {
 
 }  // namespace
 
+bool optimizer_takes(const std::string& name, const std::string& key) {
+  if (key == "momentum") return name == "sgd" || name == "rmsprop";
+  if (key == "nesterov") return name == "sgd";
+  return true;
+}
+
+std::vector<std::string> drop_settings_not_taken(OptimizerConfig& c) {
+  std::string n = c.name;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  std::vector<std::string> notes;
+  auto drop = [&](const char* key, bool set, const std::string& value, auto reset) {
+    const auto it = c.origin.find(key);
+    if (!set || it == c.origin.end() || optimizer_takes(n, key)) return;
+    notes.push_back(std::string("model metadata 'deeplocalize.") + key + "' = " + value + " is ignored: the " + n +
+                    " optimizer chosen on the command line has no " + key);
+    reset();
+    c.origin.erase(it);
+  };
+  drop("momentum", c.momentum != 0, num(c.momentum), [&c] { c.momentum = 0; });
+  drop("nesterov", c.nesterov, "true", [&c] { c.nesterov = false; });
+  return notes;
+}
+
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& in) {
   OptimizerConfig c = in;
   std::transform(c.name.begin(), c.name.end(), c.name.begin(), [](unsigned char ch) { return std::tolower(ch); });
@@ -166,9 +189,9 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& in) {
             where("learning_rate", "--lr") + ": the learning rate must be a finite number >= 0, got " + num(*c.learning_rate));
   require(std::isfinite(c.momentum) && c.momentum >= 0 && c.momentum < 1,
           where("momentum", "--momentum") + ": must be in [0, 1), got " + num(c.momentum));
-  require(c.momentum == 0 || n == "sgd" || n == "rmsprop",
+  require(c.momentum == 0 || optimizer_takes(n, "momentum"),
           where("momentum", "--momentum") + ": the " + n + " optimizer has no momentum (only sgd and rmsprop do)");
-  require(!c.nesterov || n == "sgd",
+  require(!c.nesterov || optimizer_takes(n, "nesterov"),
           where("nesterov", "--nesterov") + ": only the sgd optimizer has Nesterov momentum, not " + n);
   require(std::isfinite(c.decay) && c.decay >= 0, where("decay", "decay") + ": must be a finite number >= 0, got " + num(c.decay));
   if (c.clipnorm)

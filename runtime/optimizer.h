@@ -132,6 +132,16 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config);
 
 const char* valid_optimizer_names();
 
+// Whether the optimizer `name` (lower case) takes the setting with option key `key`: only
+// sgd and rmsprop have "momentum", only sgd "nesterov"; every other setting applies to all.
+bool optimizer_takes(const std::string& name, const std::string& key);
+
+// After the command line chose the optimizer: resets the settings that came from the
+// model's metadata (config.origin) and that config.name does not take, e.g. the model's
+// SGD momentum under --optimizer adam. Returns one note per setting dropped. A setting
+// given on the command line is kept, so that make_optimizer rejects a real contradiction.
+std::vector<std::string> drop_settings_not_taken(OptimizerConfig& config);
+
 // The names of OptimizerConfig::frozen: split at commas, blanks around a name dropped,
 // empty items skipped.
 std::vector<std::string> frozen_names(const std::string& list);

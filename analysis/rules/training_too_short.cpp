@@ -47,6 +47,9 @@ class TrainingTooShort : public Rule {
             {"max_factor", 10, "the recommended number of epochs is at most this multiple of the current one"},
             {"above_constant", 1.2, "a fitted end loss above this multiple of the constant prediction's is a run "
                                     "that fails (loss_above_chance, the learning-rate rules), not an unfinished one"},
+            {"blowup", 10, "a run whose loss peaked above this multiple of the constant prediction's ..."},
+            {"blowup_end", 0.9, "... and whose fitted end is still above this multiple of it is settling after a "
+                                "blow-up at chance (a too high learning rate), not unfinished"},
             {"tiny_lr", 1e-5, "learning rates at or below this: root cause learning_rate, not training length"},
             {"tiny_update", 1e-4, "median ||dw||/||w|| per step below this with a small lr: the rate is too small"}};
   }
@@ -78,6 +81,13 @@ class TrainingTooShort : public Rule {
     // Still worse than predicting a constant at the end: falling from a blow-up (resnet18
     // with Adam at lr 10 falls 66% per epoch while 585x above it), which more epochs do not fix.
     if (unfit > threshold(ctx, "above_constant")) return;
+    // Down from a blow-up to about the constant prediction's loss (a BatchNorm resnet with
+    // Adam at lr 10: 237 -> fitted 1.087 against 1.099, accuracy at chance): more epochs would
+    // not teach it anything; what made it blow up is the fault.
+    double peak = 0;
+    for (float v : t.loss)
+      if (std::isfinite(v)) peak = std::max(peak, double(v));
+    if (reference && peak > threshold(ctx, "blowup") * *reference && unfit > threshold(ctx, "blowup_end")) return;
     const bool enough = double(n) >= min_iterations;
 
     const ru::LineFit metric = ru::fit_line(t.metric, n - tail, n);

@@ -27,6 +27,8 @@ Built fields:
                into the W, R, B initializers; deeplocalize trains those)
   min_accuracy the accuracy a learning case must reach in the check (default 0.85);
                a failing one must stay below it
+  max_loss     for a regression case (no accuracy): the final epoch loss a learning case
+               must reach in the check instead; a failing one must stay above it
 
 Expected: fault (bool), symptoms (accepted primary symptoms, [] when fault is False),
 root_causes (accepted), layer_ops (op types of the node the primary finding's layer must
@@ -60,6 +62,7 @@ class Built:
     check_model: Any = None
     fold: bool = False
     min_accuracy: float = 0.85
+    max_loss: Optional[float] = None
 
 
 @dataclass

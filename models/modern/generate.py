@@ -4,8 +4,9 @@ and with one injected fault each, as ONNX models (exported by scripts/export_tor
 CSV data and the expected diagnosis. tests/modern/check.sh trains every case with
 deeplocalize and compares.
 
-The cases are this file's CASES (LSTM, GRU and Embedding models) and, when the file
-exists, attention_cases.py's CASES (transformer models); the API is case_spec.py's.
+The cases are this file's CASES (LSTM, GRU and Embedding models), cnn_cases.py's
+(residual, depthwise and autoencoder CNNs) and, when the file exists, attention_cases.py's
+CASES (transformer models); the API is case_spec.py's.
 
 Run: /usr/bin/python3 models/modern/generate.py [CASE ...]   (python3-torch 1.13,
 python3-onnx, numpy). Deterministic: fixed seeds, one thread. Before writing a case it is
@@ -35,6 +36,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
 from case_spec import Built, Case, Expected  # noqa: E402
 from export_torch import export_model  # noqa: E402
+import cnn_cases  # noqa: E402
 
 SEQ, FEATURES, HIDDEN, CLASSES, ROWS = 8, 4, 16, 3, 256
 VOCAB, TOKENS, EMBED = 60, 10, 4
@@ -262,7 +264,8 @@ def torch_check(built, seed):
             loss.backward()
             opt.step()
             total += float(loss) * len(idx)
-            correct += accuracy(out.detach(), y[idx]) * len(idx)
+            if built.max_loss is None:
+                correct += accuracy(out.detach(), y[idx]) * len(idx)
             seen += len(idx)
         history.append((total / seen, correct / seen))
     return history
@@ -291,7 +294,10 @@ def generate(case, index):
     built = case.build()
     history = torch_check(built, seed=index)
     first, last = history[0], history[-1]
-    learned = last[1] >= built.min_accuracy and math.isfinite(last[0])
+    if built.max_loss is None:
+        learned = last[1] >= built.min_accuracy and math.isfinite(last[0])
+    else:
+        learned = last[0] <= built.max_loss
     print("%-28s torch: loss %.4g -> %.4g, accuracy %.3f -> %.3f (%s)"
           % (case.name, first[0], last[0], first[1], last[1], "learns" if learned else "fails"))
     if learned != built.learns:
@@ -301,8 +307,9 @@ def generate(case, index):
     path = os.path.join(out, "model.onnx")
     opt = torch_optimizer(built.optimizer, built.model.parameters())
     example = torch.from_numpy(built.x[:2])
+    targets = built.y.shape[1] if built.y.ndim > 1 and built.y.shape[1] > 1 else None  # a regression's columns
     export_model(built.model, example, path, optimizer=opt, loss=built.loss, constant_folding=built.fold,
-                 edit=built.edit, epochs=built.epochs, batch_size=built.batch_size, seed=index)
+                 edit=built.edit, epochs=built.epochs, batch_size=built.batch_size, targets=targets, seed=index)
     proto = onnx.load(path)
     write_csv(os.path.join(out, "data.csv"), built.x, built.y)
     with open(os.path.join(out, "expected.json"), "w") as f:
@@ -324,12 +331,15 @@ def main(argv):
     wanted = set(argv)
     attention = attention_module()
     attention_names = {c.name for c in attention.CASES} if attention else set()
-    unknown = wanted - {c.name for c in CASES} - attention_names
+    unknown = wanted - {c.name for c in CASES + cnn_cases.CASES} - attention_names
     if unknown:
         raise SystemExit("unknown case(s): " + ", ".join(sorted(unknown)))
     for k, case in enumerate(CASES):
         if not wanted or case.name in wanted:
             generate(case, k)
+    for k, case in enumerate(cnn_cases.CASES):
+        if not wanted or case.name in wanted:
+            generate(case, 100 + k)
     if attention and (not wanted or wanted & attention_names):
         attention.main(sorted(wanted & attention_names))
     return 0

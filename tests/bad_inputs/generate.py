@@ -187,6 +187,12 @@ mlp("raw_size_mismatch.onnx", init=[short_w, numpy_helper.from_array(np.zeros(3,
 mlp("bad_metadata_value.onnx", meta={"deeplocalize.loss": "mse", "deeplocalize.epochs": "ten"})
 mlp("unknown_metadata_key.onnx", meta={"deeplocalize.loss": "mse", "deeplocalize.epoch": "3"})
 mlp("no_loss.onnx", meta={"deeplocalize.epochs": "1"})
+# An SGD model with momentum: `--optimizer adam` drops the momentum with a note; the
+# same contradiction within the metadata is an error.
+mlp("meta_sgd_momentum.onnx", meta={"deeplocalize.loss": "mse", "deeplocalize.epochs": "1",
+                                    "deeplocalize.optimizer": "sgd", "deeplocalize.momentum": "0.9"})
+mlp("meta_adam_momentum.onnx", meta={"deeplocalize.loss": "mse", "deeplocalize.epochs": "1",
+                                     "deeplocalize.optimizer": "adam", "deeplocalize.momentum": "0.9"})
 mlp("two_inputs.onnx", nodes=[
     helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1),
     helper.make_node("Add", ["h", "x2"], ["h2"], name="add2"),
@@ -200,6 +206,32 @@ mlp("embedding_ids.onnx", check=True,
     nodes=[helper.make_node("Gather", ["E", "x"], ["e"], name="emb"),
            helper.make_node("ReduceMean", ["e"], ["y"], name="pool", axes=[1], keepdims=0)],
     inputs=[helper.make_tensor_value_info("x", TensorProto.INT64, ["N", 4])])
+# Eval-mode exports (torch.onnx.export(model.eval(), ...)): they train, with a note that
+# says what changed. A BatchNormalization in inference mode (one output, no statistics):
+mlp("eval_mode_bn.onnx", check=True, nodes=[
+    helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1),
+    helper.make_node("BatchNormalization", ["h", "scale", "shift", "mean", "var"], ["n"], name="bn"),
+    helper.make_node("Relu", ["n"], ["y"], name="act")],
+    init=[numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(3, 4) / 10, "W"),
+          numpy_helper.from_array(np.zeros(3, np.float32), "B"),
+          numpy_helper.from_array(np.ones(3, np.float32), "scale"),
+          numpy_helper.from_array(np.zeros(3, np.float32), "shift"),
+          numpy_helper.from_array(np.zeros(3, np.float32), "mean"),
+          numpy_helper.from_array(np.ones(3, np.float32), "var")])
+# ... and identical initializers deduplicated into an Identity alias: two layers, one tensor.
+mlp("eval_mode_tied.onnx", check=True, nodes=[
+    helper.make_node("Identity", ["W1"], ["W2"], name="alias"),
+    helper.make_node("Gemm", ["x", "W1", "B"], ["h1"], name="fc1", transB=1),
+    helper.make_node("Relu", ["h1"], ["a1"], name="act1"),
+    helper.make_node("Gemm", ["a1", "W2", "B"], ["h2"], name="fc2", transB=1),
+    helper.make_node("Relu", ["h2"], ["a2"], name="act2"),
+    helper.make_node("Gemm", ["a2", "W", "B3"], ["y"], name="out", transB=1)],
+    init=[numpy_helper.from_array(np.eye(4, dtype=np.float32) * 0.5, "W1"),
+          numpy_helper.from_array(np.zeros(4, np.float32), "B"),
+          numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(3, 4) / 10, "W"),
+          numpy_helper.from_array(np.zeros(3, np.float32), "B3")])
+# A fixed batch of 1 (no dynamic_axes) that deeplocalize can re-batch: it trains, with a note.
+mlp("fixed_batch_one.onnx", check=True, inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])])
 
 # --- data files (for good.onnx: 4 features, 3 targets) ---
 write("good.csv", "a,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n5,6,7,8,1,0,0\n", "w")
@@ -218,6 +250,10 @@ write("blank_line.csv", "a,b,c,d,t1,t2,t3\n1,2,3,4,0,1,0\n\n5,6,7,8,1,0,0\n", "w
 write("unterminated_quote.csv", 'a,b,c,d,t1,t2,t3\n1,2,"3,4,0,1,0\n', "w")
 write("ids_fractional.csv", "a,b,c,d,t1,t2,t3\n0,1,2,3,0,1,0\n5,1.5,2,0,1,0,0\n", "w")
 write("ids_out_of_table.csv", "a,b,c,d,t1,t2,t3\n0,1,2,3,0,1,0\n5,1,9,0,1,0,0\n", "w")
+# int64 ids: below -6 (Gather counts negative ids from the end, so -6..-1 are rows), and
+# beyond what an int64 holds.
+write("ids_negative.csv", "a,b,c,d,t1,t2,t3\n0,1,2,3,0,1,0\n5,1,-7,0,1,0,0\n", "w")
+write("ids_beyond_int64.csv", "a,b,c,d,t1,t2,t3\n0,1,2,3,0,1,0\n5,1,2,1e19,1,0,0\n", "w")
 write("labels_out_of_range.csv", "a,b,c,d,label\n1,2,3,4,0\n5,6,7,8,3\n", "w")
 write("npy_bad_magic.npy", b"\x93NUMPX\x01\x00" + b"\x00" * 32)
 good_npy = path("tmp.npy")

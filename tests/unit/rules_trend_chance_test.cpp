@@ -62,13 +62,35 @@ TEST_CASE("rule training_too_short: one epoch that stopped mid-descent, its accu
       t, [](int64_t it, double p) { return 40.0 * (1.0 - 0.85 * p) + 0.2 * std::sin(2.3 * double(it)); },
       [](int64_t, double p) { return 0.3 + 0.1 * p; });
   CHECK(run("training_too_short", t).empty());
-  CHECK(run("training_too_short", t, true, with("training_too_short.above_constant=100")).size() == 1);
+  // (It peaks 40x above that loss: a blow-up too, so blowup is raised to see above_constant.)
+  CHECK(run("training_too_short", t, true, with({"training_too_short.above_constant=100", "training_too_short.blowup=100"}))
+            .size() == 1);
   // Fewer losses than min_points cannot show a trend.
   TraceBuilder b2;
   Trace s = b2.dense("relu", 16).dense("softmax", 3).config("epochs", "1").batches_per_epoch(8).build(8);
   set_curve(
       s, [](int64_t, double p) { return 1.0 - 0.5 * p; }, [](int64_t, double p) { return 0.6 + 0.3 * p; });
   CHECK(run("training_too_short", s).empty());
+}
+
+TEST_CASE("rule training_too_short: not for a run settling at the chance loss after a blow-up") {
+  TraceBuilder b;
+  Trace t = b.dense("relu", 16).dense("softmax", 3).config("epochs", "6").batches_per_epoch(8).build(48);
+  // A BatchNorm resnet at Adam lr 10 (models/modern/resnet_bn_lr_x1000): the first loss is
+  // ~200x the constant prediction's, then it falls steadily to about it, accuracy at chance.
+  auto settling = [](int64_t it, double p) {
+    return it == 0 ? 200.0 * kChance3 : kChance3 * (1.25 - 0.27 * p) + 0.005 * std::sin(2.3 * double(it));
+  };
+  set_curve(t, settling, [](int64_t, double) { return 0.34; });
+  CHECK(run("training_too_short", t).empty());
+  CHECK(run("training_too_short", t, true, with("training_too_short.blowup=1000")).size() == 1);
+  CHECK(run("training_too_short", t, true, with("training_too_short.blowup_end=1.1")).size() == 1);
+  // The same slow fall at chance without the blow-up is a run still learning, too slowly.
+  set_curve(
+      t, [&](int64_t it, double p) { return settling(it == 0 ? 1 : it, p); }, [](int64_t, double) { return 0.34; });
+  auto f = run("training_too_short", t);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].root_cause == RootCause::kTrainingLength);
 }
 
 TEST_CASE("rule training_too_short: a loss creeping down at a learning rate far below the default") {

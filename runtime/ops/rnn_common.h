@@ -49,14 +49,9 @@ struct GateName {
 // Whether the activation is bounded with flat ends (its outputs can saturate).
 inline bool saturates(Act a) { return a != Act::kRelu; }
 
-inline float act_apply(Act a, float x) {
-  switch (a) {
-    case Act::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case Act::kTanh: return std::tanh(x);
-    case Act::kRelu: return x > 0.0f ? x : 0.0f;
-  }
-  return x;
-}
+// Sigmoid and Tanh on packet math (runtime/ops/rnn_act.cpp: a few ulp from the exact
+// values, the same bits for a value wherever it sits); Relu exact.
+float act_apply(Act a, float x);
 
 // The derivative, from the activation's output y.
 inline float act_grad(Act a, float y) {
@@ -85,6 +80,10 @@ struct Gate {
     return act_grad(act, y);
   }
 };
+
+// x[0..n) = g(x[0..n)) in place: the bits act_apply (with the clip) gives each value,
+// a packet at a time.
+void apply_row(const Gate& g, float* x, int64_t n);
 
 class RnnOp : public Op {
  public:

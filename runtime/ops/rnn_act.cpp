@@ -17,7 +17,12 @@ constexpr int64_t kLanes = Eigen::internal::packet_traits<float>::size;
 inline Packet apply_packet(Act a, const Packet& x) {
   namespace ei = Eigen::internal;
   switch (a) {
-    case Act::kSigmoid: return ei::scalar_logistic_op<float>().packetOp(x);
+    case Act::kSigmoid: {
+      // Eigen's exp stops at a denormal below -88; the logistic function is 0 there (a
+      // NaN compares false and stays NaN).
+      const Packet y = ei::scalar_logistic_op<float>().packetOp(x);
+      return ei::pselect(ei::pcmp_lt(x, ei::pset1<Packet>(-88.0f)), ei::pzero(x), y);
+    }
     case Act::kTanh: return ei::generic_fast_tanh_float(x);
     case Act::kRelu: break;
   }

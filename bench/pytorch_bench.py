@@ -30,6 +30,9 @@ import onnx
 import torch
 from onnx import numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import seq_nets  # noqa: E402  (bench/seq_nets.py: the sequence nets' modules)
+
 
 def load_data(path):
     if path.endswith(".npy"):
@@ -111,8 +114,6 @@ def build_torchvision(path):
 
 def build_seq_net(path):
     """A bench/seq_nets.py net with the weights saved next to its export."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import seq_nets
     name = os.path.splitext(os.path.basename(path))[0]
     model = seq_nets.build(name)
     model.load_state_dict(torch.load(os.path.splitext(path)[0] + ".pt"))
@@ -120,9 +121,6 @@ def build_seq_net(path):
     m = onnx.load(path, load_external_data=False)
     input_shape = [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim][1:]
     return model, input_shape, {p.key: p.value for p in m.metadata_props}
-
-
-SEQ_NETS = ("lstm_cls", "transformer")
 
 
 def kernel_paths():
@@ -166,7 +164,7 @@ def main():
 
     torch.set_num_threads(args.threads)
     stem = os.path.splitext(os.path.basename(args.model))[0]
-    builder = (build_torchvision if stem in TORCHVISION_NETS else build_seq_net if stem in SEQ_NETS else build_model)
+    builder = (build_torchvision if stem in TORCHVISION_NETS else build_seq_net if stem in seq_nets.SEQ_NETS else build_model)
     model, input_shape, meta = builder(args.model)
     batch = args.batch or int(meta.get("deeplocalize.batch_size", 32))
     lr = float(meta.get("deeplocalize.learning_rate", 0.01))

@@ -31,6 +31,7 @@
 
 #include "runtime/attrs.h"
 #include "runtime/op.h"
+#include "runtime/value_simd.h"
 
 namespace dl::rt::rnn {
 
@@ -84,6 +85,25 @@ struct Gate {
 // x[0..n) = g(x[0..n)) in place: the bits act_apply (with the clip) gives each value,
 // a packet at a time.
 void apply_row(const Gate& g, float* x, int64_t n);
+
+// The statistics of one part of InnerStats (gates or candidates of a saturating
+// activation `a`) from rows of values: add_row() each row (kept by pointer until
+// finish()), then finish() adds them to the part. The sums are grouped as the probes'
+// light pass groups them (float within blocks, double across; the rounding of that
+// grouping); a NaN or Inf redoes the part value by value (runtime/ops/rnn_inner.cpp).
+class PartReducer {
+ public:
+  PartReducer(Act a, float margin);
+  void add_row(const float* p, int64_t n);
+  void finish(InnerStats::Part& into);
+
+ private:
+  Act act_;
+  float margin_;
+  simd::LightSums sums_;
+  int64_t n_ = 0, sat_ = 0;
+  std::vector<std::pair<const float*, int64_t>> rows_;
+};
 
 class RnnOp : public Op {
  public:

@@ -175,6 +175,6 @@ for c in cases:
 print()
 print("Medians over rounds. Overheads are medians of per-round paired ratios (each round runs off, probes, full back")
 print("to back); CPU overhead compares the process CPU time per step, which a busy machine disturbs far less than")
-print("wall time. GFLOP/s count the Gemm/Conv/MatMul products of forward and backward from the graph's shapes")
+print("wall time. GFLOP/s count the Gemm/Conv/MatMul/LSTM/GRU/RNN products of forward and backward from the graph's shapes")
 print("(PyTorch's: the same FLOPs per step at its pace). CPU ms/step: process CPU time per step of each side.")
 EOF

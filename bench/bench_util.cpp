@@ -18,6 +18,17 @@ StepFlops count_step_flops(const rt::ExecutionGraph& graph) {
   for (const rt::Step& st : graph.steps()) {
     const std::string& type = st.node->op_type;
     if (st.fwd.out.empty() || !st.fwd.out[0] || st.fwd.in.size() < 2 || !st.fwd.in[0] || !st.fwd.in[1]) continue;
+    if (type == "LSTM" || type == "GRU" || type == "RNN") {
+      // Every row of X (T * batch of them) meets W [D, G*H, I] and a state meets R
+      // [D, G*H, H]: forward; backward repeats both products for the inputs' gradients
+      // (dX, dh) and again for the weights' (dW, dR).
+      if (st.fwd.in.size() < 3 || !st.fwd.in[2] || st.fwd.in[1]->dim(-1) <= 0) continue;
+      const double rows = double(st.fwd.in[0]->numel()) / double(st.fwd.in[1]->dim(-1));
+      const double one = 2.0 * rows * double(st.fwd.in[1]->numel() + st.fwd.in[2]->numel());
+      f.forward += one;
+      if (st.needs_backward) f.backward += 2.0 * one;
+      continue;
+    }
     const double out = double(st.fwd.out[0]->numel());
     double macs_per_output = 0;
     if (type == "Gemm") {

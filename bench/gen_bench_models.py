@@ -11,6 +11,11 @@ resnet18, mobilenet_v2, shufflenet_v2_x0_5       issue 17: torchvision (random i
                  downloaded weights), 3x32x32 input, 10 classes, exported in training mode
                  (BatchNorm with batch statistics), Adam on logits, batch 16; NAME.pt holds
                  the same weights as a state_dict for pytorch_bench.py
+lstm_cls, transformer  issue 17: bench/seq_nets.py's LSTM classifier (64 steps of 32
+                 features, hidden 128, batch 32) and 2-layer TransformerEncoder (d_model 128,
+                 4 heads, 64 positions, batch 16; opset 17), training mode, Adam on logits;
+                 NAME.pt as for the torchvision nets; data seq1k.npy (1,024 rows of 64x32
+                 values in [0,1] and a class id)
 Data: MNIST-shaped synthetic CSV (pixels in [0,1], class id last), 60,000 rows for
 mnist60k.csv; cifar1k.npy, 1,024 rows of 3x32x32 values in [0,1] and a class id for the
 torchvision nets; wide4096.npy, 8,192 rows of 4096 features in [0,1] and a class id (last
@@ -38,10 +43,10 @@ def keras_init(model):
     return model
 
 
-def export(model, shape, name, meta, trace_batch=1):
+def export(model, shape, name, meta, trace_batch=1, opset=13):
     path = os.path.join(out, name + ".onnx")
     # BatchNorm in training mode needs more than one value per channel to trace.
-    torch.onnx.export(model, torch.zeros(trace_batch, *shape), path, opset_version=13, input_names=["input"],
+    torch.onnx.export(model, torch.zeros(trace_batch, *shape), path, opset_version=opset, input_names=["input"],
                       output_names=["output"], dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
     m = onnx.load(path)
@@ -87,6 +92,26 @@ for net in TORCHVISION_NETS:
         export_torchvision(net)
     except Exception as e:  # reported, not hidden: the harness then skips the net
         print(f"{net}: export failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+# The sequence nets (issue 17, bench/seq_nets.py): the same module definitions as
+# pytorch_bench.py's, weights saved as NAME.pt. The transformer at opset 17, where
+# LayerNorm is one ONNX op (LayerNormalization) instead of torch's decomposition.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import seq_nets  # noqa: E402
+
+for net, net_batch in seq_nets.SEQ_NETS.items():
+    model = seq_nets.build(net).train()
+    export(model, (seq_nets.SEQ, seq_nets.FEATURES), net,
+           {"loss": "categorical_crossentropy", "from_logits": "true", "optimizer": "adam", "learning_rate": 0.001,
+            "epochs": 1, "batch_size": net_batch}, trace_batch=2, opset=17 if net == "transformer" else 13)
+    torch.save(model.state_dict(), os.path.join(out, net + ".pt"))
+
+path = os.path.join(out, "seq1k.npy")
+if not os.path.exists(path):
+    rng = np.random.default_rng(4)
+    xy = rng.random((1024, seq_nets.SEQ * seq_nets.FEATURES + 1), dtype=np.float32)
+    xy[:, -1] = rng.integers(0, seq_nets.CLASSES, 1024).astype(np.float32)
+    np.save(path, xy)
 
 path = os.path.join(out, "cifar1k.npy")
 if not os.path.exists(path):

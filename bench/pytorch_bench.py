@@ -16,7 +16,8 @@ Prints "RESULT model=... mode=pytorch steps_per_s=..." with the median over roun
 A torchvision net of gen_bench_models.py (MODEL.onnx with MODEL.pt beside it) is
 rebuilt from torchvision with the state_dict saved from the very module that was
 exported, and trained as its metadata says (Adam, cross-entropy on logits), in
-training mode (BatchNorm with batch statistics). The kernel paths PyTorch was built
+training mode (BatchNorm with batch statistics); the sequence nets (lstm_cls,
+transformer) likewise from bench/seq_nets.py. The kernel paths PyTorch was built
 with (oneDNN/MKL-DNN for convolutions, the BLAS) are printed from torch.__config__."""
 import argparse
 import os
@@ -28,6 +29,9 @@ import numpy as np
 import onnx
 import torch
 from onnx import numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import seq_nets  # noqa: E402  (bench/seq_nets.py: the sequence nets' modules)
 
 
 def load_data(path):
@@ -108,6 +112,17 @@ def build_torchvision(path):
     return model, input_shape, {p.key: p.value for p in m.metadata_props}
 
 
+def build_seq_net(path):
+    """A bench/seq_nets.py net with the weights saved next to its export."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    model = seq_nets.build(name)
+    model.load_state_dict(torch.load(os.path.splitext(path)[0] + ".pt"))
+    model.train()
+    m = onnx.load(path, load_external_data=False)
+    input_shape = [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim][1:]
+    return model, input_shape, {p.key: p.value for p in m.metadata_props}
+
+
 def kernel_paths():
     """What the convolutions and products run on, from PyTorch's build configuration."""
     cfg = torch.__config__.show()
@@ -148,8 +163,9 @@ def main():
         ap.error("MODEL and DATA are required")
 
     torch.set_num_threads(args.threads)
-    torchvision_net = os.path.splitext(os.path.basename(args.model))[0] in TORCHVISION_NETS
-    model, input_shape, meta = (build_torchvision if torchvision_net else build_model)(args.model)
+    stem = os.path.splitext(os.path.basename(args.model))[0]
+    builder = (build_torchvision if stem in TORCHVISION_NETS else build_seq_net if stem in seq_nets.SEQ_NETS else build_model)
+    model, input_shape, meta = builder(args.model)
     batch = args.batch or int(meta.get("deeplocalize.batch_size", 32))
     lr = float(meta.get("deeplocalize.learning_rate", 0.01))
     optimizer = meta.get("deeplocalize.optimizer", "sgd")

@@ -52,9 +52,9 @@ class Gru : public RnnOp {
       }
       float* gb = g + b * n;
       const float* xw = dir.xw + x_row(t, b) * n;
+      for (int64_t j = 0; j < 2 * h; ++j) gb[j] += xw[j];
+      rnn::apply_row(fa, gb, 2 * h);  // z and r: a row of packet math (runtime/ops/rnn_act.cpp)
       for (int64_t j = 0; j < h; ++j) {
-        gb[j] = fa(gb[j] + xw[j]);
-        gb[h + j] = fa(gb[h + j] + xw[h + j]);
         // linear_before_reset: H Rh^T + Rbh, kept for backward; else r . H, the next GEMM's input
         rh[b * h + j] = linear_before_reset_ ? gb[2 * h + j] + (rbh_ ? rbh_[j] : 0.0f) : gb[h + j] * h_prev[b * h + j];
       }
@@ -69,11 +69,11 @@ class Gru : public RnnOp {
       }
       float* gb = g + b * n;
       const float* xw = dir.xw + x_row(t, b) * n;
+      for (int64_t j = 0; j < h; ++j)
+        gb[2 * h + j] = (linear_before_reset_ ? gb[h + j] * rh[b * h + j] : gb[2 * h + j]) + xw[2 * h + j];
+      rnn::apply_row(ga, gb + 2 * h, h);
       for (int64_t j = 0; j < h; ++j) {
-        const float pre = linear_before_reset_ ? gb[h + j] * rh[b * h + j] : gb[2 * h + j];
-        const float hh = ga(pre + xw[2 * h + j]);
-        const float z = gb[j];
-        gb[2 * h + j] = hh;
+        const float z = gb[j], hh = gb[2 * h + j];
         h_next[b * h + j] = (1.0f - z) * hh + z * h_prev[b * h + j];
       }
     }

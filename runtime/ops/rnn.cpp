@@ -31,7 +31,10 @@ class Rnn : public RnnOp {
         continue;
       }
       const float* xw = dir.xw + x_row(t, b) * h;
-      for (int64_t j = 0; j < h; ++j) out[j] = g[b * h + j] = dir.acts[0](g[b * h + j] + xw[j]);
+      float* gb = g + b * h;
+      for (int64_t j = 0; j < h; ++j) gb[j] += xw[j];
+      rnn::apply_row(dir.acts[0], gb, h);  // a row of packet math (runtime/ops/rnn_act.cpp)
+      std::copy(gb, gb + h, out);
     }
   }
 

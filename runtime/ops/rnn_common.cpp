@@ -124,53 +124,6 @@ std::string RnnOp::describe() const {
   return s;
 }
 
-namespace {
-void add_value(InnerStats::Part& p, float v, bool saturated) {
-  ++p.n;
-  if (!std::isfinite(v)) {
-    ++(std::isnan(v) ? p.nan : p.inf);
-    return;
-  }
-  p.sum += v;
-  p.sumsq += double(v) * v;
-  p.min = std::min(p.min, v);
-  p.max = std::max(p.max, v);
-  p.saturated += saturated;
-}
-
-bool near_bounds(rnn::Act a, float v, float m) {
-  return a == rnn::Act::kSigmoid ? (v < m || v > 1.0f - m) : std::fabs(v) > 1.0f - m;
-}
-}  // namespace
-
-// One pass over the gates the cells kept for backward (rows past their length skipped:
-// their gates are not written), and over the states after the first and last step.
-void RnnOp::reduce_inner(const Dir& dir, InnerStats& st) const {
-  const int64_t h = hidden_, n = gh(), cand = (gates_ - 1) * h;
-  const rnn::Gate& ga = dir.acts[0];
-  const rnn::Gate& ca = dir.acts[gates_ > 1 ? 1 : 0];
-  const bool gate_sat = gates_ > 1 && rnn::saturates(ga.act), cand_sat = rnn::saturates(ca.act);
-  const float m = float(st.margin);
-  for (int64_t s = 0; s < seq_; ++s) {
-    const float* g = step_gates(dir, s);
-    for (int64_t b = 0; b < batch_; ++b) {
-      if (time_of(dir, s, b) < 0) continue;
-      const float* gb = g + b * n;
-      if (gate_sat)
-        for (int64_t j = 0; j < cand; ++j) add_value(st.gates, gb[j], near_bounds(ga.act, gb[j], m));
-      if (cand_sat)
-        for (int64_t j = cand; j < n; ++j) add_value(st.candidates, gb[j], near_bounds(ca.act, gb[j], m));
-    }
-  }
-  for (int64_t b = 0; b < batch_; ++b) {
-    if (lens_[size_t(b)] <= 0) continue;
-    for (int64_t j = 0; j < h; ++j) {
-      add_value(st.first, std::fabs(dir.hs[(batch_ + b) * h + j]), false);
-      add_value(st.last, std::fabs(dir.hs[(seq_ * batch_ + b) * h + j]), false);
-    }
-  }
-}
-
 void RnnOp::infer(InferCtx& ctx) {
   check_inputs(ctx, 3, max_inputs_, 3, where());
   if (ctx.out.size() > max_outputs_)

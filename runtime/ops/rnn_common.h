@@ -31,6 +31,7 @@
 
 #include "runtime/attrs.h"
 #include "runtime/op.h"
+#include "runtime/value_simd.h"
 
 namespace dl::rt::rnn {
 
@@ -49,14 +50,9 @@ struct GateName {
 // Whether the activation is bounded with flat ends (its outputs can saturate).
 inline bool saturates(Act a) { return a != Act::kRelu; }
 
-inline float act_apply(Act a, float x) {
-  switch (a) {
-    case Act::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case Act::kTanh: return std::tanh(x);
-    case Act::kRelu: return x > 0.0f ? x : 0.0f;
-  }
-  return x;
-}
+// Sigmoid and Tanh on packet math (runtime/ops/rnn_act.cpp: a few ulp from the exact
+// values, the same bits for a value wherever it sits); Relu exact.
+float act_apply(Act a, float x);
 
 // The derivative, from the activation's output y.
 inline float act_grad(Act a, float y) {
@@ -84,6 +80,29 @@ struct Gate {
     if (std::isfinite(clip) && (y == lo || y == hi)) return 0.0f;
     return act_grad(act, y);
   }
+};
+
+// x[0..n) = g(x[0..n)) in place: the bits act_apply (with the clip) gives each value,
+// a packet at a time.
+void apply_row(const Gate& g, float* x, int64_t n);
+
+// The statistics of one part of InnerStats (gates or candidates of a saturating
+// activation `a`) from rows of values: add_row() each row (kept by pointer until
+// finish()), then finish() adds them to the part. The sums are grouped as the probes'
+// light pass groups them (float within blocks, double across; the rounding of that
+// grouping); a NaN or Inf redoes the part value by value (runtime/ops/rnn_inner.cpp).
+class PartReducer {
+ public:
+  PartReducer(Act a, float margin);
+  void add_row(const float* p, int64_t n);
+  void finish(InnerStats::Part& into);
+
+ private:
+  Act act_;
+  float margin_;
+  simd::LightSums sums_;
+  int64_t n_ = 0, sat_ = 0;
+  std::vector<std::pair<const float*, int64_t>> rows_;
 };
 
 class RnnOp : public Op {

@@ -2,6 +2,10 @@
 // conclusive fault: after the first iteration (a static finding that is certain to
 // break training stops it there, with one iteration of dynamic evidence), after any
 // non-finite loss, at each epoch end, and every `interval` iterations in long epochs.
+// Early in a run it also looks after iterations 2, 4, 8, ... (up to `interval`): a fault
+// whose evidence is complete after a few iterations (an exploding learning rate,
+// saturated gates) is then reported there rather than at the end of a long first epoch,
+// at the cost of a logarithmic number of extra analyses.
 #pragma once
 
 #include "analysis/analyzer.h"
@@ -16,7 +20,13 @@ class OnlineAnalysis : public rt::TrainListener {
 
   void after_update(const rt::ExecutionGraph&, const rt::IterationInfo& info) override {
     const bool nonfinite = !(info.loss == info.loss) || info.loss > 3e38 || info.loss < -3e38;
-    if (nonfinite || info.iteration == 0 || (info.iteration + 1) % interval_ == 0) check();
+    if (nonfinite || checks_after(info.iteration, interval_)) check();
+  }
+  // Whether the analysis runs after 0-based `iteration`: iterations 1, 2, 4, 8, ... (up to
+  // `interval`, counted from 1), then every `interval`.
+  static bool checks_after(int64_t iteration, int64_t interval) {
+    const int64_t n = iteration + 1;
+    return (n <= interval && (n & (n - 1)) == 0) || n % interval == 0;
   }
   void on_epoch_end(const rt::EpochSummary&) override { check(); }
   bool should_stop() override { return stop_on_fault_ && conclusive_; }

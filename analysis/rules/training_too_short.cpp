@@ -126,7 +126,7 @@ class TrainingTooShort : public Rule {
     f.message = "training ended after " + ru::num(done) + " epoch(s) while the loss was still falling by " +
                 ru::num(100 * rate) + "% per epoch (fitted over the last " + std::to_string(tail) +
                 " iterations, " + ru::num(-loss.t) + " standard errors below flat), with " +
-                (poor && !single ? (steep ? "an unfinished " : "a poor ") + metric_text
+                (poor ? (steep ? "an unfinished " : "a poor ") + metric_text
                       : "the loss at " + ru::num(100 * unfit) + "% of the constant prediction's (" + metric_text + ")");
     const std::vector<Finding> statics =
         ru::findings_of(ctx, {"loss_activation_mismatch", "output_range", "labels_invalid", "bad_initialization",

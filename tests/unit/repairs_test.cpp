@@ -170,6 +170,7 @@ TEST_CASE("repairs: dropout sets the layer's Dropout rate, as an input from opse
   const cli::LoadedCase c = mlp_case(m);
   an::Trace t = mlp_trace(m);
   t.header.layers[0].nodes = {"fc1", "drop"};
+  t.header.layers[1].nodes = {"fc2"};
   const cli::RepairedCase base = cli::unrepaired(c);
   const cli::RepairedCase r = cli::apply_fix(base, {action(Kind::kDropout, 0, "", 0.05)}, t, c);
   REQUIRE(r.changes.size() == 1);

@@ -23,7 +23,7 @@ export ASAN_OPTIONS ?= exitcode=86
 export LSAN_OPTIONS ?= suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1:exitcode=86
 
-.PHONY: all deps fuzz-deps build run test test-sanitize fuzz fuzz-ci bench suite clean
+.PHONY: all deps fuzz-deps build run test test-sanitize fuzz fuzz-ci bench suite suite-fixes clean
 
 all: build
 
@@ -70,6 +70,18 @@ suite: build
 	  status=$$?; if [ $$status -gt 1 ]; then exit $$status; fi
 	/usr/bin/python3 models/suite/report.py $(SUITE)
 	/usr/bin/python3 models/suite/seed_stability.py ./$(BUILD)/deeplocalize --jobs $(JOBS)
+
+# Verified fixes on the suite (issue 15): `batch --verify-fixes` over a fixed, seeded sample
+# of each split's buggy cases, stratified by mutation operator (FIX_PER_OP per operator;
+# 0 = every buggy case), then the tables with the verified-fix rates (report.py).
+FIX_PER_OP ?= 5
+suite-fixes: build
+	@test -f $(SUITE)/heldout/manifest.json || { echo "no suite in $(SUITE): run make suite first"; exit 2; }
+	/usr/bin/python3 models/suite/fix_sample.py $(SUITE) $(SUITE) --per-op $(FIX_PER_OP)
+	for split in dev heldout; do \
+	  ./$(BUILD)/deeplocalize batch $(SUITE)/$$split-fixes/manifest.json --jobs $(JOBS) -q --verify-fixes \
+	    --json $(SUITE)/$$split-fixes.json; status=$$?; if [ $$status -gt 1 ]; then exit $$status; fi; done
+	/usr/bin/python3 models/suite/report.py $(SUITE)
 
 # The CNN parity test (resnet18, mobilenet_v3_small) compares 2 steps under the sanitizers,
 # where its 20 steps take minutes (tests/unit/pytorch_parity_cnn_test.cpp); DL_TESTS_LIGHT

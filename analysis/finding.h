@@ -129,6 +129,10 @@ struct Finding {
   // in the loss after NaN in layer 2's output.
   int consequence_of = -1;
   double confidence = 1.0;
+  // The rule's own reading of a learning-rate fault, when it knows better than its
+  // symptom's pace (symptom_list.def): -1 too large, +1 too small, 0 the pace decides.
+  // unchanged_weights is slow by pace, but after a blow-up into saturation the rate is too large.
+  int lr_direction = 0;
   // With --verify-fixes (primary finding): the repairs tried, ranked, best first.
   std::vector<FixOutcome> fixes;
   bool fixes_attempted = false;  // --verify-fixes looked for repairs (fixes may be empty)

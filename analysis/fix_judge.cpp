@@ -62,6 +62,11 @@ TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, co
   const bool metric_better = metric_known && dmetric >= m.metric;
   const bool metric_worse = metric_known && dmetric <= -m.metric;
   const bool loss_worse = loss_known && rel_loss <= -m.loss;
+  // A change of loss that changes the metric too (binary cross-entropy's accuracy on
+  // real-valued targets becomes mse's mae) leaves no common measure with the faulty run:
+  // then the trial's own diagnosis, healthy after the symptom is gone, is the evidence.
+  if (!loss_comparable && !metric_known && !trial.fault)
+    return {true, "verified (no common measure after the change of loss; no fault found)", TrialStatus::kVerified};
   if (higher_is_better) {
     if ((loss_better && !metric_worse) || (metric_better && !loss_worse)) return {true, "verified", TrialStatus::kVerified};
   } else if (metric_better || (loss_better && !metric_worse)) {  // a regression metric (mae) is a loss too

@@ -12,6 +12,10 @@ namespace {
 
 using Kind = FixAction::Kind;
 
+// The highest drop rate of common healthy setups (excessive_dropout's max_rate is higher:
+// a warning there needs more evidence than a candidate repair here).
+constexpr double kUsualDropRate = 0.5;
+
 FixAction act(Kind k, int layer = -1, std::string value = "", double factor = 1, int64_t count = 0) {
   FixAction a;
   a.kind = k, a.layer = layer, a.value = std::move(value), a.factor = factor, a.count = count;
@@ -25,6 +29,7 @@ struct Facts {
   int last = -1;                         // index of the output layer
   std::vector<std::string> activation;  // per layer: its last activation op, "" for none
   std::vector<bool> saturating, dead_zone, linear_hidden;
+  std::vector<double> drop_rate;  // per layer: its highest Dropout rate while training, 0 for none
   int64_t out_units = 1;
   bool regression = false, binary = false, multilabel = false, multiclass = false;
   bool sparse = false;
@@ -32,6 +37,7 @@ struct Facts {
   bool label_issues = false;
   std::vector<int> constant_layers;  // layers whose weights start constant (all zero or all equal)
   int64_t epochs = 10;
+  double lr = 0, default_lr = 0;  // the learning rate and the optimizer's Keras default
 };
 
 Facts facts_of(const Trace& t) {
@@ -41,14 +47,18 @@ Facts facts_of(const Trace& t) {
   f.optimizer = ru::config(h, "optimizer", "rmsprop");
   f.logits = ru::from_logits(h);
   f.epochs = static_cast<int64_t>(ru::config_number(h, "epochs", 10));
+  f.lr = ru::learning_rate(h);
+  f.default_lr = ru::keras_default_learning_rate(f.optimizer);
   const size_t n = h.layers.size();
   f.last = static_cast<int>(n) - 1;
   f.activation.assign(n, "");
   f.saturating.assign(n, false);
   f.dead_zone.assign(n, false);
   f.linear_hidden.assign(n, false);
+  f.drop_rate.assign(n, 0.0);
   for (const Probe& p : h.probes) {
     if (p.kind != ProbeKind::kForward || p.layer < 0 || static_cast<size_t>(p.layer) >= n) continue;
+    if (p.op.drop_rate > 0) f.drop_rate[p.layer] = std::max(f.drop_rate[p.layer], p.op.drop_rate);
     if (p.op.role == "activation") {
       f.activation[p.layer] = p.op_type;
       f.saturating[p.layer] = p.op.saturates;
@@ -101,6 +111,7 @@ std::string current_output(const Facts& f) {
 // Direction of a learning-rate change from the symptom (analysis/symptom_list.def): -1
 // lower, +1 higher, 0 unclear.
 int lr_direction(const Finding& primary) {
+  if (primary.lr_direction != 0) return primary.lr_direction < 0 ? -1 : +1;
   switch (symptom_info(primary.symptom).pace) {
     case Symptom::Pace::kTooFast: return -1;
     case Symptom::Pace::kTooSlow: return +1;
@@ -170,12 +181,23 @@ class Proposer {
 
   void learning_rate(int dir) {
     const RootCause c = RootCause::kLearningRate;
+    // A rate more than 100x off the optimizer's default is rarely fixed by one or two
+    // tenfold steps (a rate 1000x too small is still 100x too small after one): the default
+    // itself is a candidate too, right after the tenfold step.
+    const double to_default = lr_known() ? facts_.default_lr / facts_.lr : 0;
     if (dir <= 0) {
       add({act(Kind::kLearningRate, -1, "", 0.1)}, c, "unstable training: smaller steps");
+      if (to_default > 0 && to_default < 0.01) add({act(Kind::kLearningRate, -1, "", to_default)}, c,
+                                                   "a learning rate far above the optimizer's default: the default");
       add({act(Kind::kLearningRate, -1, "", 0.01)}, c, "unstable training: much smaller steps");
     }
-    if (dir >= 0) add({act(Kind::kLearningRate, -1, "", 10)}, c, "too little progress: larger steps");
+    if (dir >= 0) {
+      add({act(Kind::kLearningRate, -1, "", 10)}, c, "too little progress: larger steps");
+      if (to_default > 100) add({act(Kind::kLearningRate, -1, "", to_default)}, c,
+                                "a learning rate far below the optimizer's default: the default");
+    }
   }
+  bool lr_known() const { return facts_.lr > 0 && facts_.default_lr > 0 && std::isfinite(facts_.lr); }
   void data(bool primary) {
     const RootCause c = RootCause::kData;
     if (facts_.features_unscaled || primary) {
@@ -256,6 +278,16 @@ class Proposer {
     for (int l = 0; l < facts_.last; ++l)
       if (facts_.linear_hidden[l]) acts.push_back(act(Kind::kActivation, l, "Relu"));
     if (!acts.empty()) add(acts, RootCause::kArchitecture, "stacked linear layers collapse into one");
+    // Dropout above the usual 0.1-0.5 (excessive_dropout): read as the keep probability it
+    // usually is (TF1's keep_prob), then without dropout.
+    std::vector<FixAction> keep, none;
+    for (int l = 0; l <= facts_.last; ++l) {
+      if (!(facts_.drop_rate[l] > kUsualDropRate)) continue;
+      keep.push_back(act(Kind::kDropout, l, "", 1.0 - facts_.drop_rate[l]));
+      none.push_back(act(Kind::kDropout, l, "", 0.0));
+    }
+    if (!keep.empty()) add(keep, RootCause::kArchitecture, "a dropout rate written as a keep probability");
+    if (!none.empty()) add(none, RootCause::kArchitecture, "dropout that zeroes most units");
   }
   void epochs() {
     const int64_t target = std::max<int64_t>(facts_.epochs * 3, 10);

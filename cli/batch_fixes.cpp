@@ -42,6 +42,18 @@ json fix_record(const json& report, const json& expected) {
   }
   json r = {{"tried", fixes.size()}, {"verified", false}, {"seconds", seconds}, {"change", nullptr},
             {"root_cause", nullptr}, {"root_cause_matches", nullptr}, {"after", nullptr}};
+  // Whether a repair confirms the diagnosis as first made (before a verified repair of
+  // another cause corrected it): its root cause, and its layer (repair_localization).
+  const json evidence = field(findings[0], "evidence");
+  const json guess = field(evidence, "root_cause_before_fixes").is_string() ? evidence["root_cause_before_fixes"]
+                                                                            : field(findings[0], "root_cause");
+  bool guess_confirmed = false;
+  for (const json& f : fixes)
+    guess_confirmed = guess_confirmed || (field(f, "verified") == json(true) && field(f, "root_cause") == guess);
+  r["first_root_cause"] = guess.is_string() ? guess : json(nullptr);
+  r["first_root_cause_confirmed"] = guess_confirmed;
+  const json loc = field(field(findings[0], "repair_localization"), "status");
+  r["localization"] = loc.is_string() ? loc : json(nullptr);
   if (fixes.empty() || field(fixes[0], "verified") != json(true)) return r;
   const json& best = fixes[0];
   const std::string name = final_of(report)["metric_name"].get<std::string>();
@@ -89,13 +101,18 @@ std::string cell(const json& v, int digits = 3) {
 }  // namespace
 
 json fix_totals(const json& cases) {
-  int64_t tried = 0, verified = 0, matches = 0, compared = 0, close = 0;
+  int64_t tried = 0, verified = 0, matches = 0, compared = 0, close = 0, guess = 0, with_layer = 0, layer = 0;
   std::vector<double> seconds;
   for (const json& c : cases) {
     const json fix = field(c, "fix");
     if (!fix.is_object() || field(field(c, "scores"), "detected") != json(true)) continue;
     ++tried;
     seconds.push_back(number(field(fix, "seconds")));
+    guess += field(fix, "first_root_cause_confirmed") == json(true);
+    if (field(field(c, "primary"), "layer").is_object()) {
+      ++with_layer;
+      layer += field(fix, "localization") == json("confirmed");
+    }
     if (field(fix, "verified") != json(true)) continue;
     ++verified;
     matches += field(fix, "root_cause_matches") == json(true);
@@ -108,6 +125,9 @@ json fix_totals(const json& cases) {
   return {{"faults_with_trials", tried},
           {"verified", verified},
           {"root_cause_matches", matches},
+          {"first_root_cause_confirmed", guess},
+          {"primary_with_layer", with_layer},
+          {"layer_confirmed", layer},
           {"compared_with_fixed", compared},
           {"within_10pct_of_fixed", close},
           {"median_extra_s", seconds.empty() ? json(nullptr) : json(median(seconds))}};

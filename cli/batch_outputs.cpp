@@ -153,6 +153,10 @@ std::string summary_text(const json& s) {
            std::to_string(integer(f, "within_10pct_of_fixed")) + " of " + std::to_string(integer(f, "compared_with_fixed")) +
            " within 10% of the fixed version), median extra time " +
            fixed(field(f, "median_extra_s").is_number() ? f["median_extra_s"].get<double>() : 0.0, 2) + " s\n";
+    out += "  confirmed by a repair: the first root cause in " + std::to_string(integer(f, "first_root_cause_confirmed")) +
+           " of " + std::to_string(integer(f, "faults_with_trials")) + ", the layer in " +
+           std::to_string(integer(f, "layer_confirmed")) + " of " + std::to_string(integer(f, "primary_with_layer")) +
+           " with a layer\n";
   }
   out += "  median time to verdict " + median_text(t) + ", wall " +
          fixed(field(s, "wall_s").is_number() ? field(s, "wall_s").get<double>() : 0.0, 1) + " s\n";

@@ -117,7 +117,8 @@ class Checker {
   }
 
   void fix(const json& f, const std::string& path) const {
-    object(f, path, {"tried", "verified", "seconds", "change", "root_cause", "root_cause_matches", "after"});
+    object(f, path, {"tried", "verified", "seconds", "change", "root_cause", "root_cause_matches", "after"},
+           {"first_root_cause", "first_root_cause_confirmed", "localization"});
     count(f["tried"], path + ".tried", 1'000'000);
     boolean(f["verified"], path + ".verified");
     seconds(f["seconds"], path + ".seconds");
@@ -131,6 +132,11 @@ class Checker {
         if (!f[k].is_null()) fail(path + "." + k, "must be null for a repair that was not verified");
     }
     if (!f["root_cause_matches"].is_null()) boolean(f["root_cause_matches"], path + ".root_cause_matches");
+    if (f.contains("first_root_cause") && !f["first_root_cause"].is_null())
+      text(f["first_root_cause"], path + ".first_root_cause");
+    if (f.contains("first_root_cause_confirmed"))
+      boolean(f["first_root_cause_confirmed"], path + ".first_root_cause_confirmed");
+    if (f.contains("localization") && !f["localization"].is_null()) text(f["localization"], path + ".localization");
   }
 
   void record(const json& c, const std::string& path) const {

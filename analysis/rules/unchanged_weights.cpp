@@ -199,6 +199,7 @@ class UnchangedWeights : public Rule {
                            "binary_crossentropy (or use one output unit per class with categorical_crossentropy)";
       } else if (out_sat >= sat && upd > threshold(ctx, "large_update")) {
         f.root_cause = RootCause::kLearningRate;
+        f.lr_direction = -1;
         f.message += ": the first updates (up to " + ru::num(upd) + " of the weight norm per step) drove the output " +
                      o.node + " into saturation, where the loss gives no gradient";
         f.recommendation = "lower the learning rate tenfold (--lr " + ru::num(lr / 10) + ")";

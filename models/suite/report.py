@@ -5,6 +5,9 @@ and per benign change, as Markdown.
 
 Run: /usr/bin/python3 models/suite/report.py DIR   (DIR holds dev.json and heldout.json,
 the `deeplocalize batch --json` summaries of DIR/dev and DIR/heldout; `make suite`).
+With DIR/dev-fixes.json and DIR/heldout-fixes.json (`batch --verify-fixes` over the
+samples of models/suite/fix_sample.py; `make suite-fixes`) it also prints the verified-fix
+rate per split and how often a repair confirmed the first diagnosis.
 """
 import json
 import math
@@ -27,6 +30,47 @@ def rate(k, n):
         return "n/a"
     lo, hi = wilson(k, n)
     return f"{k}/{n} = {100 * k / n:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
+
+
+def fix_rows(cases):
+    """Counts over the detected faults that tried repairs (`batch --verify-fixes`)."""
+    n = verified = guess = with_layer = layer = 0
+    for c in cases:
+        fix = c.get("fix")
+        if not isinstance(fix, dict) or c["scores"].get("detected") is not True:
+            continue
+        n += 1
+        verified += fix.get("verified") is True
+        guess += fix.get("first_root_cause_confirmed") is True
+        if isinstance((c.get("primary") or {}).get("layer"), dict):
+            with_layer += 1
+            layer += fix.get("localization") == "confirmed"
+    return n, verified, guess, with_layer, layer
+
+
+def fixes_table(d):
+    """Verified fixes per split, from DIR/<split>-fixes.json (or the split's own summary
+    when it was run with --verify-fixes): the `batch --verify-fixes` summary of a
+    sample (models/suite/fix_sample.py) or of the whole split."""
+    rows = []
+    for split in ("dev", "heldout"):
+        for name in (split + "-fixes.json", split + ".json"):
+            path = os.path.join(d, name)
+            if not os.path.exists(path):
+                continue
+            s = json.load(open(path))
+            if not s.get("options", {}).get("verify_fixes"):
+                continue
+            buggy = sum(c["kind"] == "buggy" for c in s["cases"])
+            rows.append((split, buggy, fix_rows(s["cases"])))
+            break
+    if not rows:
+        return
+    print("\n| split (--verify-fixes) | buggy cases run | verified fix for detected faults | "
+          "first root cause confirmed by a repair | primary layer confirmed by a layer-only repair |")
+    print("|---|---|---|---|---|")
+    for split, buggy, (n, verified, guess, with_layer, layer) in rows:
+        print(f"| {split} | {buggy} | {rate(verified, n)} | {rate(guess, n)} | {rate(layer, with_layer)} |")
 
 
 def main(d):
@@ -55,6 +99,7 @@ def main(d):
     for split, t in rows:
         print(f"| {split} | {rate(t['detected'], t['faulty'])} | {rate(t['localized'], t['localizable'])} | "
               f"{rate(t['root_cause'], t['root_cause_cases'])} | {rate(t['false_alarms'], t['non_faulty'])} |")
+    fixes_table(d)
     print("\n| mutation operator (both splits) | detected | localized | root cause |")
     print("|---|---|---|---|")
     for op in sorted(per_op):

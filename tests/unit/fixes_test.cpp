@@ -296,3 +296,51 @@ TEST_CASE("fixes: candidates are distinct and never repeat or change again what 
   CHECK(has(texts(propose_fixes(cases[2].diagnosis, bin)), "activation 1=Sigmoid"));
   CHECK(has(texts(propose_fixes(cases[4].diagnosis, multi)), "activation 0=LeakyRelu + activation 1=LeakyRelu"));
 }
+
+TEST_CASE("fixes: a dropout above 0.5 proposes its keep-probability reading, then none") {
+  TraceBuilder b;
+  Trace t = multiclass(b);
+  for (an::Probe& p : t.header.probes)
+    if (p.kind == an::ProbeKind::kForward && p.layer == 1) p.op.drop_rate = 0.95;
+  const auto cs = propose_fixes(faulty({finding("excessive_dropout", RootCause::kArchitecture, 1)}), t);
+  REQUIRE(cs.size() >= 2);
+  REQUIRE(cs[0].actions.size() == 1);
+  CHECK(cs[0].actions[0].kind == Kind::kDropout);
+  CHECK(cs[0].actions[0].layer == 1);
+  CHECK(cs[0].actions[0].factor == doctest::Approx(0.05));
+  CHECK(cs[1].actions[0].factor == 0.0);
+  CHECK(cs[0].root_cause == RootCause::kArchitecture);
+  // A usual rate (0.5 or less) is not a candidate.
+  for (an::Probe& p : t.header.probes) p.op.drop_rate = p.op.drop_rate > 0 ? 0.5 : 0.0;
+  for (const auto& c : propose_fixes(faulty({finding("loss_plateau", RootCause::kArchitecture)}), t))
+    CHECK_FALSE(touches(c, Kind::kDropout, 1));
+}
+
+TEST_CASE("fixes: a learning rate far from the optimizer's default also tries the default") {
+  TraceBuilder b;
+  Trace t = b.dense("relu", 16).dense("softmax", 3).config("optimizer", "adam").config("learning_rate", "5e-06").build(60);
+  auto v = texts(propose_fixes(faulty({finding("loss_not_decreasing", RootCause::kLearningRate)}), t));
+  REQUIRE(v.size() >= 2);
+  CHECK(v[0] == "learning_rate x10");
+  CHECK(v[1] == "learning_rate x200");  // 5e-6 -> 0.001
+  t.header.config["learning_rate"] = "1";
+  v = texts(propose_fixes(faulty({finding("nan_loss", RootCause::kLearningRate)}), t));
+  REQUIRE(v.size() >= 3);
+  CHECK(v[0] == "learning_rate x0.1");
+  CHECK(v[1] == "learning_rate x0.001");
+  CHECK(v[2] == "learning_rate x0.01");
+  t.header.config["learning_rate"] = "0.003";  // within 100x of it: the tenfold steps only
+  v = texts(propose_fixes(faulty({finding("loss_not_decreasing", RootCause::kLearningRate)}), t));
+  CHECK_FALSE(has(v, "learning_rate x0.333"));
+}
+
+TEST_CASE("fixes: a rule's own learning-rate direction wins over its symptom's pace") {
+  TraceBuilder b;
+  const Trace t = multiclass(b);
+  Finding f = finding("unchanged_weights", RootCause::kLearningRate);  // pace: too slow
+  CHECK(texts(propose_fixes(faulty({f}), t))[0] == "learning_rate x10");
+  f.lr_direction = -1;  // the weights stopped after a blow-up into saturation
+  const auto v = texts(propose_fixes(faulty({f}), t));
+  CHECK(v[0] == "learning_rate x0.1");
+  CHECK_FALSE(has(v, "learning_rate x10"));
+}

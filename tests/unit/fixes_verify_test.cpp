@@ -137,6 +137,17 @@ TEST_CASE("fixes: judge_trial counts a loss that is not comparable as unchanged"
   CHECK(judge(metrics(1.0, 0.5), metrics(5.0, 0.8), Diagnosis(), true, true, false).verified);
 }
 
+TEST_CASE("fixes: without a common loss or metric, a healthy trial is verified and a faulty one is not") {
+  // Binary cross-entropy on regression targets (accuracy 0) repaired to mse (metric mae).
+  const auto healthy = judge(metrics(-2.9, 0.0), metrics(0.36, kNaN), Diagnosis(), true, true, false);
+  CHECK(healthy.verified);
+  CHECK(starts(healthy.reason, "verified"));
+  an::Diagnosis still = faulty({finding("training_too_short", RootCause::kTrainingLength)});
+  CHECK_FALSE(judge(metrics(-2.9, 0.0), metrics(0.36, kNaN), still, true, true, false).verified);
+  // A comparable loss still has to improve: the rule is only for a loss that changed.
+  CHECK_FALSE(judge(metrics(1.0, kNaN), metrics(1.0, kNaN), Diagnosis(), true, true, true).verified);
+}
+
 TEST_CASE("fixes: judge_trial rejects a trial cut short by the budget") {
   const auto j = judge(metrics(1.0, 0.5), metrics(0.1, 0.99), Diagnosis(), true, false);
   CHECK_FALSE(j.verified);

@@ -160,3 +160,36 @@ TEST_CASE("repairs: training-configuration kinds") {
   CHECK(r.loss_changed);
   CHECK(cli::describe(r) == "optimizer sgd -> adam (learning rate 0.001); epochs 10 -> 30; loss mse -> mae");
 }
+
+TEST_CASE("repairs: dropout sets the layer's Dropout rate, as an input from opset 12, as the attribute before") {
+  ir::Model m = test::mlp();
+  // fc1 -> Dropout(ratio input shared with another node) -> fc2
+  m.graph.initializers["p"] = test::floats("p", {}, {0.95f});
+  m.graph.nodes[1].inputs[0] = "hd";
+  m.graph.nodes.insert(m.graph.nodes.begin() + 1, test::node("drop", "Dropout", {"h", "p"}, {"hd"}, 13));
+  const cli::LoadedCase c = mlp_case(m);
+  an::Trace t = mlp_trace(m);
+  t.header.layers[0].nodes = {"fc1", "drop"};
+  t.header.layers[1].nodes = {"fc2"};
+  const cli::RepairedCase base = cli::unrepaired(c);
+  const cli::RepairedCase r = cli::apply_fix(base, {action(Kind::kDropout, 0, "", 0.05)}, t, c);
+  REQUIRE(r.changes.size() == 1);
+  CHECK(cli::describe(r) == "layer 0 (fc1): dropout rate -> 0.05");
+  const ir::Node& d = r.model->graph.nodes[1];
+  REQUIRE(d.inputs.size() == 2);
+  CHECK(d.inputs[1] != "p");  // its own constant: the shared one keeps its value
+  CHECK(r.model->graph.initializers.at(d.inputs[1]).floats == std::vector<float>{0.05f});
+  CHECK(r.model->graph.initializers.at("p").floats == std::vector<float>{0.95f});
+  CHECK(base.model->graph.nodes[1].inputs[1] == "p");  // the case's model is never edited
+
+  ir::Model old = m;  // opset 10: the rate is the attribute
+  old.graph.nodes[1].since_version = 10;
+  old.graph.nodes[1].inputs.resize(1);
+  const cli::LoadedCase c10 = mlp_case(old);
+  const cli::RepairedCase r10 = cli::apply_fix(cli::unrepaired(c10), {action(Kind::kDropout, 0, "", 0.0)}, t, c10);
+  CHECK(r10.model->graph.nodes[1].attrs.at("ratio").f == 0.0f);
+
+  CHECK_THROWS_WITH_AS(cli::apply_fix(base, {action(Kind::kDropout, 1, "", 0.1)}, t, c),
+                       doctest::Contains("layer 1 (fc2) has no Dropout node"), ModelError);
+  CHECK_THROWS_AS(cli::apply_fix(base, {action(Kind::kDropout, 0, "", 1.0)}, t, c), ConfigError);
+}

@@ -147,6 +147,7 @@ TEST_CASE("rule unchanged_weights: root causes") {
     CHECK(f.iteration == 1);
     CHECK(f.layer == 2);
     CHECK(f.root_cause == RootCause::kLearningRate);
+    CHECK(f.lr_direction == -1);  // too large, whatever the symptom's pace says (repairs lower it)
   }
   SUBCASE("one layer behind a dead ReLU: a warning, with dead_units' root cause") {
     TraceBuilder b;
@@ -176,6 +177,7 @@ TEST_CASE("rule unchanged_weights: root causes") {
     CHECK(!f.conclusive);
     CHECK(f.layer == -1);
     CHECK(f.root_cause == RootCause::kLearningRate);
+    CHECK(f.lr_direction == 0);  // the pace (too slow) says it
   }
 }
 

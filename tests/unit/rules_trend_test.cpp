@@ -329,6 +329,32 @@ TEST_CASE("rule training_too_short: edge cases") {
     REQUIRE(f.size() == 1);
     CHECK(f[0].root_cause == RootCause::kTrainingLength);
   }
+  SUBCASE("one noisy epoch far from a fit: its level decides, not its slope's significance") {
+    // 1-epoch regression of the suite (diabetes, 28 batches of 16 rows): falling, but with t ~ 1.
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("linear", 1).config("loss", "mse").config("epochs", "1").batches_per_epoch(28).build(28);
+    t.header.metric_name = "mae";
+    t.header.metric_higher_is_better = false;
+    t.header.data_summary.target_columns = {{-3.0, 3.0, 0.0, 1.0, 0, 0}};
+    t.header.data_summary.targets_are_classes = false;
+    auto noisy = [](double level) {
+      return [level](int64_t it, double p) { return level - 0.15 * p + 0.35 * std::sin(2.3 * double(it)); };
+    };
+    set_curve(t, noisy(0.85), [](int64_t, double p) { return 0.8 - 0.1 * p; });
+    auto f = run("training_too_short", t);
+    REQUIRE(f.size() == 1);
+    CHECK(std::fabs(f[0].evidence["slope_t"].get<double>()) < 2);
+    CHECK(f[0].root_cause == RootCause::kTrainingLength);
+    // Two such epochs: a trend over epochs is needed again (and is not significant).
+    t.header.config["epochs"] = "2";
+    t.epochs.push_back(t.epochs.back());
+    CHECK(run("training_too_short", t).empty());
+    // One epoch that ends near a fit (under half the constant prediction's loss) is spared.
+    t.header.config["epochs"] = "1";
+    t.epochs.pop_back();
+    set_curve(t, noisy(0.35), [](int64_t, double p) { return 0.4 - 0.1 * p; });
+    CHECK(run("training_too_short", t).empty());
+  }
 }
 
 // --- loss_plateau -------------------------------------------------------------------------------------------

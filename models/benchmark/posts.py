@@ -77,8 +77,8 @@ def register(kb):
         for kind in ("buggy", "fixed"):
             v = p[kind]
             seed = v["cfg"]["seed"]
-            notes = (p["bug"] + " Fix (accepted answer): " + p["fix"] + " Source: " + p["provenance"]
-                     if kind == "buggy" else "Fix of " + p["name"] + "_buggy (accepted answer): " + p["fix"])
+            notes = (p["bug"] + " Fix: " + p["fix"] + " Source: " + p["provenance"]
+                     if kind == "buggy" else "Fix of " + p["name"] + "_buggy: " + p["fix"])
             kb.case(p["name"] + "_" + kind, kind, v["net"](seed), p["in_shape"], v["x"], v["y"], v["cfg"],
                     kind == "buggy", p["root_causes"] if kind == "buggy" else [],
                     p["layers"] if kind == "buggy" else [], notes, p["source"], p["name"],

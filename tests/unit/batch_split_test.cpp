@@ -80,6 +80,7 @@ TEST_CASE("batch splits: read from the manifest, kept in the record, checked in 
   info.input = (dir / "manifest.json").string();
   info.total_cases = 2;
   info.manifest = dl::cli::manifest_digest({cases[0], cases[1]});
+  info.options = dl::cli::batch_options_record(dl::cli::BatchOptions{});
   json summary = dl::cli::make_summary(json::array({a, b}), info);
   CHECK(summary["totals"]["splits"]["heldout"]["cases"] == 1);
   CHECK_NOTHROW(dl::cli::check_summary(summary, "s.json"));

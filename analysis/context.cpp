@@ -112,12 +112,7 @@ bool AnalysisContext::failing_to_learn(double min_improvement) const {
   if (!p.loss_finite) return true;
   if (!p.enough) return false;
   if (p.last_loss < 1e-6) return false;  // already fits the data
-  // A loss that ends at most half the best constant prediction's has learned from the
-  // features even when it barely fell after the first window: the run converged inside it
-  // (a one-unit regression with batch 1 takes 200 updates per epoch). Healthy runs of the
-  // suite's development split end below 0.6 of that loss, failing ones near 1.
-  const bool learned = p.constant_loss > 0 && p.last_loss <= 0.5 * p.constant_loss;
-  bool loss_stuck = p.loss_improvement < min_improvement && !learned;
+  bool loss_stuck = p.loss_improvement < min_improvement;
   bool metric_at_chance = false;
   if (p.chance_metric >= 0 && trace_.header.metric_higher_is_better)
     metric_at_chance = p.last_metric <= p.chance_metric + 0.02;

@@ -146,7 +146,7 @@ def _cv_418955():
 
 def _ai_16557():
     r = R(16557)
-    x = (r.random((1000, 20)) < 0.5).astype(float)  # binary vectors
+    x = (r.random((400, 20)) < 0.5).astype(float)  # binary vectors
     w = r.normal(0, 1, 20)
     t = x @ w + 0.5 * x[:, 0] * x[:, 1] - 0.5 * x[:, 2] * x[:, 3]
     y = col(kb.standardise(t))
@@ -164,7 +164,7 @@ def _ai_16557():
          "ReLU activations in the hidden layers.",
          "the question's text and the accepted answer (the question's code is not in the stored page). The "
          "post names no optimiser, batch or epochs: plain gradient descent (SGD, lr 0.01), batch 32, 20 epochs; "
-         "data: 1000 random 20-bit vectors, target a fixed linear map plus two products, standardised.")
+         "data: 400 random 20-bit vectors, target a fixed linear map plus two products, standardised.")
 
 
 for _b in (_ds_38604, _ds_threshold, _pt_41046, _dlai_324182, _cv_284189, _cv_418955, _ai_16557):

@@ -2,6 +2,7 @@
 (see posts.py). Where a post's answer could not be read here, its notes say so and name
 the fix the question's own evidence calls for."""
 import numpy as np
+import torch
 import torch.nn as nn
 
 import generate as kb
@@ -167,5 +168,48 @@ def _ai_16557():
          "data: 400 random 20-bit vectors, target a fixed linear map plus two products, standardised.")
 
 
-for _b in (_ds_38604, _ds_threshold, _pt_41046, _dlai_324182, _cv_284189, _cv_418955, _ai_16557):
+# --- stats.SE 565956: an LSTM classifier with one sigmoid unit and categorical cross-entropy ----
+
+class _LastState(nn.Module):
+    """LSTM (batch first) -> last hidden state -> Dense(1, sigmoid), as Keras' LSTM + Dense."""
+
+    def __init__(self, features, units):
+        super().__init__()
+        self.rnn = nn.LSTM(features, units, batch_first=True)
+        self.fc = nn.Linear(units, 1)
+        self.out = nn.Sigmoid()
+
+    def forward(self, x):
+        _, (h, _) = self.rnn(x)
+        return self.out(self.fc(h[-1]))
+
+
+def _cv_565956():
+    r = R(565956)
+    x = r.integers(0, 10, (1000, 5, 10)).astype(float)  # label-encoded categorical features
+    y = col((x[:, :, 0].mean(1) + x[:, -1, 1] > 9.0).astype(float))
+
+    def net(s):
+        torch.manual_seed(s)
+        m = _LastState(10, 64)
+        nn.init.xavier_uniform_(m.fc.weight)
+        nn.init.zeros_(m.fc.bias)
+        return m
+    cfg = dict(optimizer="adam", epochs=10, batch_size=32, seed=208)
+    pair("cv_565956", "https://stats.stackexchange.com/questions/565956", (5, 10),
+         variant(net, dict(cfg, loss="categorical_crossentropy"), x, y, "binary"),
+         variant(net, dict(cfg, loss="binary_crossentropy"), x, y, "binary"),
+         ["loss"], [-1],
+         "Sequences of 5 steps x 10 label-encoded categorical features, LSTM then Dense(1, sigmoid), Adam, "
+         "with categorical cross-entropy: 26% accuracy, the model predicts one class. With one output unit, "
+         "Keras' categorical cross-entropy divides the prediction by its own sum (1) and its loss is 0 "
+         "whatever the input, so nothing is learned.",
+         "binary cross-entropy for the single sigmoid output (or two softmax units with categorical "
+         "cross-entropy).",
+         "the question and its accepted answer. LSTM(64) instead of the post's LSTM(256) with "
+         "hard_sigmoid gates (PyTorch's LSTM has sigmoid gates and its own initialisation), 1000 synthetic "
+         "rows instead of 430000, 10 epochs (the post does not say).")
+
+
+for _b in (_ds_38604, _ds_threshold, _pt_41046, _dlai_324182, _cv_284189, _cv_418955, _ai_16557, _cv_565956):
     _b()

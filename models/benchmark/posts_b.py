@@ -211,5 +211,51 @@ def _cv_565956():
          "rows instead of 430000, 10 epochs (the post does not say).")
 
 
-for _b in (_ds_38604, _ds_threshold, _pt_41046, _dlai_324182, _cv_284189, _cv_418955, _ai_16557, _cv_565956):
+# --- datascience.SE 18667: ReLU instead of sigmoid on raw MNIST pixels --------------------------
+
+def _ds_18667():
+    x, ids = kb.digits(18)
+    x = x * (255.0 / 16.0)  # the post feeds the raw 0..255 pixels
+
+    def net(s):
+        return kb.seq(s, nn.Linear(64, 100), nn.ReLU(), nn.Linear(100, 10), nn.Softmax(dim=1))
+    cfg = dict(loss="categorical_crossentropy", optimizer="sgd", epochs=15, batch_size=100, seed=209)
+    pair("ds_18667", "https://datascience.stackexchange.com/questions/18667", (64,),
+         variant(net, cfg, x, col(ids), "multiclass", target_names=["digit"]),
+         variant(net, cfg, x / 255.0, col(ids), "multiclass", target_names=["digit"]),
+         ["data"], [],
+         "MNIST with Dense(100)-relu-Dense(10, softmax), categorical cross-entropy, SGD (lr 0.01), batch 100, "
+         "15 epochs on the raw 0..255 pixels: with sigmoid the example reaches 95%, with relu under 50%, because "
+         "unbounded relu activations of unscaled inputs make the SGD steps blow up.",
+         "scale the pixels to [0, 1] (X / 255), keeping relu.",
+         "the question (read on a public mirror of datascience.stackexchange.com; the answer's text was not "
+         "retrievable, the fix is the one its unscaled inputs call for). Data: sklearn digits x 255/16, 64 pixels.")
+
+
+# --- deeplearning.ai community 436298: 26 sign-language letters, 3 output units ----------------
+
+def _dlai_436298():
+    x, ids = kb.digits(43)
+    x = x / 16.0  # the assignment rescales by 1/255
+
+    def net(classes):
+        return lambda s: kb.seq(s, nn.Conv2d(1, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                                nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, classes), nn.Softmax(dim=1))
+    cfg = dict(loss="sparse_categorical_crossentropy", optimizer="adam", learning_rate=0.001, epochs=10,
+               batch_size=32, seed=210)
+    pair("dlai_436298", "https://community.deeplearning.ai/t/can-not-achieve-desired-accuracy/436298", (1, 8, 8),
+         variant(net(3), cfg, x, col(ids), "multiclass", target_names=["letter"]),
+         variant(net(10), cfg, x, col(ids), "multiclass", target_names=["letter"]),
+         ["labels", "architecture"], [-1],
+         "A sign-language MNIST CNN (Conv(64)+relu+MaxPool twice, Dense(256, relu)) whose output layer has 3 "
+         "softmax units, left from a rock-paper-scissors exercise, trained with sparse categorical cross-entropy "
+         "on 26 classes, Adam 0.001: loss nan, accuracy 4%.",
+         "as many output units as classes.",
+         "the thread's question and the mentor's answer. Data: sklearn digits (10 classes, 1x8x8, pixels / 16) "
+         "instead of 26 letters at 28x28, with 'same' padding; 10 epochs (the thread does not say).")
+
+
+for _b in (_ds_38604, _ds_threshold, _pt_41046, _dlai_324182, _cv_284189, _cv_418955, _ai_16557, _cv_565956,
+           _ds_18667, _dlai_436298):
     _b()

@@ -115,6 +115,7 @@ CaseSpec manifest_case(const json& c, size_t k, const fs::path& base, const std:
     spec.kind = text_field(c, "kind", named);
     spec.source = text_field(c, "source", named);
     spec.pair = text_field(c, "pair", named);
+    spec.split = text_field(c, "split", named);
     const std::string model = text_field(c, "model", named), data = text_field(c, "data", named);
     if (model.empty()) throw ConfigError(named + ": 'model' is required");
     if (data.empty()) throw ConfigError(named + ": 'data' is required");

@@ -50,6 +50,7 @@ struct MergeOptions {
 struct CaseSpec {
   size_t index = 0;  // position in the manifest (directory: sorted sub-folder order)
   std::string name, kind, source, pair;
+  std::string split;  // "" or the benchmark split the case belongs to (e.g. dev, heldout)
   TrainOptions options;
   nlohmann::json expected;  // null, or {"fault": bool, "root_causes": [...], "nodes": [...], "notes": "..."}
   std::string load_error;   // an input error found while reading the case: it does not run

@@ -51,7 +51,10 @@ std::vector<std::string> report_file_names(const std::vector<CaseSpec>& cases) {
 
 std::string manifest_digest(const std::vector<CaseSpec>& cases) {
   nlohmann::json list = nlohmann::json::array();
-  for (const CaseSpec& c : cases) list.push_back({c.name, c.kind, c.source, c.pair, c.expected});
+  for (const CaseSpec& c : cases) {
+    list.push_back({c.name, c.kind, c.source, c.pair, c.expected});
+    if (!c.split.empty()) list.back().push_back(c.split);  // manifests without splits keep their digest
+  }
   return hex(fnv1a(list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)), 16);
 }
 

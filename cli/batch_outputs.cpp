@@ -146,6 +146,11 @@ std::string summary_text(const json& s) {
   }
   out += "\n";
   if (integer(t, "with_expectation") > 0) out += "  scores: " + scores_line(t) + "\n";
+  if (const json splits = field(t, "splits"); splits.is_object())
+    for (auto it = splits.begin(); it != splits.end(); ++it)
+      if (integer(it.value(), "with_expectation") > 0)
+        out += "  " + it.key() + " (" + std::to_string(integer(it.value(), "cases")) + " cases): " +
+               scores_line(it.value()) + "\n";
   if (const json f = field(t, "fixes"); f.is_object()) {
     out += "  verified fixes: " + std::to_string(integer(f, "verified")) + " of " +
            std::to_string(integer(f, "faults_with_trials")) + " detected faults (" +
@@ -227,7 +232,18 @@ std::string summary_markdown(const json& s) {
            ratio(integer(t, "localized"), integer(t, "localizable")) + " | " +
            ratio(integer(t, "root_cause"), integer(t, "root_cause_cases")) + " | " +
            std::to_string(integer(t, "false_alarms")) + "/" + std::to_string(integer(t, "non_faulty")) + " | " +
-           median_text(t) + " |\n\n";
+           median_text(t) + " |\n";
+    if (const json splits = field(t, "splits"); splits.is_object())
+      for (auto it = splits.begin(); it != splits.end(); ++it) {
+        const json& u = it.value();
+        out += "| " + md_cell(text(s, "detector")) + " (" + md_cell(it.key()) + ") | " +
+               ratio(integer(u, "detected"), integer(u, "faulty")) + " | " +
+               ratio(integer(u, "localized"), integer(u, "localizable")) + " | " +
+               ratio(integer(u, "root_cause"), integer(u, "root_cause_cases")) + " | " +
+               std::to_string(integer(u, "false_alarms")) + "/" + std::to_string(integer(u, "non_faulty")) + " | " +
+               median_text(u) + " |\n";
+      }
+    out += "\n";
   }
   out += "| | case | kind | verdict | layer | root cause | expected | time (s) |\n";
   out += "|:-:|---|---|---|---|---|---|--:|\n";

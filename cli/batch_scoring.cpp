@@ -64,6 +64,7 @@ json case_record(const CaseSpec& spec, const CaseOutcome& out) {
             {"kind", spec.kind},
             {"source", spec.source},
             {"pair", spec.pair},
+            {"split", spec.split.empty() ? json(nullptr) : json(spec.split)},
             {"model", spec.options.model},
             {"data", spec.options.data},
             {"status", out.status},
@@ -128,7 +129,32 @@ json score_record(const json& r) {
   return s;
 }
 
+namespace {
+json totals_of(const json& cases);
+}
+
 json summary_totals(const json& cases) {
+  json t = totals_of(cases);
+  // Per split (a development and a held-out set scored in one run), in order of first
+  // appearance; absent when no case names a split.
+  std::vector<std::string> order;
+  for (const json& c : cases)
+    if (const json sp = field(c, "split"); sp.is_string() && std::find(order.begin(), order.end(), sp) == order.end())
+      order.push_back(sp.get<std::string>());
+  if (order.empty()) return t;
+  json splits = json::object();
+  for (const std::string& name : order) {
+    json subset = json::array();
+    for (const json& c : cases)
+      if (field(c, "split") == json(name)) subset.push_back(c);
+    splits[name] = totals_of(subset);
+  }
+  t["splits"] = splits;
+  return t;
+}
+
+namespace {
+json totals_of(const json& cases) {
   json t = {{"cases", cases.size()}};
   int64_t ran = 0, input_errors = 0, crashed = 0, timeouts = 0, faults = 0, with_expectation = 0, as_expected = 0;
   std::vector<double> ttv;
@@ -177,6 +203,7 @@ json summary_totals(const json& cases) {
   if (const json fixes = fix_totals(cases); !fixes.is_null()) t["fixes"] = fixes;
   return t;
 }
+}  // namespace
 
 std::pair<double, double> wilson_interval(long long k, long long n) {
   if (n <= 0) return {0.0, 1.0};

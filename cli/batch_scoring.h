@@ -23,7 +23,8 @@
 
 namespace dl::cli {
 
-// The summary record of a case: index, name, kind, source, pair, model, data, status,
+// The summary record of a case: index, name, kind, source, pair, split (null unless the
+// manifest names one), model, data, status,
 // error, verdict, findings (count), primary {symptom, stage, layer, root_cause, message,
 // recommendation, epoch, iteration} or null, expected, scores, training {iterations,
 // epochs, stopped_early}, timing {import_s, train_s, analysis_s}, time_to_verdict_s
@@ -38,7 +39,8 @@ nlohmann::json score_record(const nlohmann::json& record);
 // non_faulty, false_alarms, with_expectation, as_expected, unexpected,
 // median_time_to_verdict_s (null without a case that ran), intervals {detected,
 // localized, root_cause, false_alarms: [low, high] or null}: 95% Wilson score intervals
-// of the rates, so that two runs (or a development and a held-out split) can be compared.
+// of the rates, so that two runs (or a development and a held-out split) can be compared;
+// splits {NAME: the same totals over the cases of that split} when a case names a split.
 nlohmann::json summary_totals(const nlohmann::json& cases);
 
 // The 95% Wilson score interval of k successes in n trials, as {low, high} in [0, 1];

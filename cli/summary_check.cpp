@@ -143,8 +143,9 @@ class Checker {
     object(c, path,
            {"index", "name", "kind", "source", "pair", "model", "data", "status", "error", "verdict", "findings",
             "primary", "expected", "training", "timing", "time_to_verdict_s", "seconds", "scores"},
-           {"final", "fix"});
+           {"final", "fix", "split"});
     for (const char* k : {"name", "kind", "source", "pair", "model", "data"}) text(c[k], path + "." + k);
+    if (c.contains("split") && !c["split"].is_null()) text(c["split"], path + ".split");
     one_of(c["status"], path + ".status", kCaseStatuses, "case status (ok, input_error, crashed, timeout)");
     const bool ran = c["status"] == json("ok");
     if (ran) {

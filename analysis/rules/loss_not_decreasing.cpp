@@ -34,7 +34,11 @@ class LossNotDecreasing : public Rule {
                                         "(the chance loss; the targets' variance for mse) has not decreased, "
                                         "whatever it fell from (the analyzer's gate uses the same 0.97)"},
             {"steady_fraction", 0.8, "the loss is 'still falling' when at least this share of the last curve "
-                                     "steps go down"}};
+                                     "steps go down"},
+            {"learned_fraction", 0.5, "a last loss at or below this share of the best constant prediction's has "
+                                      "learned from the features, however little it fell after the first window "
+                                      "(the run converged inside it); healthy suite runs end below 0.6 of it, "
+                                      "failing ones near 1"}};
   }
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
@@ -46,6 +50,7 @@ class LossNotDecreasing : public Rule {
     const auto constant = ru::constant_prediction_loss(ctx);
     const bool at_constant = constant && p.last_loss >= threshold(ctx, "constant_fraction") * *constant;
     if (!p.enough || !p.loss_finite || (p.loss_improvement >= min_improvement && !at_constant)) return;
+    if (constant && *constant > 0 && p.last_loss <= threshold(ctx, "learned_fraction") * *constant) return;
     if (!ctx.failing_to_learn(min_improvement)) return;
 
     const TraceHeader& h = ctx.header();

@@ -32,6 +32,12 @@ import torch
 import torch.nn as nn
 from sklearn import datasets as skd
 
+# posts.py (the real bugs of issue 15) imports this module as `generate`: alias the running
+# script so that its cases land in this module's CASES, not in a second copy's.
+sys.modules.setdefault("generate", sys.modules[__name__])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import posts  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OPSET = 13
 PARAM_OPS = {"Gemm", "MatMul", "Conv", "BatchNormalization"}
@@ -272,15 +278,16 @@ def provenance(post):
 
 
 def case(name, kind, model, in_shape, x, y, cfg, expect_fault, root_causes, layers, notes,
-         source="constructed", pair=None, feature_names=None, target_names=None, seed=0):
+         source="constructed", pair=None, feature_names=None, target_names=None, seed=0, split="dev",
+         own_provenance=False):
     """Registers a case. `layers`: indices (negative counts from the end) of the tool's
     layers where the fault is; their ONNX node names are read back from the export."""
-    if source.startswith(SO) and kind == "buggy":
+    if source.startswith(SO) and kind == "buggy" and not own_provenance:
         notes += provenance(source[len(SO):])
     CASES.append(dict(name=name, kind=kind, model=model, in_shape=in_shape, x=x, y=y, cfg=cfg,
                       fault=expect_fault, root_causes=root_causes, layers=layers, notes=notes,
                       source=source, pair=pair, feature_names=feature_names,
-                      target_names=target_names, seed=seed))
+                      target_names=target_names, seed=seed, split=split))
 
 
 def seq(seed, *mods, kernel="glorot", bias="zeros"):
@@ -927,11 +934,12 @@ def main(argv):
     only = {a for a in argv if not a.startswith("--")}
     for b in BUILDERS:
         b()
+    posts.register(sys.modules[__name__])
     manifest = []
     for c in CASES:
         entry = {"name": c["name"], "model": c["name"] + "/model.onnx", "data": c["name"] + "/data.csv",
                  "options": {}, "expected": c["name"] + "/expected.json", "kind": c["kind"],
-                 "source": c["source"], "pair": c["pair"]}
+                 "source": c["source"], "pair": c["pair"], "split": c["split"]}
         manifest.append(entry)
         if only and c["name"] not in only:
             continue

@@ -1,7 +1,8 @@
 // Trend rules judged against the loss of a constant prediction (issue 15's calibration on
 // the suite's development split): training_too_short's unfinished and creeping cases,
-// unlearnable_labels and loss_above_chance. Each: a true positive, the healthy run beside
-// it, and a --set override at the threshold.
+// unlearnable_labels, loss_above_chance, and loss_not_decreasing's quiet zone far below
+// that loss. Each: a true positive, the healthy run beside it, and a --set override at the
+// threshold.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -185,4 +186,33 @@ TEST_CASE("rule loss_above_chance: worse than a constant prediction, or a badly 
     CHECK(run("loss_above_chance", t).empty());
   }
   SUBCASE("a healthy run") { CHECK(run("loss_above_chance", t).empty()); }
+}
+
+TEST_CASE("rule loss_not_decreasing: a regression that converged inside the first window has learned") {
+  // models/benchmark cv_284189_fixed: a one-unit linear regression on standardised data, SGD
+  // with batch 1, so the first window already holds hundreds of updates; the loss then only
+  // wobbles around a third of the targets' variance (R^2 0.67), 4.5% below its first window.
+  TraceBuilder b;
+  Trace t = b.dense("linear", 1).config("loss", "mse").build(200);
+  t.header.metric_name = "mae";
+  t.header.metric_higher_is_better = false;
+  t.header.data_summary.target_columns = {{-3.0, 3.0, 0.0, 1.0, 0, 0}};  // std 1: constant loss 1
+  t.header.data_summary.targets_are_classes = false;
+  set_update_ratio(t, 1e-2);
+  const auto converged = [](int64_t it, double p) { return 0.356 - 0.016 * p + 0.003 * std::sin(double(it)); };
+  set_curve(t, converged, [](int64_t, double) { return 0.45; });
+  CHECK(run("loss_not_decreasing", t).empty());
+  CHECK(run("loss_not_decreasing", t, true, with("loss_not_decreasing.learned_fraction=0.3")).size() == 1);
+  an::Diagnosis d = an::analyze(t, an::Settings(), true);
+  CHECK_FALSE(d.fault);
+  // The same flat curve at the constant prediction's level (0.97 and above) learned nothing.
+  set_curve(
+      t, [](int64_t it, double p) { return 1.0 - 0.016 * p + 0.003 * std::sin(double(it)); },
+      [](int64_t, double) { return 0.8; });
+  CHECK(run("loss_not_decreasing", t).size() == 1);
+  // Between the two, above half the constant loss, a flat curve still counts as stuck.
+  set_curve(
+      t, [](int64_t it, double p) { return 0.62 - 0.016 * p + 0.003 * std::sin(double(it)); },
+      [](int64_t, double) { return 0.6; });
+  CHECK(run("loss_not_decreasing", t).size() == 1);
 }

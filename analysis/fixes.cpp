@@ -30,6 +30,8 @@ struct Facts {
   std::vector<std::string> activation;  // per layer: its last activation op, "" for none
   std::vector<bool> saturating, dead_zone, linear_hidden;
   std::vector<double> drop_rate;  // per layer: its highest Dropout rate while training, 0 for none
+  std::vector<int64_t> units;     // per layer: its parameterised node's units, 0 when unknown
+  std::vector<int> feeds;         // per layer: the layer that alone reads its values, < 0 for none
   int64_t out_units = 1;
   bool regression = false, binary = false, multilabel = false, multiclass = false;
   bool sparse = false;
@@ -56,8 +58,12 @@ Facts facts_of(const Trace& t) {
   f.dead_zone.assign(n, false);
   f.linear_hidden.assign(n, false);
   f.drop_rate.assign(n, 0.0);
+  f.units.assign(n, 0);
+  f.feeds.assign(n, -1);
+  for (size_t l = 0; l < n; ++l) f.feeds[l] = h.layers[l].feeds;
   for (const Probe& p : h.probes) {
     if (p.kind != ProbeKind::kForward || p.layer < 0 || static_cast<size_t>(p.layer) >= n) continue;
+    if (p.op.role == "parameterized" && p.op.units > 0 && p.op.sample_size == p.op.units) f.units[p.layer] = p.op.units;
     if (p.op.drop_rate > 0) f.drop_rate[p.layer] = std::max(f.drop_rate[p.layer], p.op.drop_rate);
     if (p.op.role == "activation") {
       f.activation[p.layer] = p.op_type;
@@ -133,7 +139,7 @@ class Proposer {
       case RootCause::kInitialization: initialization(f); break;
       case RootCause::kOptimizer: optimizer(); break;
       case RootCause::kLabels: labels(); break;
-      case RootCause::kArchitecture: architecture(); break;
+      case RootCause::kArchitecture: architecture(f); break;
       case RootCause::kTrainingLength: epochs(); break;
       case RootCause::kUnknown: break;
     }
@@ -273,7 +279,8 @@ class Proposer {
   void labels() {
     if (facts_.label_issues) add({act(Kind::kLabels)}, RootCause::kLabels, "class ids outside 0..C-1");
   }
-  void architecture() {
+  void architecture(const Finding& f) {
+    width(f.layer);
     std::vector<FixAction> acts;
     for (int l = 0; l < facts_.last; ++l)
       if (facts_.linear_hidden[l]) acts.push_back(act(Kind::kActivation, l, "Relu"));
@@ -288,6 +295,19 @@ class Proposer {
     }
     if (!keep.empty()) add(keep, RootCause::kArchitecture, "a dropout rate written as a keep probability");
     if (!none.empty()) add(none, RootCause::kArchitecture, "dropout that zeroes most units");
+  }
+  // A dense hidden layer narrower than what it must pass on (one unit, or fewer units than
+  // the output or a later layer has) that alone feeds the next layer: widened to the widest
+  // later layer, at least 16 units (DeepCrime's "change number of units" undone).
+  void width(int layer) {
+    if (layer < 0 || layer >= facts_.last || facts_.feeds[layer] < 0) return;
+    const int64_t units = facts_.units[layer];
+    int64_t widest = facts_.out_units;
+    for (int k = layer + 1; k <= facts_.last; ++k) widest = std::max(widest, facts_.units[k]);
+    if (units < 1 || (units > 1 && units >= facts_.out_units)) return;
+    if (widest <= units) return;
+    add({act(Kind::kWidth, layer, "", 1, std::max<int64_t>(16, widest))}, RootCause::kArchitecture,
+        "a hidden layer too narrow for what the next layers need");
   }
   void epochs() {
     const int64_t target = std::max<int64_t>(facts_.epochs * 3, 10);

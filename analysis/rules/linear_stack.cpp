@@ -7,6 +7,8 @@
 // bottleneck, where the first layer narrows below both its input and the second's output
 // (MobileNetV2's linear bottlenecks, low-rank factorisations): that restricts the rank on
 // purpose. Traces without data flow fall back to graph order.
+#include <algorithm>
+
 #include "analysis/context.h"
 #include "analysis/rules/rule_util.h"
 
@@ -26,7 +28,8 @@ class LinearStack : public Rule {
             {"conclusive_all_linear", 1,
              "1: a fault when no hidden layer has a non-linearity (the network is a single-layer model; on the "
              "suite's development split every such mutant is killed, and only 1 of 7 fails visibly enough for "
-             "the trend rules); 0: a warning then too"}};
+             "the trend rules) and some hidden layer is wider than the output (its capacity is lost); 0: a "
+             "warning then too"}};
   }
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
@@ -49,11 +52,19 @@ class LinearStack : public Rule {
     // Nobody stacks layers to get that: conclusive.
     bool hidden_linear = true;
     const int last = int(h.layers.size()) - 1;
-    for (int l = 0; l < last && hidden_linear; ++l)
+    int64_t widest_hidden = 0;
+    for (int l = 0; l < last; ++l) {
       if (ru::anchor_probe(ctx, l) && !affine(ctx, l)) hidden_linear = false;
+      widest_hidden = std::max(widest_hidden, ru::layer_units(ctx, l));
+    }
+    // ...unless no hidden layer is wider than the output: then the stack is a linear model
+    // with a redundant factor (Dense(1)-Dense(1) linear regression), which may be what
+    // the user meant; the capacity a wide hidden layer would add is not lost.
+    const int64_t out_units = ru::output_layer(ctx).units;
+    const bool wasted_width = out_units <= 0 || widest_hidden <= 0 || widest_hidden > out_units;
     Finding f = ctx.make(*this, sym::linear_stack, Stage::kStatic, first, std::nullopt);
     f.root_cause = RootCause::kActivation;
-    f.conclusive = hidden_linear && threshold(ctx, "conclusive_all_linear") > 0;
+    f.conclusive = hidden_linear && wasted_width && threshold(ctx, "conclusive_all_linear") > 0;
     f.confidence = any_nonlinear ? threshold(ctx, "confidence") : std::min(1.0, threshold(ctx, "confidence") + 0.2);
     f.message = ctx.layer_label(first) + " has no activation and feeds " + ctx.layer_label(first + 1) +
                 " directly: two linear maps in a row are one linear map" +
@@ -65,7 +76,8 @@ class LinearStack : public Rule {
                        ", or merge it with the next layer";
     nlohmann::json pairs = nlohmann::json::array();
     for (int l : stacked) pairs.push_back({l, l + 1});
-    f.evidence = {{"stacked_pairs", pairs}, {"model_is_linear", !any_nonlinear}, {"hidden_layers_linear", hidden_linear}};
+    f.evidence = {{"stacked_pairs", pairs}, {"model_is_linear", !any_nonlinear}, {"hidden_layers_linear", hidden_linear},
+                  {"widest_hidden_units", widest_hidden}, {"output_units", out_units}};
     out.push_back(std::move(f));
   }
 

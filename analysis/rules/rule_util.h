@@ -210,7 +210,19 @@ namespace dl::an::ru {
 // The gate of the recurrent and embedding rules: at the end of training, the loss fell
 // less than min_improvement, or the final metric is poor (judge_metric with poor_fraction,
 // mae above 1 target std): a run that learned its task well has no fault to explain.
+// While the run trains (the online analysis) and for a run stopped before its last epoch,
+// the run so far is judged instead (failing_so_far), so that a layer's evidence that is
+// complete after a few iterations (gates saturated from the first updates) is reported
+// there rather than when the epoch ends (issue 17, time to a verdict).
 bool run_falls_short(const AnalysisContext& ctx, double min_improvement, double poor_fraction);
+// The analysis is final and the run trained all its configured epochs.
+bool run_reached_its_length(const AnalysisContext& ctx);
+// Iterations a run needs before failing_so_far judges it.
+inline constexpr size_t kEarlyIterations = 8;
+// The run so far, from at least kEarlyIterations losses: a non-finite loss; or the mean loss
+// of the last quarter of the iterations no lower than the first quarter's by min_improvement
+// (a relative fall), or at or above 0.97 of the constant prediction's loss.
+bool failing_so_far(const AnalysisContext& ctx, double min_improvement);
 // Mean of field `f` of `probe` over records [from, to) that are not carried.
 double mean_over(const Trace& t, size_t probe, size_t from, size_t to, float TensorStats::*f);
 // Root mean square of a statistics record (l2 / sqrt(count)); NaN when it holds NaN/Inf.

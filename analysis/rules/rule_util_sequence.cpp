@@ -1,5 +1,6 @@
 // Helpers of the recurrent and embedding rules (saturated_gates, exploding_state,
 // frozen_layer).
+#include <algorithm>
 #include <cmath>
 
 #include "analysis/context.h"
@@ -7,8 +8,31 @@
 
 namespace dl::an::ru {
 
-bool run_falls_short(const AnalysisContext& ctx, double min_improvement, double poor_fraction) {
+bool run_reached_its_length(const AnalysisContext& ctx) {
   if (!ctx.final()) return false;
+  const double epochs = config_number(ctx.header(), "epochs", 0);
+  return !(epochs > 0 && double(ctx.trace().epochs.size()) < epochs);
+}
+
+bool failing_so_far(const AnalysisContext& ctx, double min_improvement) {
+  const std::vector<float>& loss = ctx.trace().loss;
+  const size_t n = loss.size();
+  if (n < kEarlyIterations) return false;
+  for (float v : loss)
+    if (!std::isfinite(v)) return true;
+  // The first and the last quarter of the iterations so far (at least 2 each).
+  const size_t q = std::max<size_t>(2, n / 4);
+  double first = 0, last = 0;
+  for (size_t k = 0; k < q; ++k) first += loss[k], last += loss[n - q + k];
+  first /= double(q), last /= double(q);
+  const bool stuck = !(last < first - min_improvement * std::fabs(first));
+  const double constant = ctx.progress().constant_loss;
+  const bool at_constant = constant > 0 && last >= 0.97 * constant;
+  return stuck || at_constant;
+}
+
+bool run_falls_short(const AnalysisContext& ctx, double min_improvement, double poor_fraction) {
+  if (!run_reached_its_length(ctx)) return failing_so_far(ctx, min_improvement);
   if (ctx.failing_to_learn(min_improvement)) return true;
   const MetricJudgement j = judge_metric(ctx, ctx.progress().last_metric, poor_fraction, 1.0);
   return j.known && j.poor;

@@ -82,3 +82,21 @@ TEST_CASE("rule linear_stack: no hidden non-linearity at all is a fault (a singl
   REQUIRE(g.size() == 1);
   CHECK_FALSE(g[0].conclusive);
 }
+
+TEST_CASE("rule linear_stack: an all-linear stack no wider than its output is a warning (a linear model)") {
+  // Dense(1)-Dense(1) linear regression (stats.SE 418955's fix keeps it): the hidden layer
+  // adds a redundant factor, not lost capacity.
+  TraceBuilder b;
+  Trace t = b.dense("linear", 1).dense("linear", 1).config("loss", "mse").build(200);
+  t.header.probes[b.forward(0, false)].op.units = 1;
+  t.header.probes[b.forward(1, false)].op.units = 1;
+  auto f = run("linear_stack", t);
+  REQUIRE(f.size() == 1);
+  CHECK_FALSE(f[0].conclusive);
+  CHECK(f[0].evidence["widest_hidden_units"] == 1);
+  // A hidden layer wider than the output: its width is lost, a fault.
+  t.header.probes[b.forward(0, false)].op.units = 32;
+  f = run("linear_stack", t);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].conclusive);
+}

@@ -3,6 +3,7 @@
 // kGates .. kStateLast probes) or an embedding (a kRows probe), bent into each symptom.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "analysis/analyzer.h"
@@ -90,6 +91,51 @@ TEST_CASE("saturated_gates: saturated LSTM gates in a failing run, at the recurr
   }
   SUBCASE("below the threshold: nothing") {
     CHECK(run("saturated_gates", t, true, with("saturated_gates.sat_frac=0.95")).empty());
+  }
+}
+
+// The first `n` iterations of `t`, as the online analysis sees them while training.
+Trace head(const Trace& t, size_t n) {
+  Trace h = t;
+  h.loss.resize(n);
+  h.metric.resize(n);
+  size_t kept = 0;
+  while (kept < h.records.size() && h.records[kept].iteration < static_cast<int64_t>(n)) ++kept;
+  h.records.resize(kept);
+  h.stats.resize(kept * h.header.probes.size());
+  const int64_t per_epoch = std::max<int64_t>(t.header.batches_per_epoch, 1);
+  h.epochs.resize(std::min(h.epochs.size(), n / static_cast<size_t>(per_epoch)));
+  return h;
+}
+
+TEST_CASE("saturated_gates: judged on the run so far while training, and on a run stopped early") {
+  // Gates saturated from the second iteration on (learning rate x100: the evidence is
+  // complete after a few updates, long before the epoch ends).
+  Trace t = base();
+  add_probe(t, inner_probe(ProbeKind::kGates), [](size_t r) { return part(r < 1 ? 0.05f : 0.95f); });
+  SUBCASE("a failing run: conclusive after 8 iterations, not before") {
+    fail(t);
+    CHECK(run("saturated_gates", head(t, 7), false).empty());
+    const auto f = run("saturated_gates", head(t, 8), false);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].conclusive);
+    CHECK(f[0].iteration == 1);
+    // The final analysis of the run the online analysis stopped there finds it too.
+    const auto g = run("saturated_gates", head(t, 8), true);
+    REQUIRE(g.size() == 1);
+    CHECK(g[0].iteration == 1);
+  }
+  SUBCASE("a run whose loss falls: nothing while it learns, nothing at its end") {
+    CHECK(run("saturated_gates", head(t, 40), false).empty());
+    CHECK(run("saturated_gates", head(t, 40), true).empty());  // stopped early by another finding
+    CHECK(run("saturated_gates", t, true).empty());
+  }
+  SUBCASE("a loss falling from far above the constant prediction's, still above it: failing") {
+    // 2.0 -> 1.2 in 16 iterations (a 38% fall), against the chance loss ln 3 = 1.10.
+    for (size_t i = 0; i < t.loss.size(); ++i) t.loss[i] = 2.0f - 0.8f * float(std::min<size_t>(i, 16)) / 16;
+    CHECK(run("saturated_gates", head(t, 16), false).size() == 1);
+    for (size_t i = 0; i < t.loss.size(); ++i) t.loss[i] = 2.0f - 1.2f * float(std::min<size_t>(i, 16)) / 16;
+    CHECK(run("saturated_gates", head(t, 16), false).empty());  // 2.0 -> 0.8: below it
   }
 }
 

@@ -6,8 +6,13 @@
 // first batch because of it. Conclusive: no healthy run of the suite's development split
 // ends above 0.6 of the chance loss (except one that diverges and is stopped by other
 // rules) or starts above 1.3 of it (docs/calibration.md).
+// While training (and in a run stopped before its end) it watches for a blow-up instead: a
+// run that started near the constant prediction's loss and whose updates drove the loss to
+// many times that for several iterations (a learning rate far too high, issue 17's time to
+// a verdict: resnet18 at lr x100 is then reported after 8 iterations, not at the epoch's end).
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "analysis/context.h"
 #include "analysis/rules/rule_util.h"
@@ -23,19 +28,27 @@ class LossAboveChance : public Rule {
            "badly scaled start";
   }
   std::vector<Threshold> thresholds() const override {
-    return {{"end_factor", 1.2, "the last epoch's mean loss above this multiple of the chance loss is worse than a "
+    return {{"blowup", 10, "while training: a median loss over blowup_window iterations at or above this multiple of "
+                           "the constant prediction's loss, in a run that started sane, is a blow-up (healthy runs "
+                           "start at <= 1.3 of it and fall; a learning rate x100 on resnet18 reaches 10-20x within "
+                           "2 iterations)"},
+            {"blowup_window", 4, "consecutive iterations whose median must be that high (one bad batch is noise)"},
+            {"sane_start", 3, "the first iteration's loss below this multiple of the constant loss: the model started "
+                              "sane, so the updates drove it up (a start far above is start_factor's case)"},
+            {"end_factor", 1.2, "the last epoch's mean loss above this multiple of the chance loss is worse than a "
                                 "constant prediction (healthy runs end below 0.6 of it)"},
             {"start_factor", 3, "the first epoch's mean loss above this multiple of the chance loss, with an "
                                 "upstream static warning, is a badly scaled start (healthy runs: <= 1.3)"}};
   }
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
-    if (!ctx.final()) return;
+    if (!ru::run_reached_its_length(ctx)) {
+      blowup(ctx, out);  // while training, and in a run stopped before its end
+      return;
+    }
     const Trace& t = ctx.trace();
     const TraceHeader& h = ctx.header();
     if (!ctx.progress().loss_finite || !t.complete || t.epochs.empty()) return;
-    const double epochs = ru::config_number(h, "epochs", 0);
-    if (epochs > 0 && double(t.epochs.size()) < epochs) return;  // stopped early by another finding
     const auto chance = ru::chance_loss(ctx);
     if (!chance || !(*chance > 0)) return;
     const double first = t.epochs.front().loss, last = t.epochs.back().loss;
@@ -98,6 +111,45 @@ class LossAboveChance : public Rule {
     f.evidence = {{"chance_loss", *chance}, {"first_epoch_loss", first}, {"last_epoch_loss", last},
                   {"ends_above_chance", ends_above}, {"learning_rate", lr}};
     out.push_back(std::move(f));
+  }
+
+ private:
+  // The run so far (online, or stopped early): the loss started near the constant
+  // prediction's and the updates drove it to many times that for several iterations.
+  void blowup(const AnalysisContext& ctx, std::vector<Finding>& out) const {
+    const Trace& t = ctx.trace();
+    const double constant = ctx.progress().constant_loss;
+    const size_t n = t.loss.size(), w = static_cast<size_t>(std::max(1.0, threshold(ctx, "blowup_window")));
+    if (!(constant > 0) || n < ru::kEarlyIterations || n < w + 1) return;
+    if (!(double(t.loss[0]) < threshold(ctx, "sane_start") * constant)) return;
+    const double level = threshold(ctx, "blowup") * constant;
+    std::vector<double> window(w);
+    for (size_t k = 1; k + w <= n; ++k) {
+      // The window's median: one wild batch is not a blow-up.
+      for (size_t i = 0; i < w; ++i) window[i] = t.loss[k + i];
+      std::sort(window.begin(), window.end());
+      const double mean = w % 2 ? window[w / 2] : 0.5 * (window[w / 2 - 1] + window[w / 2]);
+      if (!(mean >= level) || !std::isfinite(mean)) continue;  // non-finite: numerical_error's
+      Finding f = ctx.make(*this, sym::loss_above_chance, Stage::kLoss, -1, std::nullopt);
+      f.iteration = static_cast<int64_t>(k);  // an iteration of the loss history, not a record
+      const int64_t b = ctx.header().batches_per_epoch;
+      f.epoch = b > 0 ? f.iteration / b : 0;
+      f.conclusive = true;
+      f.confidence = 0.7;
+      const double lr = ru::learning_rate(ctx.header());
+      f.message = "the training loss rose from " + ru::num(t.loss[0]) + " at the first iteration to a median of " +
+                  ru::num(mean) + " over iterations " + std::to_string(k) + "-" + std::to_string(k + w - 1) + ", " +
+                  ru::num(mean / constant) + "x the loss of a constant prediction (" + ru::num(constant) +
+                  "): the updates throw the model far off";
+      f.root_cause = RootCause::kLearningRate;
+      f.lr_direction = -1;
+      f.recommendation = "lower the learning rate tenfold (--lr " + ru::num(lr / 10) + "), or clip the gradients "
+                         "(--clipnorm 1)";
+      f.evidence = {{"constant_loss", constant}, {"first_loss", t.loss[0]}, {"blowup_median", mean},
+                    {"blowup_from", k}, {"learning_rate", lr}};
+      out.push_back(std::move(f));
+      return;
+    }
   }
 };
 

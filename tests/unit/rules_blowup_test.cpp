@@ -1,0 +1,81 @@
+// loss_above_chance while training (issue 17, time to a verdict): a run that started near
+// the constant prediction's loss and whose updates drive the loss to 10x that for several
+// iterations is a fault the online analysis reports at once, the learning rate its cause;
+// a single wild batch, a bad start and a completed run that recovered are not.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "analysis/analyzer.h"
+#include "rules_stat_util.h"
+
+using namespace dl;
+using namespace dl::test::rules_stat;
+
+namespace {
+
+const double kChance3 = std::log(3.0);  // the builder's 3 balanced classes
+
+// 64 iterations (one epoch of 64 batches configured), the loss from `loss(it)`.
+Trace run_of(const std::function<double(int64_t)>& loss) {
+  TraceBuilder b;
+  Trace t = b.dense("relu", 16).dense("softmax", 3).config("epochs", "1").batches_per_epoch(64).build(64);
+  set_curve(t, [&](int64_t it, double) { return loss(it); }, [](int64_t, double) { return 0.34; });
+  return t;
+}
+
+// The first `n` iterations, as the online analysis sees them.
+Trace first(const Trace& t, size_t n) {
+  Trace h = t;
+  h.loss.resize(n);
+  h.metric.resize(n);
+  size_t kept = 0;
+  while (kept < h.records.size() && h.records[kept].iteration < static_cast<int64_t>(n)) ++kept;
+  h.records.resize(kept);
+  h.stats.resize(kept * h.header.probes.size());
+  h.epochs.clear();
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("rule loss_above_chance: a blow-up while training is reported after a few iterations") {
+  // resnet18 at Adam lr x100: 2.2 at the first batch, then 20-50, back near chance later.
+  const double wild[] = {1.0, 9, 22, 8, 15, 18, 9, 12};
+  const Trace t = run_of([&](int64_t it) { return it < 8 ? wild[it] * kChance3 : 1.05 * kChance3; });
+  CHECK(run("loss_above_chance", first(t, 7), false).empty());  // too few iterations yet
+  const auto f = run("loss_above_chance", first(t, 8), false);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].conclusive);
+  CHECK(f[0].iteration == 1);  // the median of iterations 1-4 is 12x the chance loss
+  CHECK(f[0].root_cause == RootCause::kLearningRate);
+  CHECK(f[0].lr_direction < 0);
+  CHECK(f[0].evidence["blowup_median"].get<double>() == doctest::Approx(12 * kChance3).epsilon(1e-3));
+  // The final analysis of the run the online analysis stopped there says the same.
+  CHECK(run("loss_above_chance", first(t, 8), true).size() == 1);
+  // A higher threshold: not a blow-up.
+  CHECK(run("loss_above_chance", first(t, 8), false, with("loss_above_chance.blowup=20")).empty());
+  // The whole epoch, complete: judged at its end as before, on the epoch's mean loss (2.4x
+  // the chance loss, the blow-up included), not as a blow-up.
+  const auto end = run("loss_above_chance", t, true);
+  REQUIRE(end.size() == 1);
+  CHECK(end[0].evidence.contains("ends_above_chance"));
+  CHECK_FALSE(end[0].evidence.contains("blowup_median"));
+}
+
+TEST_CASE("rule loss_above_chance: no blow-up from one wild batch, a bad start or a healthy run") {
+  SUBCASE("one batch at 50x") {
+    const Trace t = run_of([](int64_t it) { return (it == 3 ? 50.0 : 1.0 - 0.005 * double(it)) * kChance3; });
+    CHECK(run("loss_above_chance", first(t, 16), false).empty());
+  }
+  SUBCASE("a start far above: the initial weights', not the updates'") {
+    const Trace t = run_of([](int64_t it) { return (it < 8 ? 20.0 : 1.0) * kChance3; });
+    CHECK(run("loss_above_chance", first(t, 16), false).empty());
+  }
+  SUBCASE("a healthy run") {
+    const Trace t = run_of([](int64_t it) { return (1.0 - 0.01 * double(it)) * kChance3; });
+    CHECK(run("loss_above_chance", first(t, 32), false).empty());
+  }
+}

@@ -6,7 +6,8 @@
 // first batch because of it. Conclusive: no healthy run of the suite's development split
 // ends above 0.6 of the chance loss (except one that diverges and is stopped by other
 // rules) or starts above 1.3 of it (docs/calibration.md).
-// While training (and in a run stopped before its end) it watches for a blow-up instead: a
+// While training (and in a run stopped before its end) it watches for a blow-up instead
+// (symptom exploding_loss): a
 // run that started near the constant prediction's loss and whose updates drove the loss to
 // many times that for several iterations (a learning rate far too high, issue 17's time to
 // a verdict: resnet18 at lr x100 is then reported after 8 iterations, not at the epoch's end).
@@ -53,9 +54,7 @@ class LossAboveChance : public Rule {
     if (!chance || !(*chance > 0)) return;
     const double first = t.epochs.front().loss, last = t.epochs.back().loss;
     const bool ends_above = last >= threshold(ctx, "end_factor") * *chance;
-    const std::vector<Finding> statics =
-        ru::findings_of(ctx, {"loss_activation_mismatch", "output_range", "labels_invalid", "bad_initialization",
-                              "unnormalized_inputs", "linear_stack", "excessive_dropout", "bottleneck_layer"});
+    const std::vector<Finding> statics = static_findings(ctx);
     const Finding* upstream = nullptr;
     for (const Finding& s : statics)
       if (symptom_info(s.symptom).upstream && !upstream) upstream = &s;
@@ -114,6 +113,12 @@ class LossAboveChance : public Rule {
   }
 
  private:
+  // The static findings that say what training starts from or what the model cannot do.
+  static std::vector<Finding> static_findings(const AnalysisContext& ctx) {
+    return ru::findings_of(ctx, {"loss_activation_mismatch", "output_range", "labels_invalid", "bad_initialization",
+                                 "unnormalized_inputs", "linear_stack", "excessive_dropout", "bottleneck_layer"});
+  }
+
   // The run so far (online, or stopped early): the loss started near the constant
   // prediction's and the updates drove it to many times that for several iterations.
   void blowup(const AnalysisContext& ctx, std::vector<Finding>& out) const {
@@ -130,7 +135,7 @@ class LossAboveChance : public Rule {
       std::sort(window.begin(), window.end());
       const double mean = w % 2 ? window[w / 2] : 0.5 * (window[w / 2 - 1] + window[w / 2]);
       if (!(mean >= level) || !std::isfinite(mean)) continue;  // non-finite: numerical_error's
-      Finding f = ctx.make(*this, sym::loss_above_chance, Stage::kLoss, -1, std::nullopt);
+      Finding f = ctx.make(*this, sym::exploding_loss, Stage::kLoss, -1, std::nullopt);
       f.iteration = static_cast<int64_t>(k);  // an iteration of the loss history, not a record
       const int64_t b = ctx.header().batches_per_epoch;
       f.epoch = b > 0 ? f.iteration / b : 0;
@@ -141,10 +146,21 @@ class LossAboveChance : public Rule {
                   ru::num(mean) + " over iterations " + std::to_string(k) + "-" + std::to_string(k + w - 1) + ", " +
                   ru::num(mean / constant) + "x the loss of a constant prediction (" + ru::num(constant) +
                   "): the updates throw the model far off";
-      f.root_cause = RootCause::kLearningRate;
-      f.lr_direction = -1;
-      f.recommendation = "lower the learning rate tenfold (--lr " + ru::num(lr / 10) + "), or clip the gradients "
-                         "(--clipnorm 1)";
+      // A static finding about the model or the data explains the blow-up better than the
+      // step size (a ReLU output under a cross-entropy, unscaled inputs): its cause and layer.
+      const std::vector<Finding> statics = static_findings(ctx);
+      if (const Finding* s = ru::strongest(statics)) {
+        f.root_cause = s->root_cause;
+        f.layer = s->layer;
+        f.nodes = s->nodes;
+        f.message += ", as expected from " + s->symptom;
+        f.recommendation = s->recommendation;
+      } else {
+        f.root_cause = RootCause::kLearningRate;
+        f.lr_direction = -1;
+        f.recommendation = "lower the learning rate tenfold (--lr " + ru::num(lr / 10) + "), or clip the gradients "
+                           "(--clipnorm 1)";
+      }
       f.evidence = {{"constant_loss", constant}, {"first_loss", t.loss[0]}, {"blowup_median", mean},
                     {"blowup_from", k}, {"learning_rate", lr}};
       out.push_back(std::move(f));

@@ -11,7 +11,11 @@ namespace dl::an::ru {
 bool run_reached_its_length(const AnalysisContext& ctx) {
   if (!ctx.final()) return false;
   const double epochs = config_number(ctx.header(), "epochs", 0);
-  return !(epochs > 0 && double(ctx.trace().epochs.size()) < epochs);
+  if (!(epochs > 0)) return true;
+  // A run stopped mid-epoch may still record that epoch: count its iterations too.
+  const int64_t per_epoch = ctx.header().batches_per_epoch;
+  if (per_epoch > 0 && double(ctx.trace().loss.size()) < epochs * double(per_epoch)) return false;
+  return double(ctx.trace().epochs.size()) >= epochs;
 }
 
 bool failing_so_far(const AnalysisContext& ctx, double min_improvement) {

@@ -48,13 +48,28 @@ TEST_CASE("rule loss_above_chance: a blow-up while training is reported after a 
   CHECK(run("loss_above_chance", first(t, 7), false).empty());  // too few iterations yet
   const auto f = run("loss_above_chance", first(t, 8), false);
   REQUIRE(f.size() == 1);
+  CHECK(f[0].symptom == "exploding_loss");
   CHECK(f[0].conclusive);
   CHECK(f[0].iteration == 1);  // the median of iterations 1-4 is 12x the chance loss
   CHECK(f[0].root_cause == RootCause::kLearningRate);
   CHECK(f[0].lr_direction < 0);
   CHECK(f[0].evidence["blowup_median"].get<double>() == doctest::Approx(12 * kChance3).epsilon(1e-3));
-  // The final analysis of the run the online analysis stopped there says the same.
-  CHECK(run("loss_above_chance", first(t, 8), true).size() == 1);
+  // The final analysis of the run the online analysis stopped there says the same, even
+  // when the trainer recorded the unfinished epoch.
+  Trace stopped = first(t, 8);
+  stopped.epochs.push_back(t.epochs.front());
+  const auto g = run("loss_above_chance", stopped, true);
+  REQUIRE(g.size() == 1);
+  CHECK(g[0].symptom == "exploding_loss");
+  // A static finding explains a blow-up better than the step size: unscaled inputs.
+  Trace unscaled = first(t, 8);
+  unscaled.header.data_summary.all_features.max = 3000;
+  unscaled.header.data_summary.feature_columns[0].max = 3000;
+  unscaled.header.data_summary.feature_columns[0].std = 600;
+  const auto u = run("loss_above_chance", unscaled, false);
+  REQUIRE(u.size() == 1);
+  CHECK(u[0].root_cause == RootCause::kData);
+  CHECK(u[0].message.find("as expected from unnormalized_inputs") != std::string::npos);
   // A higher threshold: not a blow-up.
   CHECK(run("loss_above_chance", first(t, 8), false, with("loss_above_chance.blowup=20")).empty());
   // The whole epoch, complete: judged at its end as before, on the epoch's mean loss (2.4x

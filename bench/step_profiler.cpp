@@ -82,8 +82,9 @@ void StepProfiler::lap(double& wall, double& cpu) {
 }
 
 std::string StepProfiler::type_of_backward(size_t k) const {
-  // The first backward step also times the loss and the zeroing of the gradients:
-  // shown apart, so that it is not charged to whatever op comes last.
+  // The first backward step also times the loss and the zeroing of the gradients it
+  // adds to (the others are zeroed inside later steps' laps): shown apart, so that it is
+  // not charged to whatever op comes last.
   return int64_t(k) == first_backward_ ? kLoss : graph_.steps()[k].node->op_type;
 }
 

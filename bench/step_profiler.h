@@ -3,7 +3,8 @@
 // does not install it. Each lap is taken on two clocks: wall time and the process's CPU
 // time (all threads; on a machine other processes load, CPU time is what the step
 // itself cost). The first backward step's time includes the loss, its gradient and the
-// zeroing of the gradients. With `probes`, the probes observe the steps as in training
+// zeroing of that step's input gradients (each gradient is zeroed just before the first
+// step that adds to it, runtime/graph.cpp, so the rest is in the ops' laps). With `probes`, the probes observe the steps as in training
 // (a step's time then includes its statistics) and the profiler passes every hook on to
 // them; iterations are then kept apart by the probes' kind (light step statistics, or
 // full: runtime/probes.h), so the cost of each can be compared with a run without.

@@ -187,6 +187,11 @@ class ExecutionGraph {
   int64_t planned_bytes_ = 0;
   bool grads_allocated_ = false;
   std::vector<bool> is_output_scratch_;
+  // backward(): the gradients zeroed before each step's backward (the slots it is the
+  // first, in backward order, to add to), and those no step adds to (zeroed first).
+  bool zeroing_planned_ = false;
+  std::vector<std::vector<int>> zero_before_;
+  std::vector<int> zero_first_;
 };
 
 }  // namespace dl::rt

@@ -42,6 +42,7 @@ class DropoutOp : public Op {
     if (ctx.out.size() > 1 && ctx.out[1])
       ctx.out[1]->plan(version_ >= 10 ? DType::kBool : DType::kFloat32, x.shape());
     keep_.assign(static_cast<size_t>(x.numel()), 0.0f);
+    mask_all_kept_ = false;
   }
 
   void forward(FwdCtx& ctx) override {
@@ -56,9 +57,12 @@ class DropoutOp : public Op {
     applied_ = train && ratio > 0.0f;
     if (!applied_) {
       std::copy(xf, xf + n, y);
-      if (mask) fill_mask(mask, n, nullptr);
+      // All ones: written once per plan (only this op writes its mask), not every step.
+      if (mask && !mask_all_kept_) fill_mask(mask, n, nullptr);
+      mask_all_kept_ = mask != nullptr;
       return;
     }
+    mask_all_kept_ = false;
     if (!ctx.rng) throw InternalError(where() + ": training-mode forward without a random stream");
     // Keep when a uniform 64-bit draw is at or above ratio * 2^64: P(keep) = 1 - ratio
     // (ratio < 1: checked).
@@ -116,6 +120,7 @@ class DropoutOp : public Op {
   std::optional<float> known_ratio_;  // a constant 'ratio' input (opset 12+), seen at plan time
   bool is_test_;
   bool applied_ = false;    // whether the last forward dropped (else y = x)
+  bool mask_all_kept_ = false;  // the mask output holds all ones since the last plan
   std::vector<float> keep_;  // per element: scale if kept, 0 if dropped (sized in infer)
 };
 

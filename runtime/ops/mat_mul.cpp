@@ -6,10 +6,22 @@
 // (broadcast batches repeat an offset; backward accumulates into it). When B has no
 // batch dimensions and A's batches are not broadcast (the Dense-on-sequence case), the
 // batches fold into one (batch*M x K) * (K x N) GEMM.
+//
+// Otherwise (attention's per-head products) the batch's products are spread over the
+// compute threads, one whole product per block, each on the GEMM kernel with its own
+// packing: which thread runs a product does not change its bits. Backward groups the
+// products by the gradient matrix they accumulate into (a broadcast operand's matrix is
+// shared by several products): a group runs on one thread in batch order, the order of
+// the serial loop, so dA and dB are the same bits for any thread count.
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "runtime/attrs.h"
 #include "runtime/ops/broadcast.h"
 #include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/shape_util.h"
+#include "runtime/parallel.h"
 
 namespace dl::rt {
 namespace {
@@ -38,6 +50,23 @@ std::vector<int64_t> batch_offsets(const Shape& own, const Shape& out, int64_t m
     }
   }
   return offs;
+}
+
+// The products (batch indices, ascending) that share each distinct offset, in order of
+// first appearance: the products accumulating into one gradient matrix.
+std::vector<std::vector<int64_t>> group_by_offset(const std::vector<int64_t>& offs) {
+  std::vector<std::vector<int64_t>> groups;
+  std::vector<std::pair<int64_t, size_t>> seen;  // offset -> group, sorted by offset
+  for (size_t t = 0; t < offs.size(); ++t) {
+    auto it = std::lower_bound(seen.begin(), seen.end(), std::make_pair(offs[t], size_t{0}),
+                               [](const auto& x, const auto& y) { return x.first < y.first; });
+    if (it == seen.end() || it->first != offs[t]) {
+      it = seen.insert(it, {offs[t], groups.size()});
+      groups.emplace_back();
+    }
+    groups[it->second].push_back(static_cast<int64_t>(t));
+  }
+  return groups;
 }
 
 class MatMul : public Op {
@@ -74,32 +103,39 @@ class MatMul : public Op {
       b_off_ = batch_offsets(b_batch, out, k_ * n_);
       rows_ = m_;
     }
+    a_groups_ = group_by_offset(a_off_);
+    b_groups_ = group_by_offset(b_off_);
     if (a.rank() > 1) out.push_back(m_);
     if (b.rank() > 1) out.push_back(n_);
     ctx.out[0]->plan(DType::kFloat32, out);
   }
 
   void forward(FwdCtx& ctx) override {
-    const float* a = ctx.in[0]->f();
-    const float* b = ctx.in[1]->f();
-    float* y = ctx.out[0]->f();
-    for (size_t t = 0; t < a_off_.size(); ++t)
-      gemm(rows_, n_, k_, 1.0f, {a + a_off_[t], k_, false}, {b + b_off_[t], n_, false},
-           y + static_cast<int64_t>(t) * rows_ * n_, n_, false);
+    Job job{this, ctx.in[0]->f(), ctx.in[1]->f(), nullptr, ctx.out[0]->f(), nullptr};
+    run(static_cast<int64_t>(a_off_.size()), [](const void* p, int64_t t) {
+      const Job& j = *static_cast<const Job*>(p);
+      const MatMul& o = *j.op;
+      o.product(j, t);
+    }, job);
   }
 
   void backward(BwdCtx& ctx) override {
     if (!ctx.dout[0]) return;
-    const float* a = ctx.in[0]->f();
-    const float* b = ctx.in[1]->f();
-    const float* dy = ctx.dout[0]->f();
-    float* da = ctx.din[0] ? ctx.din[0]->f() : nullptr;
-    float* db = ctx.din[1] ? ctx.din[1]->f() : nullptr;
-    for (size_t t = 0; t < a_off_.size(); ++t) {
-      const MatRef dyt{dy + static_cast<int64_t>(t) * rows_ * n_, n_, false};
-      if (da) gemm(rows_, k_, n_, 1.0f, dyt, {b + b_off_[t], n_, true}, da + a_off_[t], k_, true);
-      if (db) gemm(k_, n_, rows_, 1.0f, {a + a_off_[t], k_, true}, dyt, db + b_off_[t], n_, true);
-    }
+    Job job{this, ctx.in[0]->f(), ctx.in[1]->f(), ctx.dout[0]->f(), ctx.din[0] ? ctx.din[0]->f() : nullptr,
+            ctx.din[1] ? ctx.din[1]->f() : nullptr};
+    // Blocks [0, dA groups) accumulate dA, the rest dB.
+    const int64_t na = job.y ? static_cast<int64_t>(a_groups_.size()) : 0;
+    job.na = na;
+    const int64_t nb = job.db ? static_cast<int64_t>(b_groups_.size()) : 0;
+    run(na + nb, [](const void* p, int64_t g) {
+      const Job& j = *static_cast<const Job*>(p);
+      const MatMul& o = *j.op;
+      if (g < j.na) {
+        for (int64_t t : o.a_groups_[static_cast<size_t>(g)]) o.grad_a(j, t);
+      } else {
+        for (int64_t t : o.b_groups_[static_cast<size_t>(g - j.na)]) o.grad_b(j, t);
+      }
+    }, job);
   }
 
   OpTraits traits() const override { return linear_layer_traits(); }
@@ -112,10 +148,48 @@ class MatMul : public Op {
   }
 
  private:
+  // One forward or backward pass: forward reads a, b and writes y; backward reads a, b
+  // and dy and accumulates into y (dA, or null) and db (or null).
+  struct Job {
+    const MatMul* op;
+    const float *a, *b, *dy;
+    float *y, *db;
+    int64_t na = 0;  // backward: blocks of dA groups before the dB ones
+  };
+
+  void product(const Job& j, int64_t t) const {
+    const size_t u = static_cast<size_t>(t);
+    gemm(rows_, n_, k_, 1.0f, {j.a + a_off_[u], k_, false}, {j.b + b_off_[u], n_, false}, j.y + t * rows_ * n_, n_,
+         false);
+  }
+  void grad_a(const Job& j, int64_t t) const {
+    const size_t u = static_cast<size_t>(t);
+    gemm(rows_, k_, n_, 1.0f, {j.dy + t * rows_ * n_, n_, false}, {j.b + b_off_[u], n_, true}, j.y + a_off_[u], k_,
+         true);
+  }
+  void grad_b(const Job& j, int64_t t) const {
+    const size_t u = static_cast<size_t>(t);
+    gemm(k_, n_, rows_, 1.0f, {j.a + a_off_[u], k_, true}, {j.dy + t * rows_ * n_, n_, false}, j.db + b_off_[u], n_,
+         true);
+  }
+
+  // fn(&job, b) for b in [0, blocks), each block a product or a group of them, on the
+  // threads the whole batch pays for. A folded batch (one product) is split by gemm().
+  void run(int64_t blocks, void (*fn)(const void*, int64_t), const Job& job) const {
+    if (blocks <= 0) return;
+    const int threads = fold_ ? 1 : gemm_threads(static_cast<int64_t>(a_off_.size()) * rows_, n_, k_);
+    if (threads == 1) {
+      for (int64_t b = 0; b < blocks; ++b) fn(&job, b);
+      return;
+    }
+    parallel_blocks(blocks, threads, fn, &job);
+  }
+
   int64_t m_ = 0, k_ = 0, n_ = 0;
   bool fold_ = false;
   int64_t rows_ = 0;                    // rows of each A / Y matrix product (batch * M when folded)
   std::vector<int64_t> a_off_, b_off_;  // per product: element offset of its A and B matrix
+  std::vector<std::vector<int64_t>> a_groups_, b_groups_;  // products by the A (B) matrix they read
 };
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<MatMul>(node); }

@@ -3,7 +3,8 @@
 //   since-version 1 and 11: the input is coerced to 2-D at `axis` (default 1), so n is
 //     the product of dims[axis:] and inner = 1;
 //   since-version 13: a single axis (default -1): n = dims[axis], inner = dims after it.
-// Rows are contiguous when inner == 1 (the usual classifier case) and take a fast path.
+// Rows are contiguous when inner == 1 (the usual classifier case, and attention's scores)
+// and take a fast path: exp on packets, sums in a fixed lane order (softmax_rows.h).
 #pragma once
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "converter/errors.h"
 #include "runtime/attrs.h"
 #include "runtime/op.h"
+#include "runtime/ops/softmax_rows.h"
 
 namespace dl::rt {
 
@@ -47,6 +49,7 @@ class SoftmaxOp : public Op {
     scratch_a_.assign(static_cast<size_t>(inner_), 0.0f);
     scratch_b_.assign(static_cast<size_t>(inner_), 0.0f);
     scratch_c_.assign(kLog ? 0 : static_cast<size_t>(inner_), 0.0f);
+    scratch_row_.assign(kLog ? static_cast<size_t>(std::max(n_, inner_)) : static_cast<size_t>(inner_), 0.0f);
     entropy_.assign(kLog || n_ < 2 ? 0 : static_cast<size_t>(outer_ * inner_), 0.0f);
     ctx.charge(int64_t(entropy_.size() * sizeof(float)), where() + ": row entropies");
     ctx.out[0]->plan(DType::kFloat32, x.shape());
@@ -86,7 +89,12 @@ class SoftmaxOp : public Op {
     const float* y = ctx.out[0]->f();
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
+    if (inner_ == 1) {
+      for (int64_t o = 0; o < outer_; ++o) row_backward(y + o * n_, dy + o * n_, dx + o * n_);
+      return;
+    }
     float* s = scratch_a_.data();
+    float* e = scratch_row_.data();  // LogSoftmax: exp(y) of one position's inner values
     for (int64_t o = 0; o < outer_; ++o) {
       const int64_t base = o * n_ * inner_;
       std::fill(s, s + inner_, 0.0f);
@@ -95,11 +103,14 @@ class SoftmaxOp : public Op {
           const int64_t k = base + j * inner_ + i;
           s[i] += kLog ? dy[k] : dy[k] * y[k];
         }
-      for (int64_t j = 0; j < n_; ++j)
+      for (int64_t j = 0; j < n_; ++j) {
+        const int64_t k0 = base + j * inner_;
+        if (kLog) exp_shifted(y + k0, 0.0f, e, inner_);
         for (int64_t i = 0; i < inner_; ++i) {
-          const int64_t k = base + j * inner_ + i;
-          dx[k] += kLog ? dy[k] - std::exp(y[k]) * s[i] : y[k] * (dy[k] - s[i]);
+          const int64_t k = k0 + i;
+          dx[k] += kLog ? dy[k] - e[i] * s[i] : y[k] * (dy[k] - s[i]);
         }
+      }
     }
   }
 
@@ -127,15 +138,10 @@ class SoftmaxOp : public Op {
 
   template <bool kEntropy>
   float row_forward(const float* x, float* y) const {
-    float mx = x[0];
-    for (int64_t j = 1; j < n_; ++j) mx = std::max(mx, x[j]);
-    float sum = 0.0f, dot = 0.0f;
-    for (int64_t j = 0; j < n_; ++j) {
-      const float e = std::exp(x[j] - mx);
-      sum += e;
-      if (kEntropy) dot += e * (x[j] - mx);
-      if (!kLog) y[j] = e;
-    }
+    const float mx = row_max(x, n_);
+    exp_shifted(x, mx, y, n_);  // e = exp(x - max), also for LogSoftmax (y is overwritten)
+    const float sum = row_sum(y, n_);
+    const float dot = kEntropy ? row_dot_dev(y, x, n_, mx) : 0.0f;
     if (kLog) {
       // (x - max) - log(sum), not x - (max + log(sum)): for large x the sum max + log(sum)
       // would round away log(sum)'s low bits.
@@ -146,6 +152,20 @@ class SoftmaxOp : public Op {
       for (int64_t j = 0; j < n_; ++j) y[j] *= inv;
     }
     return kEntropy ? normalized_entropy(sum, dot) : 0.0f;
+  }
+
+  // One contiguous row: Softmax dx += y * (dy - sum(dy * y)), LogSoftmax
+  // dx += dy - exp(y) * sum(dy).
+  void row_backward(const float* y, const float* dy, float* dx) {
+    if (kLog) {
+      float* e = scratch_row_.data();
+      exp_shifted(y, 0.0f, e, n_);
+      const float s = row_sum(dy, n_);
+      for (int64_t j = 0; j < n_; ++j) dx[j] += dy[j] - e[j] * s;
+    } else {
+      const float s = row_dot(dy, y, n_);
+      for (int64_t j = 0; j < n_; ++j) dx[j] += y[j] * (dy[j] - s);
+    }
   }
 
   // Rows strided by inner_ (axis not last); ent: per row (o * inner_ + i), or null.
@@ -161,13 +181,16 @@ class SoftmaxOp : public Op {
         for (int64_t i = 0; i < inner_; ++i) mx[i] = std::max(mx[i], xo[j * inner_ + i]);
       std::fill(sum, sum + inner_, 0.0f);
       if (ent) std::fill(dot, dot + inner_, 0.0f);
-      for (int64_t j = 0; j < n_; ++j)
+      float* e = scratch_row_.data();
+      for (int64_t j = 0; j < n_; ++j) {
+        for (int64_t i = 0; i < inner_; ++i) e[i] = xo[j * inner_ + i] - mx[i];
+        exp_shifted(e, 0.0f, e, inner_);
         for (int64_t i = 0; i < inner_; ++i) {
-          const float e = std::exp(xo[j * inner_ + i] - mx[i]);
-          sum[i] += e;
-          if (ent) dot[i] += e * (xo[j * inner_ + i] - mx[i]);
-          if (!kLog) yo[j * inner_ + i] = e;
+          sum[i] += e[i];
+          if (ent) dot[i] += e[i] * (xo[j * inner_ + i] - mx[i]);
+          if (!kLog) yo[j * inner_ + i] = e[i];
         }
+      }
       if (ent)
         for (int64_t i = 0; i < inner_; ++i) ent[o * inner_ + i] = normalized_entropy(sum[i], dot[i]);
       for (int64_t i = 0; i < inner_; ++i) sum[i] = kLog ? std::log(sum[i]) : 1.0f / sum[i];
@@ -183,6 +206,7 @@ class SoftmaxOp : public Op {
   int64_t axis_ = -1;
   int64_t outer_ = 1, n_ = 1, inner_ = 1;
   std::vector<float> scratch_a_, scratch_b_, scratch_c_;  // per-inner-position max / sum / sum(e (x - max))
+  std::vector<float> scratch_row_;  // exp values of a row (LogSoftmax backward) or of an inner run
   std::vector<float> entropy_;  // per row: its normalised entropy (Op::feature)
 };
 

@@ -40,7 +40,11 @@ class StridedWalk {
     const int64_t inner = dims_[r - 1], inner_stride = strides_[r - 1];
     int64_t at = base_;
     for (int64_t o = 0; o < total_; o += inner) {
-      for (int64_t k = 0; k < inner; ++k) f(o + k, at + k * inner_stride);
+      if (inner_stride == 1) {
+        for (int64_t k = 0; k < inner; ++k) f(o + k, at + k);  // a contiguous run: vectorised
+      } else {
+        for (int64_t k = 0; k < inner; ++k) f(o + k, at + k * inner_stride);
+      }
       for (size_t ax = r - 1; ax-- > 0;) {
         at += strides_[ax];
         if (++counter_[ax] < dims_[ax]) break;

@@ -1,0 +1,28 @@
+// Row kernels of Softmax and LogSoftmax (softmax_impl.h), compiled once here so the ops
+// do not include Eigen:
+// - exp on Eigen's packet math (Cephes' polynomial, within a few ulp of glibc's expf,
+//   whose scalar calls were most of the ops' time). Every value goes through the same
+//   packet code (a row's tail is padded to a full packet), so a value's exp does not
+//   depend on where it sits in a row or how long the row is. NaN stays NaN; below -88
+//   (where expf turns denormal) the result is 0, so exp(-inf) is exactly 0 as before.
+// - sums over a row in eigen_map.h's fixed lane order (vectorised, independent of the
+//   buffer's address and of the thread count).
+#pragma once
+
+#include <cstdint>
+
+namespace dl::rt {
+
+// out[j] = exp(x[j] - shift) for j < n; out may be x.
+void exp_shifted(const float* x, float shift, float* out, int64_t n);
+// max p[j] (n >= 1), in 16 lanes. Exact for a row without NaN; with a NaN the result
+// may or may not be NaN, and the row's sum (so each output) is NaN either way.
+float row_max(const float* p, int64_t n);
+// sum p[j]
+float row_sum(const float* p, int64_t n);
+// sum a[j] * b[j]
+float row_dot(const float* a, const float* b, int64_t n);
+// sum g[j] * (p[j] - m)
+float row_dot_dev(const float* g, const float* p, int64_t n, float m);
+
+}  // namespace dl::rt

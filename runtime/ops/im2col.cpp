@@ -9,7 +9,7 @@ namespace dl::rt {
 namespace {
 
 // Walks the column matrix of output rows [r0, r1): one matrix row per (channel, kernel
-// offset), one column per output position of those rows. Calls f(col_row, input_row,
+// offset; ld floats apart), one column per output position of those rows. Calls f(col_row, input_row,
 // start, lo, hi, step) for each output row: col_row[ow] <-> input_row[ow * step + start]
 // for ow in [lo, hi); positions that read padding go to pad(col_row, from, to) (entries
 // [from, to)). X is const float (im2col) or float (col2im).
@@ -20,9 +20,9 @@ namespace {
 // offset) only after a whole channel sweep: a masked vector store followed by a load of
 // an overlapping 64-byte window (adjacent rows) cannot be forwarded and stalls.
 template <class X, class F, class Pad>
-void walk_columns(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* col, X* x,
-                  F f, Pad pad) {
-  const int64_t ow_n = w.out[2], width = (r1 - r0) * ow_n, ksize = w.k_size();
+void walk_columns(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* col,
+                  int64_t ld, X* x, F f, Pad pad) {
+  const int64_t ow_n = w.out[2], ksize = w.k_size();
   int64_t tap = 0;
   for (int64_t kd = 0; kd < w.k[0]; ++kd)
     for (int64_t kh = 0; kh < w.k[1]; ++kh)
@@ -33,7 +33,7 @@ void walk_columns(const Window& w, const RowOrigins& o, int64_t channels, int64_
         const int64_t dd = kd * w.dil[0], dh = kh * w.dil[1];
         for (int64_t c = 0; c < channels; ++c) {
           X* xc = x + c * w.in_size();
-          float* rows = col + (c * ksize + tap) * width;
+          float* rows = col + (c * ksize + tap) * ld;
           for (int64_t parity = 0; parity < 2; ++parity)
             for (int64_t rr = r0 + parity; rr < r1; rr += 2) {
               float* r = rows + (rr - r0) * ow_n;
@@ -105,9 +105,10 @@ void RowOrigins::plan(const Window& w) {
   }
 }
 
-void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, const float* x, float* col) {
+void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, const float* x, float* col,
+            int64_t ld) {
   walk_columns(
-      w, o, channels, r0, r1, col, x,
+      w, o, channels, r0, r1, col, ld, x,
       [](float* r, const float* xr, int64_t start, int64_t lo, int64_t hi, int64_t s) {
         if (s == 1) {
           copy_row(r + lo, xr + start + lo, hi - lo);
@@ -120,9 +121,10 @@ void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, 
       });
 }
 
-void col2im_add(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* dcol, float* dx) {
+void col2im_add(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* dcol, float* dx,
+                int64_t ld) {
   walk_columns(
-      w, o, channels, r0, r1, dcol, dx,
+      w, o, channels, r0, r1, dcol, ld, dx,
       [](float* r, float* dr, int64_t start, int64_t lo, int64_t hi, int64_t s) {
         if (s == 1) {
           add_row(dr + start + lo, r + lo, hi - lo);
@@ -131,6 +133,61 @@ void col2im_add(const Window& w, const RowOrigins& o, int64_t channels, int64_t 
         }
       },
       [](float*, int64_t, int64_t) {});
+}
+
+}  // namespace dl::rt
+
+namespace dl::rt {
+
+void LiveTaps::plan(const Window& w) {
+  win = w;
+  full = w.k_size();
+  for (int a = 0; a < 3; ++a) full_k[a] = w.k[a];
+  for (int a = 0; a < 3; ++a) {
+    int64_t first = -1, last = -1;
+    for (int64_t t = 0; t < w.k[a]; ++t) {
+      int64_t olo, ohi;
+      w.valid_range(a, t * w.dil[a], olo, ohi);
+      if (olo < ohi) {
+        if (first < 0) first = t;
+        last = t;
+      }
+    }
+    if (first < 0) {  // no tap reads the input at all (outputs are the bias): keep the kernel
+      win = w;
+      reduced = false;
+      origins.plan(win);
+      for (int64_t& l : lo) l = 0;
+      return;
+    }
+    lo[a] = first;
+    win.k[a] = last - first + 1;
+    win.pad_begin[a] = w.pad_begin[a] - first * w.dil[a];
+  }
+  reduced = win.k_size() < full;
+  origins.plan(win);
+}
+
+// f(index in the full kernel, index in the box) for every tap of the box.
+template <class F>
+static void each_live_tap(const LiveTaps& l, F f) {
+  int64_t t = 0;
+  for (int64_t d = 0; d < l.win.k[0]; ++d)
+    for (int64_t h = 0; h < l.win.k[1]; ++h)
+      for (int64_t x = 0; x < l.win.k[2]; ++x, ++t)
+        f(((l.lo[0] + d) * l.full_k[1] + l.lo[1] + h) * l.full_k[2] + l.lo[2] + x, t);
+}
+
+void LiveTaps::gather(const float* wt, int64_t rows, int64_t channels, float* out) const {
+  const int64_t ks = win.k_size();
+  for (int64_t r = 0; r < rows * channels; ++r)
+    each_live_tap(*this, [&](int64_t tf, int64_t tl) { out[r * ks + tl] = wt[r * full + tf]; });
+}
+
+void LiveTaps::scatter_add(const float* d, int64_t rows, int64_t channels, float* dw) const {
+  const int64_t ks = win.k_size();
+  for (int64_t r = 0; r < rows * channels; ++r)
+    each_live_tap(*this, [&](int64_t tf, int64_t tl) { dw[r * full + tf] += d[r * ks + tl]; });
 }
 
 }  // namespace dl::rt

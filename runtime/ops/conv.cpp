@@ -354,7 +354,7 @@ class Conv : public Op {
   static constexpr int64_t kMaxParts = 8;
   // Output maps smaller than this many positions batch their images until a GEMM has at
   // least this many columns (see the top of the file).
-  static constexpr int64_t kBatchCols = 512;
+  static constexpr int64_t kBatchCols = 2048;
   static_assert(kMaxParts <= ValueSink::kParts, "a part reports its statistics as one sink part");
 
   WindowAttrs attrs_;

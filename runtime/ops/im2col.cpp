@@ -1,6 +1,8 @@
 // See im2col.h.
 #include "runtime/ops/im2col.h"
 
+#include <algorithm>
+
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -93,6 +95,48 @@ inline void add_row(float* __restrict dst, const float* __restrict src, int64_t 
 }
 #endif
 
+// Stride 1 along H and W and an output as wide as the input (a "same" convolution or a
+// pointwise one), 2-D or 1-D: a tap's column entries for output rows [r0, r1) read one
+// contiguous span of the input plane, shifted by the tap's offset. span(col, x, n) moves
+// that span in one piece; edge(col, n) handles the entries of the span that read the
+// neighbouring row instead of padding (each row's first wlo and last out W - whi), and
+// the rows that read padding only. With edges_first, edge() runs before span() (col2im
+// zeroes those entries so that the span adds nothing there), else after (im2col
+// overwrites them with zeros). Taps outermost, as in walk_columns.
+bool contiguous_rows(const Window& w) {
+  return w.in[0] == 1 && w.out[0] == 1 && w.k[0] == 1 && w.stride[1] == 1 && w.stride[2] == 1 && w.out[2] == w.in[2];
+}
+
+template <class X, class Span, class Edge>
+void walk_planes(const Window& w, int64_t channels, int64_t r0, int64_t r1, float* col, int64_t ld, X* x,
+                 bool edges_first, Span span, Edge edge) {
+  const int64_t W = w.out[2], ksize = w.k_size(), p0 = r0 * W, p1 = r1 * W;
+  int64_t tap = 0;
+  for (int64_t kh = 0; kh < w.k[1]; ++kh)
+    for (int64_t kw = 0; kw < w.k[2]; ++kw, ++tap) {
+      int64_t wlo, whi, hlo, hhi;
+      w.valid_range(2, kw * w.dil[2], wlo, whi);
+      w.valid_range(1, kh * w.dil[1], hlo, hhi);
+      hlo = std::max(hlo, r0);
+      hhi = std::min(hhi, r1);
+      // x index of output position q (= oh * W + ow): q + shift.
+      const int64_t shift = (kh * w.dil[1] - w.pad_begin[1]) * W + kw * w.dil[2] - w.pad_begin[2];
+      const bool none = hlo >= hhi || wlo >= whi;
+      const int64_t q0 = none ? p1 : hlo * W + wlo, q1 = none ? p1 : (hhi - 1) * W + whi;
+      for (int64_t c = 0; c < channels; ++c) {
+        float* rows = col + (c * ksize + tap) * ld - p0;  // rows[q] for q in [p0, p1)
+        auto edges = [&] {
+          edge(rows + p0, q0 - p0);
+          for (int64_t oh = hlo; !none && oh + 1 < hhi; ++oh) edge(rows + oh * W + whi, W - whi + wlo);
+          edge(rows + q1, p1 - q1);
+        };
+        if (edges_first) edges();
+        if (q1 > q0) span(rows + q0, x + c * w.in_size() + q0 + shift, q1 - q0);
+        if (!edges_first) edges();
+      }
+    }
+}
+
 }  // namespace
 
 void RowOrigins::plan(const Window& w) {
@@ -107,6 +151,14 @@ void RowOrigins::plan(const Window& w) {
 
 void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, const float* x, float* col,
             int64_t ld) {
+  if (contiguous_rows(w)) {
+    walk_planes(
+        w, channels, r0, r1, col, ld, x, false, [](float* c, const float* xs, int64_t n) { copy_row(c, xs, n); },
+        [](float* c, int64_t n) {
+          if (n > 0) zero_row(c, n);
+        });
+    return;
+  }
   walk_columns(
       w, o, channels, r0, r1, col, ld, x,
       [](float* r, const float* xr, int64_t start, int64_t lo, int64_t hi, int64_t s) {
@@ -123,6 +175,14 @@ void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, 
 
 void col2im_add(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* dcol, float* dx,
                 int64_t ld) {
+  if (contiguous_rows(w)) {
+    walk_planes(
+        w, channels, r0, r1, dcol, ld, dx, true, [](float* c, float* xs, int64_t n) { add_row(xs, c, n); },
+        [](float* c, int64_t n) {
+          if (n > 0) zero_row(c, n);
+        });
+    return;
+  }
   walk_columns(
       w, o, channels, r0, r1, dcol, ld, dx,
       [](float* r, float* dr, int64_t start, int64_t lo, int64_t hi, int64_t s) {

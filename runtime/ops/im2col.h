@@ -25,6 +25,7 @@ void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, 
             int64_t ld);
 
 // dx += col2im(dcol): every column entry goes back to the input pixel it was read from.
+// dcol is scratch: entries that read padding may be overwritten (with zeros).
 void col2im_add(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* dcol, float* dx,
                 int64_t ld);
 

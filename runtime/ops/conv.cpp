@@ -28,6 +28,7 @@
 #include "runtime/ops/shape_util.h"
 #include "runtime/ops/window.h"
 #include "runtime/parallel.h"
+#include "runtime/value_simd.h"
 
 namespace dl::rt {
 
@@ -223,13 +224,15 @@ class Conv : public Op {
     int64_t n0, n1;
     even_range(batch_, parts_, part, n0, n1);
     const bool fused = ps.stats && ps.db && ps.stats->light();
+    // The batched path takes dY's light statistics from its copy of dY (backward_batched).
+    const bool batch_stats = batch_imgs_ > 1 && ps.stats && !fused && ps.stats->light() && (ps.dx || ps.dw);
     for (int64_t n = n0; n < n1; ++n) {
       if (fused) {  // dB's channel sums and the light statistics of dY in one read of dY
         stats::Sums sums;
         sum_rows_light(ps.dy + n * m_ * P, m_, P, db_sum, sums);
         ps.stats->add_sums(part, sums, m_ * P);
       } else {
-        if (ps.stats) ps.stats->add(part, ps.dy + n * m_ * P, m_ * P);
+        if (ps.stats && !batch_stats) ps.stats->add(part, ps.dy + n * m_ * P, m_ * P);
         if (ps.db)
           for (int64_t m = 0; m < m_; ++m) db_sum[m] += sum_of(ps.dy + (n * m_ + m) * P, P);
       }
@@ -265,7 +268,7 @@ class Conv : public Op {
         });
       }
     }
-    if (batch_imgs_ > 1 && (ps.dx || ps.dw)) backward_batched(ps, part, n0, n1, dw_sum);
+    if (batch_imgs_ > 1 && (ps.dx || ps.dw)) backward_batched(ps, part, n0, n1, dw_sum, batch_stats);
   }
 
   // Forward of images [n0, n1) in batches of batch_imgs_: col (kk x nc*P) holds image j's
@@ -275,12 +278,15 @@ class Conv : public Op {
     const Window& lw = live_.win;
     float* col = part_col(part);
     float* tmp = part_tmp(part);
+    const bool light = ps.stats && ps.stats->light();  // Y's light statistics from tmp (light_rows)
     for (int64_t nb = n0; nb < n1; nb += batch_imgs_) {
       const int64_t nc = std::min(batch_imgs_, n1 - nb), cols = nc * P;
+      simd::LightSums sums;
       for (int64_t g = 0; g < group_; ++g) {
         for (int64_t j = 0; j < nc; ++j)
           im2col(lw, live_.origins, cg, 0, rows, ps.x + ((nb + j) * c_ + g * cg) * win_.in_size(), col + j * P, cols);
         gemm(mg, cols, kk, 1.0f, {ps.wb + g * mg * kk, kk, false}, {col, cols, false}, tmp, cols, false);
+        if (light) light_rows(tmp, mg, cols, ps.b ? ps.b + g * mg : nullptr, sums);
         for (int64_t j = 0; j < nc; ++j)
           for (int64_t i = 0; i < mg; ++i) {
             const float* src = tmp + i * cols + j * P;
@@ -293,13 +299,20 @@ class Conv : public Op {
             }
           }
       }
-      for (int64_t j = 0; ps.stats && j < nc; ++j) ps.stats->add(part, ps.y + (nb + j) * m_ * P, m_ * P);
+      if (light) ps.stats->add_sums(part, sums.finish(), nc * m_ * P);
+      for (int64_t j = 0; ps.stats && !light && j < nc; ++j) ps.stats->add(part, ps.y + (nb + j) * m_ * P, m_ * P);
     }
   }
 
-  // dW and dX of images [n0, n1) in batches of batch_imgs_: tmp (Mg x nc*P) = the images'
-  // dY_g side by side, dW_g += tmp * col^T, then col = W_g^T * tmp scattered into dX.
-  void backward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1, float* dw_sum) const {
+  // The light statistics (runtime/value_simd.h) of rows x cols values tmp (+ bias[row]),
+  // the values Y gets: from the product's buffer, contiguous rows still in cache.
+  static void light_rows(const float* tmp, int64_t rows, int64_t cols, const float* bias, simd::LightSums& out) {
+    for (int64_t i = 0; i < rows; ++i)
+      bias ? out.put_row_plus(tmp + i * cols, cols, bias[i]) : out.put_row(tmp + i * cols, cols);
+  }
+
+  // With light, dY's light statistics come from tmp too (backward_images leaves them).
+  void backward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1, float* dw_sum, bool light) const {
     const int64_t cg = c_ / group_, mg = m_ / group_, kk = bkk_, P = win_.out_size(), rows = win_.out[0] * win_.out[1];
     const Window& lw = live_.win;
     float* col = part_col(part);
@@ -307,10 +320,12 @@ class Conv : public Op {
     float* dwl = tmp + mg * batch_imgs_ * P;  // the live taps' dW_g (LiveTaps), then added into dW
     for (int64_t nb = n0; nb < n1; nb += batch_imgs_) {
       const int64_t nc = std::min(batch_imgs_, n1 - nb), cols = nc * P;
+      simd::LightSums sums;
       for (int64_t g = 0; g < group_; ++g) {
         for (int64_t j = 0; j < nc; ++j)
           for (int64_t i = 0; i < mg; ++i)
             std::copy_n(ps.dy + ((nb + j) * m_ + g * mg + i) * P, P, tmp + i * cols + j * P);
+        if (light) light_rows(tmp, mg, cols, nullptr, sums);
         if (ps.dw) {
           for (int64_t j = 0; j < nc; ++j)
             im2col(lw, live_.origins, cg, 0, rows, ps.x + ((nb + j) * c_ + g * cg) * win_.in_size(), col + j * P,
@@ -329,6 +344,7 @@ class Conv : public Op {
                        cols);
         }
       }
+      if (light) ps.stats->add_sums(part, sums.finish(), nc * m_ * P);
     }
   }
 

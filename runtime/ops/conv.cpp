@@ -5,17 +5,15 @@
 // (Cg*K x positions) holds the receptive fields, Y_g[:, tile] = W_g (Mg x Cg*K) * col.
 // The col buffer is sized in infer() (capped, see kColBudget) and reused for both the
 // forward columns and the backward column gradient, which col2im scatters back into dX.
-// A 1x1 stride-1 convolution skips im2col; a depthwise one (one input channel per
-// group) runs the direct kernel of runtime/ops/depthwise.h instead.
+// A 1x1 stride-1 convolution on a large map skips im2col; a depthwise one (one input
+// channel per group) runs the direct kernel of runtime/ops/depthwise.h.
 //
-// Small output maps (resnet18 at 32x32: 8x8 down to 1x1) make thin per-image GEMMs (a
-// GEMV at 1x1, and dW products of depth 1 to 64), so their images are batched: the
-// columns of up to batch_imgs_ images sit side by side in one column buffer, one GEMM
-// covers them all (kBatchCols columns or more), and the images' outputs (forward) or
-// output gradients (backward) are copied between NCHW and the product's layout. Pointwise
-// convolutions take this path too (their im2col is a copy). Kernel taps that read only
-// padding for every output (a 3x3 kernel with pad 1 on a 1x1 map: all but the centre)
-// are left out of its GEMMs (LiveTaps, runtime/ops/im2col.h): their columns are zeros.
+// Output maps under kBatchCols positions (resnet18 at 32x32: 16x16 down to 1x1) would make
+// thin per-image GEMMs (a GEMV at 1x1, dW products of depth 1 to 64), so their images are
+// batched: the columns of up to batch_imgs_ images side by side in one buffer, one GEMM
+// for them all, Y or dY copied between NCHW and the product's layout (pointwise ones too:
+// im2col is a copy). Taps that read only padding for every output (a 3x3 kernel, pad 1,
+// on a 1x1 map: all but the centre) are left out of those GEMMs (LiveTaps, im2col.h).
 //
 // The per-image GEMMs of small images (LeNet: M = 6 and 16) are too small to split, so
 // the batch is: images go in fixed parts (run_parts) run on the compute threads, each

@@ -218,6 +218,8 @@ void LiveTaps::plan(const Window& w) {
       reduced = false;
       origins.plan(win);
       for (int64_t& l : lo) l = 0;
+      taps.resize(size_t(full));
+      for (int64_t t = 0; t < full; ++t) taps[size_t(t)] = t;
       return;
     }
     lo[a] = first;
@@ -226,28 +228,32 @@ void LiveTaps::plan(const Window& w) {
   }
   reduced = win.k_size() < full;
   origins.plan(win);
-}
-
-// f(index in the full kernel, index in the box) for every tap of the box.
-template <class F>
-static void each_live_tap(const LiveTaps& l, F f) {
-  int64_t t = 0;
-  for (int64_t d = 0; d < l.win.k[0]; ++d)
-    for (int64_t h = 0; h < l.win.k[1]; ++h)
-      for (int64_t x = 0; x < l.win.k[2]; ++x, ++t)
-        f(((l.lo[0] + d) * l.full_k[1] + l.lo[1] + h) * l.full_k[2] + l.lo[2] + x, t);
+  taps.clear();  // the box's taps as offsets into the full kernel, in the box's order
+  for (int64_t d = 0; d < win.k[0]; ++d)
+    for (int64_t h = 0; h < win.k[1]; ++h)
+      for (int64_t x = 0; x < win.k[2]; ++x) taps.push_back(((lo[0] + d) * full_k[1] + lo[1] + h) * full_k[2] + lo[2] + x);
 }
 
 void LiveTaps::gather(const float* wt, int64_t rows, int64_t channels, float* out) const {
-  const int64_t ks = win.k_size();
-  for (int64_t r = 0; r < rows * channels; ++r)
-    each_live_tap(*this, [&](int64_t tf, int64_t tl) { out[r * ks + tl] = wt[r * full + tf]; });
+  const int64_t ks = int64_t(taps.size()), n = rows * channels;
+  if (ks == 1) {  // the common case (a 1x1 map): one strided column
+    const float* src = wt + taps[0];
+    for (int64_t r = 0; r < n; ++r) out[r] = src[r * full];
+    return;
+  }
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t t = 0; t < ks; ++t) out[r * ks + t] = wt[r * full + taps[size_t(t)]];
 }
 
 void LiveTaps::scatter_add(const float* d, int64_t rows, int64_t channels, float* dw) const {
-  const int64_t ks = win.k_size();
-  for (int64_t r = 0; r < rows * channels; ++r)
-    each_live_tap(*this, [&](int64_t tf, int64_t tl) { dw[r * full + tf] += d[r * ks + tl]; });
+  const int64_t ks = int64_t(taps.size()), n = rows * channels;
+  if (ks == 1) {
+    float* dst = dw + taps[0];
+    for (int64_t r = 0; r < n; ++r) dst[r * full] += d[r];
+    return;
+  }
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t t = 0; t < ks; ++t) dw[r * full + taps[size_t(t)]] += d[r * ks + t];
 }
 
 }  // namespace dl::rt

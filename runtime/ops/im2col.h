@@ -46,6 +46,7 @@ struct LiveTaps {
   RowOrigins origins;
   int64_t lo[3] = {0, 0, 0};
   int64_t full_k[3] = {1, 1, 1}, full = 1;  // the full kernel and its size
+  std::vector<int64_t> taps;                 // the box's taps: offsets into the full kernel
   void plan(const Window& w);
   void gather(const float* wt, int64_t rows, int64_t channels, float* out) const;
   void scatter_add(const float* d, int64_t rows, int64_t channels, float* dw) const;

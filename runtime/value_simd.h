@@ -165,6 +165,16 @@ class LightSums {
     for (; k + kLanes <= n; k += kLanes) put(loadv(p + k));
     for (; k < n; ++k) put_scalar(p[k]);
   }
+  // Every value of [p, p + n) plus b (an op's output computed as p[k] + b), in order.
+  void put_row_plus(const float* p, int64_t n, float b) {
+    const VecF bv = VecF{} + b;
+    int64_t k = 0;
+    for (; k + 4 * kLanes <= n; k += 4 * kLanes)
+      put4(loadv(p + k) + bv, loadv(p + k + kLanes) + bv, loadv(p + k + 2 * kLanes) + bv,
+           loadv(p + k + 3 * kLanes) + bv);
+    for (; k + kLanes <= n; k += kLanes) put(loadv(p + k) + bv);
+    for (; k < n; ++k) put_scalar(p[k] + b);
+  }
   const Sums& finish() {
     m_.flush(out_);
     m_.finish(out_);

@@ -2,7 +2,8 @@
 # Installs the Debian packages deeplocalize needs to build and test. Idempotent:
 # packages already present are skipped and apt is not touched at all when nothing
 # is missing. Usage: scripts/install-deps.sh [--dev] [--fuzz] [--browser]
-#   --dev   also installs what the fixture generators need (python3-torch, torchvision, sklearn).
+#   --dev   also installs what the fixture generators and the benchmarks need (python3-torch,
+#           torchvision, sklearn, Google Benchmark, oneDNN for bench/conv_bench.cpp).
 #   --fuzz  also installs clang-14 and its libFuzzer/sanitizer runtimes (make fuzz).
 #   --browser  also installs Chromium, for the test that renders the HTML report in
 #              headless Chromium (tests/html/render.sh; skipped without Chromium).
@@ -17,7 +18,7 @@ packages=(
 )
 for flag in "$@"; do
   case "$flag" in
-    --dev) packages+=(python3-torch python3-torchvision python3-sklearn libbenchmark-dev) ;;
+    --dev) packages+=(python3-torch python3-torchvision python3-sklearn libbenchmark-dev libdnnl-dev) ;;
     --fuzz) packages+=(clang-14 libclang-rt-14-dev) ;;
     --browser) packages+=(chromium) ;;
     *) echo "install-deps: unknown option $flag (known: --dev, --fuzz, --browser)" >&2; exit 2 ;;

@@ -5,8 +5,15 @@
 // (Cg*K x positions) holds the receptive fields, Y_g[:, tile] = W_g (Mg x Cg*K) * col.
 // The col buffer is sized in infer() (capped, see kColBudget) and reused for both the
 // forward columns and the backward column gradient, which col2im scatters back into dX.
-// A 1x1 stride-1 convolution skips im2col; a depthwise one (one input channel per
-// group) runs the direct kernel of runtime/ops/depthwise.h instead.
+// A 1x1 stride-1 convolution on a large map skips im2col; a depthwise one (one input
+// channel per group) runs the direct kernel of runtime/ops/depthwise.h.
+//
+// Output maps under kBatchCols positions (resnet18 at 32x32: 16x16 down to 1x1) would make
+// thin per-image GEMMs (a GEMV at 1x1, dW products of depth 1 to 64), so their images are
+// batched: the columns of up to batch_imgs_ images side by side in one buffer, one GEMM
+// for them all, Y or dY copied between NCHW and the product's layout (pointwise ones too:
+// im2col is a copy). Taps that read only padding for every output (a 3x3 kernel, pad 1,
+// on a 1x1 map: all but the centre) are left out of those GEMMs (LiveTaps, im2col.h).
 //
 // The per-image GEMMs of small images (LeNet: M = 6 and 16) are too small to split, so
 // the batch is: images go in fixed parts (run_parts) run on the compute threads, each
@@ -19,8 +26,12 @@
 #include "runtime/ops/shape_util.h"
 #include "runtime/ops/window.h"
 #include "runtime/parallel.h"
+#include "runtime/value_simd.h"
 
 namespace dl::rt {
+
+std::vector<OpSample> conv_samples();  // conv_samples.cpp
+
 namespace {
 
 class Conv : public Op {
@@ -67,11 +78,28 @@ class Conv : public Op {
     // C = 1 with one group (LeNet's first layer) is a real product, left to the GEMM.
     depthwise_ = group_ > 1 && c_ == group_;
     if (depthwise_) taps_.plan(win_);
-    col_size_ = win_.pointwise() || depthwise_ ? 0 : per_row * tile_rows_;
     kk_ = (c_ / group_) * win_.k_size();
-    parts_ = std::max<int64_t>(1, std::min({batch_, kMaxParts, kColBudget / std::max<int64_t>(col_size_, 1),
+    const int64_t P = win_.out_size();
+    batch_imgs_ = 1;
+    if (!depthwise_ && P < kBatchCols && tile_rows_ == rows)
+      batch_imgs_ = std::max<int64_t>(1, std::min({batch_, (kBatchCols + P - 1) / P, kColBudget / std::max<int64_t>(kk_ * P, 1)}));
+    if (batch_imgs_ > 1) {
+      live_.plan(win_);
+      bkk_ = (c_ / group_) * live_.win.k_size();
+      col_size_ = bkk_ * batch_imgs_ * P;
+      tmp_size_ = (m_ / group_) * (batch_imgs_ * P + (live_.reduced ? bkk_ : 0));
+      wl_.assign(live_.reduced ? static_cast<size_t>(m_ * bkk_) : 0, 0.0f);
+    } else {
+      col_size_ = win_.pointwise() || depthwise_ ? 0 : per_row * tile_rows_;
+      tmp_size_ = 0;
+    }
+    // Batched images: parts of at least batch_imgs_ images each (a part's GEMMs are then
+    // split across the threads themselves when large enough).
+    const int64_t max_parts = batch_imgs_ > 1 ? std::max<int64_t>(1, batch_ / batch_imgs_) : batch_;
+    parts_ = std::max<int64_t>(1, std::min({max_parts, kMaxParts, kColBudget / std::max<int64_t>(col_size_, 1),
                                              kColBudget / std::max<int64_t>(m_ * kk_ + m_, 1)}));
     col_.assign(static_cast<size_t>(col_size_ * parts_), 0.0f);
+    tmp_.assign(static_cast<size_t>(tmp_size_ * parts_), 0.0f);
     part_sums_.assign(parts_ > 1 ? static_cast<size_t>((m_ * kk_ + m_) * parts_) : 0, 0.0f);
   }
 
@@ -80,6 +108,7 @@ class Conv : public Op {
     Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), ctx.in.size() > 2 && ctx.in[2] ? ctx.in[2]->f() : nullptr,
               ctx.out[0]->f()};
     pass.stats = ctx.out_stats;
+    pass.wb = batched_weights(pass.wt);
     run_parts(&pass, [](const void* c, int64_t part) {
       const Pass& ps = *static_cast<const Pass*>(c);
       ps.op->forward_images(ps, part);
@@ -95,6 +124,7 @@ class Conv : public Op {
     pass.db = ctx.din.size() > 2 && ctx.din[2] ? ctx.din[2]->f() : nullptr;
     pass.stats = ctx.dout_stats;
     if (!pass.dx && !pass.dw && !pass.db) return;
+    pass.wb = batched_weights(pass.wt);
     run_parts(&pass, [](const void* c, int64_t part) {
       const Pass& ps = *static_cast<const Pass*>(c);
       ps.op->backward_images(ps, part);
@@ -124,7 +154,15 @@ class Conv : public Op {
     const float* dy = nullptr;
     float *dx = nullptr, *dw = nullptr, *db = nullptr;
     ValueSink* stats = nullptr;  // Y's statistics (forward) or dY's (backward), per image
+    const float* wb = nullptr;   // the batched path's W: wt, or its live taps (wl_)
   };
+
+  // The batched path's weights: W itself, or its live taps' columns (LiveTaps).
+  const float* batched_weights(const float* wt) const {
+    if (batch_imgs_ <= 1 || !live_.reduced) return wt;
+    live_.gather(wt, m_, c_ / group_, wl_.data());
+    return wl_.data();
+  }
 
   // Images are processed in parts_ fixed ranges (fixed by the batch size, not by the
   // thread count), in parallel when the whole pass is large enough to pay for waking the
@@ -135,6 +173,7 @@ class Conv : public Op {
     parallel_blocks(parts_, threads, fn, pass);
   }
   float* part_col(int64_t part) const { return col_.data() + part * col_size_; }
+  float* part_tmp(int64_t part) const { return tmp_.data() + part * tmp_size_; }
   float* part_dw(int64_t part) const { return part_sums_.data() + part * (m_ * kk_ + m_); }
 
   void forward_images(const Pass& ps, int64_t part) const {
@@ -142,6 +181,10 @@ class Conv : public Op {
     float* col = part_col(part);
     int64_t n0, n1;
     even_range(batch_, parts_, part, n0, n1);
+    if (batch_imgs_ > 1) {
+      forward_batched(ps, part, n0, n1);
+      return;
+    }
     for (int64_t n = n0; n < n1; ++n) {
       if (ps.b)
         for (int64_t m = 0; m < m_; ++m) std::fill_n(ps.y + (n * m_ + m) * P, P, ps.b[m]);
@@ -159,7 +202,7 @@ class Conv : public Op {
           continue;
         }
         for_each_tile([&](int64_t r0, int64_t r1, int64_t p0, int64_t cols) {
-          im2col(win_, origins_, cg, r0, r1, xg, col);
+          im2col(win_, origins_, cg, r0, r1, xg, col, cols);
           gemm(mg, cols, kk, 1.0f, wg, {col, cols, false}, yg + p0, P, ps.b != nullptr);
         });
       }
@@ -179,17 +222,20 @@ class Conv : public Op {
     int64_t n0, n1;
     even_range(batch_, parts_, part, n0, n1);
     const bool fused = ps.stats && ps.db && ps.stats->light();
+    // The batched path takes dY's light statistics from its copy of dY (backward_batched).
+    const bool batch_stats = batch_imgs_ > 1 && ps.stats && !fused && ps.stats->light() && (ps.dx || ps.dw);
     for (int64_t n = n0; n < n1; ++n) {
       if (fused) {  // dB's channel sums and the light statistics of dY in one read of dY
         stats::Sums sums;
         sum_rows_light(ps.dy + n * m_ * P, m_, P, db_sum, sums);
         ps.stats->add_sums(part, sums, m_ * P);
       } else {
-        if (ps.stats) ps.stats->add(part, ps.dy + n * m_ * P, m_ * P);
+        if (ps.stats && !batch_stats) ps.stats->add(part, ps.dy + n * m_ * P, m_ * P);
         if (ps.db)
           for (int64_t m = 0; m < m_; ++m) db_sum[m] += sum_of(ps.dy + (n * m_ + m) * P, P);
       }
       if (!ps.dx && !ps.dw) continue;
+      if (batch_imgs_ > 1) continue;  // below, all images at once
       for (int64_t g = 0; g < group_; ++g) {
         const int64_t xoff = (n * c_ + g * cg) * win_.in_size();
         const float* dyg = ps.dy + (n * m_ + g * mg) * P;
@@ -210,15 +256,93 @@ class Conv : public Op {
         for_each_tile([&](int64_t r0, int64_t r1, int64_t p0, int64_t cols) {
           const MatRef dyt{dyg + p0, P, false};
           if (ps.dw) {
-            im2col(win_, origins_, cg, r0, r1, ps.x + xoff, col);
+            im2col(win_, origins_, cg, r0, r1, ps.x + xoff, col, cols);
             gemm(mg, kk, cols, 1.0f, dyt, {col, cols, true}, dwg, kk, true);
           }
           if (ps.dx) {
             gemm(kk, cols, mg, 1.0f, {wg.p, kk, true}, dyt, col, cols, false);
-            col2im_add(win_, origins_, cg, r0, r1, col, ps.dx + xoff);
+            col2im_add(win_, origins_, cg, r0, r1, col, ps.dx + xoff, cols);
           }
         });
       }
+    }
+    if (batch_imgs_ > 1 && (ps.dx || ps.dw)) backward_batched(ps, part, n0, n1, dw_sum, batch_stats);
+  }
+
+  // Forward of images [n0, n1) in batches of batch_imgs_: col (kk x nc*P) holds image j's
+  // columns at column j*P, tmp (Mg x nc*P) = W_g * col, then Y = tmp (+ B) per image.
+  void forward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1) const {
+    const int64_t cg = c_ / group_, mg = m_ / group_, kk = bkk_, P = win_.out_size(), rows = win_.out[0] * win_.out[1];
+    const Window& lw = live_.win;
+    float* col = part_col(part);
+    float* tmp = part_tmp(part);
+    const bool light = ps.stats && ps.stats->light();  // Y's light statistics from tmp (light_rows)
+    for (int64_t nb = n0; nb < n1; nb += batch_imgs_) {
+      const int64_t nc = std::min(batch_imgs_, n1 - nb), cols = nc * P;
+      simd::LightSums sums;
+      for (int64_t g = 0; g < group_; ++g) {
+        for (int64_t j = 0; j < nc; ++j)
+          im2col(lw, live_.origins, cg, 0, rows, ps.x + ((nb + j) * c_ + g * cg) * win_.in_size(), col + j * P, cols);
+        gemm(mg, cols, kk, 1.0f, {ps.wb + g * mg * kk, kk, false}, {col, cols, false}, tmp, cols, false);
+        if (light) light_rows(tmp, mg, cols, ps.b ? ps.b + g * mg : nullptr, sums);
+        for (int64_t j = 0; j < nc; ++j)
+          for (int64_t i = 0; i < mg; ++i) {
+            const float* src = tmp + i * cols + j * P;
+            float* dst = ps.y + ((nb + j) * m_ + g * mg + i) * P;
+            if (ps.b) {
+              const float bias = ps.b[g * mg + i];
+              for (int64_t p = 0; p < P; ++p) dst[p] = src[p] + bias;
+            } else {
+              std::copy_n(src, P, dst);
+            }
+          }
+      }
+      if (light) ps.stats->add_sums(part, sums.finish(), nc * m_ * P);
+      for (int64_t j = 0; ps.stats && !light && j < nc; ++j) ps.stats->add(part, ps.y + (nb + j) * m_ * P, m_ * P);
+    }
+  }
+
+  // The light statistics (runtime/value_simd.h) of rows x cols values tmp (+ bias[row]),
+  // the values Y gets: from the product's buffer, contiguous rows still in cache.
+  static void light_rows(const float* tmp, int64_t rows, int64_t cols, const float* bias, simd::LightSums& out) {
+    for (int64_t i = 0; i < rows; ++i)
+      bias ? out.put_row_plus(tmp + i * cols, cols, bias[i]) : out.put_row(tmp + i * cols, cols);
+  }
+
+  // With light, dY's light statistics come from tmp too (backward_images leaves them).
+  void backward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1, float* dw_sum, bool light) const {
+    const int64_t cg = c_ / group_, mg = m_ / group_, kk = bkk_, P = win_.out_size(), rows = win_.out[0] * win_.out[1];
+    const Window& lw = live_.win;
+    float* col = part_col(part);
+    float* tmp = part_tmp(part);
+    float* dwl = tmp + mg * batch_imgs_ * P;  // the live taps' dW_g (LiveTaps), then added into dW
+    for (int64_t nb = n0; nb < n1; nb += batch_imgs_) {
+      const int64_t nc = std::min(batch_imgs_, n1 - nb), cols = nc * P;
+      simd::LightSums sums;
+      for (int64_t g = 0; g < group_; ++g) {
+        for (int64_t j = 0; j < nc; ++j)
+          for (int64_t i = 0; i < mg; ++i)
+            std::copy_n(ps.dy + ((nb + j) * m_ + g * mg + i) * P, P, tmp + i * cols + j * P);
+        if (light) light_rows(tmp, mg, cols, nullptr, sums);
+        if (ps.dw) {
+          for (int64_t j = 0; j < nc; ++j)
+            im2col(lw, live_.origins, cg, 0, rows, ps.x + ((nb + j) * c_ + g * cg) * win_.in_size(), col + j * P,
+                   cols);
+          if (live_.reduced) {
+            gemm(mg, kk, cols, 1.0f, {tmp, cols, false}, {col, cols, true}, dwl, kk, false);
+            live_.scatter_add(dwl, mg, cg, dw_sum + g * mg * kk_);
+          } else {
+            gemm(mg, kk, cols, 1.0f, {tmp, cols, false}, {col, cols, true}, dw_sum + g * mg * kk, kk, true);
+          }
+        }
+        if (ps.dx) {
+          gemm(kk, cols, mg, 1.0f, {ps.wb + g * mg * kk, kk, true}, {tmp, cols, false}, col, cols, false);
+          for (int64_t j = 0; j < nc; ++j)
+            col2im_add(lw, live_.origins, cg, 0, rows, col + j * P, ps.dx + ((nb + j) * c_ + g * cg) * win_.in_size(),
+                       cols);
+        }
+      }
+      if (light) ps.stats->add_sums(part, sums.finish(), nc * m_ * P);
     }
   }
 
@@ -242,6 +366,9 @@ class Conv : public Op {
   // (large images and large kernels keep one part; their GEMMs are wide enough to be
   // split across threads themselves).
   static constexpr int64_t kMaxParts = 8;
+  // Output maps smaller than this many positions batch their images until a GEMM has at
+  // least this many columns (see the top of the file).
+  static constexpr int64_t kBatchCols = 2048;
   static_assert(kMaxParts <= ValueSink::kParts, "a part reports its statistics as one sink part");
 
   WindowAttrs attrs_;
@@ -251,63 +378,23 @@ class Conv : public Op {
   int64_t tile_rows_ = 1;   // output rows (flattened (od, oh)) per im2col tile
   int64_t parts_ = 1;       // image ranges (see run_parts)
   int64_t col_size_ = 0;    // floats per part's column buffer (0: pointwise or depthwise, no im2col)
+  int64_t batch_imgs_ = 1;  // images per GEMM (more than 1: small output maps, see the top of the file)
+  int64_t tmp_size_ = 0;    // floats per part's product buffer (batched images only)
+  int64_t bkk_ = 0;         // the batched path's GEMM depth: C/group * live taps
+  LiveTaps live_;           // the batched path's kernel taps (all of them but on maps smaller than the kernel's reach)
   bool depthwise_ = false;  // one input channel per group (and more than one group): the direct kernel
   RowOrigins origins_;
   PoolTaps taps_;  // the depthwise kernel's tap ranges
   mutable std::vector<float> col_;        // im2col scratch per part: (C/group * kernel size) x (tile_rows_ * out W)
+  mutable std::vector<float> wl_;         // W's live-tap columns (M x bkk_), when live_.reduced
+  mutable std::vector<float> tmp_;        // per part: Y_g or dY_g of a batch of images (Mg x batch_imgs_ * P)
   mutable std::vector<float> part_sums_;  // per part: dW (M x C/group * kernel size), then dB (M)
 };
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<Conv>(node); }
 
-std::vector<float> ramp(int64_t n, float scale, float shift) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = scale * static_cast<float>((k * 7) % 11) + shift;
-  return v;
-}
-
-std::vector<OpSample> samples() {
-  OpSample a;
-  a.label = "conv 2-D 1x2x5x5 * 3x2x3x3, pads 1, strides 2, bias";
-  a.node = sample_node("Conv", 3, 1, {{"pads", attr_ints({1, 1, 1, 1})}, {"strides", attr_ints({2, 2})}}, 11);
-  a.inputs = {Tensor::floats({1, 2, 5, 5}, ramp(50, 0.3f, -1.4f)), Tensor::floats({3, 2, 3, 3}, ramp(54, 0.1f, -0.5f)),
-              Tensor::floats({3}, {0.2f, -0.1f, 0.3f})};
-  a.check_grad = {true, true, true};
-  OpSample b;
-  b.label = "conv 2-D group 2, dilations 2, SAME_LOWER, batch 2";
-  b.node = sample_node("Conv", 2, 1,
-                       {{"group", attr_i(2)},
-                        {"dilations", attr_ints({2, 1})},
-                        {"auto_pad", attr_s("SAME_LOWER")},
-                        {"kernel_shape", attr_ints({2, 3})}},
-                       11);
-  b.inputs = {Tensor::floats({2, 4, 4, 3}, ramp(96, 0.25f, -1.2f)),
-              Tensor::floats({2, 2, 2, 3}, ramp(24, 0.15f, -0.6f))};
-  b.check_grad = {true, true};
-  OpSample c;
-  c.label = "conv 1-D stride 2, SAME_UPPER, bias";
-  c.node = sample_node("Conv", 3, 1, {{"strides", attr_ints({2})}, {"auto_pad", attr_s("SAME_UPPER")}}, 11);
-  c.inputs = {Tensor::floats({2, 2, 7}, ramp(28, 0.3f, -1.5f)), Tensor::floats({3, 2, 2}, ramp(12, 0.2f, -0.9f)),
-              Tensor::floats({3}, {0.1f, 0.0f, -0.2f})};
-  c.check_grad = {true, true, true};
-  OpSample d;
-  d.label = "conv 1x1 pointwise";
-  d.node = sample_node("Conv", 2, 1, {}, 11);
-  d.inputs = {Tensor::floats({2, 3, 2, 2}, ramp(24, 0.3f, -1.4f)), Tensor::floats({2, 3, 1, 1}, ramp(6, 0.2f, -0.7f))};
-  d.check_grad = {true, true};
-  OpSample e;  // the direct depthwise kernel (group = C), with a channel multiplier
-  e.label = "conv depthwise group 2 (x2 multiplier), strides 2, pads 1, bias";
-  e.node = sample_node("Conv", 3, 1,
-                       {{"group", attr_i(2)}, {"pads", attr_ints({1, 1, 1, 1})}, {"strides", attr_ints({2, 2})}}, 11);
-  e.inputs = {Tensor::floats({2, 2, 5, 4}, ramp(80, 0.25f, -1.3f)),
-              Tensor::floats({4, 1, 3, 3}, ramp(36, 0.15f, -0.7f)),
-              Tensor::floats({4}, {0.1f, -0.2f, 0.05f, 0.3f})};
-  e.check_grad = {true, true, true};
-  return {a, b, c, d, e};
-}
-
 }  // namespace
 
-OpInfo op_info_conv() { return {"Conv", {1, 11}, make, samples}; }
+OpInfo op_info_conv() { return {"Conv", {1, 11}, make, conv_samples}; }
 
 }  // namespace dl::rt

@@ -84,7 +84,7 @@ class ConvTranspose : public Op {
         const MatRef wg_t{wt + g * cg * kk_, kk_, true};
         for_each_tile([&](int64_t r0, int64_t r1, int64_t p0, int64_t cols) {
           gemm(kk_, cols, cg, 1.0f, wg_t, {xg + p0, P, false}, col_.data(), cols, false);
-          col2im_add(win_, origins_, mg, r0, r1, col_.data(), y + (n * m_ + g * mg) * Q);
+          col2im_add(win_, origins_, mg, r0, r1, col_.data(), y + (n * m_ + g * mg) * Q, cols);
         });
       }
     }
@@ -108,7 +108,7 @@ class ConvTranspose : public Op {
         const float* dyg = dy + (n * m_ + g * mg) * Q;
         const float* wg = wt + g * cg * kk_;
         for_each_tile([&](int64_t r0, int64_t r1, int64_t p0, int64_t cols) {
-          im2col(win_, origins_, mg, r0, r1, dyg, col_.data());
+          im2col(win_, origins_, mg, r0, r1, dyg, col_.data(), cols);
           if (dx) gemm(cg, cols, kk_, 1.0f, {wg, kk_, false}, {col_.data(), cols, false}, dx + xoff + p0, P, true);
           if (dw)
             gemm(cg, kk_, cols, 1.0f, {x + xoff + p0, P, false}, {col_.data(), cols, true}, dw + g * cg * kk_, kk_,

@@ -1,6 +1,8 @@
 // See im2col.h.
 #include "runtime/ops/im2col.h"
 
+#include <algorithm>
+
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -9,7 +11,7 @@ namespace dl::rt {
 namespace {
 
 // Walks the column matrix of output rows [r0, r1): one matrix row per (channel, kernel
-// offset), one column per output position of those rows. Calls f(col_row, input_row,
+// offset; ld floats apart), one column per output position of those rows. Calls f(col_row, input_row,
 // start, lo, hi, step) for each output row: col_row[ow] <-> input_row[ow * step + start]
 // for ow in [lo, hi); positions that read padding go to pad(col_row, from, to) (entries
 // [from, to)). X is const float (im2col) or float (col2im).
@@ -20,9 +22,9 @@ namespace {
 // offset) only after a whole channel sweep: a masked vector store followed by a load of
 // an overlapping 64-byte window (adjacent rows) cannot be forwarded and stalls.
 template <class X, class F, class Pad>
-void walk_columns(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* col, X* x,
-                  F f, Pad pad) {
-  const int64_t ow_n = w.out[2], width = (r1 - r0) * ow_n, ksize = w.k_size();
+void walk_columns(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* col,
+                  int64_t ld, X* x, F f, Pad pad) {
+  const int64_t ow_n = w.out[2], ksize = w.k_size();
   int64_t tap = 0;
   for (int64_t kd = 0; kd < w.k[0]; ++kd)
     for (int64_t kh = 0; kh < w.k[1]; ++kh)
@@ -33,7 +35,7 @@ void walk_columns(const Window& w, const RowOrigins& o, int64_t channels, int64_
         const int64_t dd = kd * w.dil[0], dh = kh * w.dil[1];
         for (int64_t c = 0; c < channels; ++c) {
           X* xc = x + c * w.in_size();
-          float* rows = col + (c * ksize + tap) * width;
+          float* rows = col + (c * ksize + tap) * ld;
           for (int64_t parity = 0; parity < 2; ++parity)
             for (int64_t rr = r0 + parity; rr < r1; rr += 2) {
               float* r = rows + (rr - r0) * ow_n;
@@ -93,6 +95,48 @@ inline void add_row(float* __restrict dst, const float* __restrict src, int64_t 
 }
 #endif
 
+// Stride 1 along H and W and an output as wide as the input (a "same" convolution or a
+// pointwise one), 2-D or 1-D: a tap's column entries for output rows [r0, r1) read one
+// contiguous span of the input plane, shifted by the tap's offset. span(col, x, n) moves
+// that span in one piece; edge(col, n) handles the entries of the span that read the
+// neighbouring row instead of padding (each row's first wlo and last out W - whi), and
+// the rows that read padding only. With edges_first, edge() runs before span() (col2im
+// zeroes those entries so that the span adds nothing there), else after (im2col
+// overwrites them with zeros). Taps outermost, as in walk_columns.
+bool contiguous_rows(const Window& w) {
+  return w.in[0] == 1 && w.out[0] == 1 && w.k[0] == 1 && w.stride[1] == 1 && w.stride[2] == 1 && w.out[2] == w.in[2];
+}
+
+template <class X, class Span, class Edge>
+void walk_planes(const Window& w, int64_t channels, int64_t r0, int64_t r1, float* col, int64_t ld, X* x,
+                 bool edges_first, Span span, Edge edge) {
+  const int64_t W = w.out[2], ksize = w.k_size(), p0 = r0 * W, p1 = r1 * W;
+  int64_t tap = 0;
+  for (int64_t kh = 0; kh < w.k[1]; ++kh)
+    for (int64_t kw = 0; kw < w.k[2]; ++kw, ++tap) {
+      int64_t wlo, whi, hlo, hhi;
+      w.valid_range(2, kw * w.dil[2], wlo, whi);
+      w.valid_range(1, kh * w.dil[1], hlo, hhi);
+      hlo = std::max(hlo, r0);
+      hhi = std::min(hhi, r1);
+      // x index of output position q (= oh * W + ow): q + shift.
+      const int64_t shift = (kh * w.dil[1] - w.pad_begin[1]) * W + kw * w.dil[2] - w.pad_begin[2];
+      const bool none = hlo >= hhi || wlo >= whi;
+      const int64_t q0 = none ? p1 : hlo * W + wlo, q1 = none ? p1 : (hhi - 1) * W + whi;
+      for (int64_t c = 0; c < channels; ++c) {
+        float* rows = col + (c * ksize + tap) * ld - p0;  // rows[q] for q in [p0, p1)
+        auto edges = [&] {
+          edge(rows + p0, q0 - p0);
+          for (int64_t oh = hlo; !none && oh + 1 < hhi; ++oh) edge(rows + oh * W + whi, W - whi + wlo);
+          edge(rows + q1, p1 - q1);
+        };
+        if (edges_first) edges();
+        if (q1 > q0) span(rows + q0, x + c * w.in_size() + q0 + shift, q1 - q0);
+        if (!edges_first) edges();
+      }
+    }
+}
+
 }  // namespace
 
 void RowOrigins::plan(const Window& w) {
@@ -105,9 +149,18 @@ void RowOrigins::plan(const Window& w) {
   }
 }
 
-void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, const float* x, float* col) {
+void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, const float* x, float* col,
+            int64_t ld) {
+  if (contiguous_rows(w)) {
+    walk_planes(
+        w, channels, r0, r1, col, ld, x, false, [](float* c, const float* xs, int64_t n) { copy_row(c, xs, n); },
+        [](float* c, int64_t n) {
+          if (n > 0) zero_row(c, n);
+        });
+    return;
+  }
   walk_columns(
-      w, o, channels, r0, r1, col, x,
+      w, o, channels, r0, r1, col, ld, x,
       [](float* r, const float* xr, int64_t start, int64_t lo, int64_t hi, int64_t s) {
         if (s == 1) {
           copy_row(r + lo, xr + start + lo, hi - lo);
@@ -120,9 +173,18 @@ void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, 
       });
 }
 
-void col2im_add(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* dcol, float* dx) {
+void col2im_add(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* dcol, float* dx,
+                int64_t ld) {
+  if (contiguous_rows(w)) {
+    walk_planes(
+        w, channels, r0, r1, dcol, ld, dx, true, [](float* c, float* xs, int64_t n) { add_row(xs, c, n); },
+        [](float* c, int64_t n) {
+          if (n > 0) zero_row(c, n);
+        });
+    return;
+  }
   walk_columns(
-      w, o, channels, r0, r1, dcol, dx,
+      w, o, channels, r0, r1, dcol, ld, dx,
       [](float* r, float* dr, int64_t start, int64_t lo, int64_t hi, int64_t s) {
         if (s == 1) {
           add_row(dr + start + lo, r + lo, hi - lo);
@@ -131,6 +193,67 @@ void col2im_add(const Window& w, const RowOrigins& o, int64_t channels, int64_t 
         }
       },
       [](float*, int64_t, int64_t) {});
+}
+
+}  // namespace dl::rt
+
+namespace dl::rt {
+
+void LiveTaps::plan(const Window& w) {
+  win = w;
+  full = w.k_size();
+  for (int a = 0; a < 3; ++a) full_k[a] = w.k[a];
+  for (int a = 0; a < 3; ++a) {
+    int64_t first = -1, last = -1;
+    for (int64_t t = 0; t < w.k[a]; ++t) {
+      int64_t olo, ohi;
+      w.valid_range(a, t * w.dil[a], olo, ohi);
+      if (olo < ohi) {
+        if (first < 0) first = t;
+        last = t;
+      }
+    }
+    if (first < 0) {  // no tap reads the input at all (outputs are the bias): keep the kernel
+      win = w;
+      reduced = false;
+      origins.plan(win);
+      for (int64_t& l : lo) l = 0;
+      taps.resize(size_t(full));
+      for (int64_t t = 0; t < full; ++t) taps[size_t(t)] = t;
+      return;
+    }
+    lo[a] = first;
+    win.k[a] = last - first + 1;
+    win.pad_begin[a] = w.pad_begin[a] - first * w.dil[a];
+  }
+  reduced = win.k_size() < full;
+  origins.plan(win);
+  taps.clear();  // the box's taps as offsets into the full kernel, in the box's order
+  for (int64_t d = 0; d < win.k[0]; ++d)
+    for (int64_t h = 0; h < win.k[1]; ++h)
+      for (int64_t x = 0; x < win.k[2]; ++x) taps.push_back(((lo[0] + d) * full_k[1] + lo[1] + h) * full_k[2] + lo[2] + x);
+}
+
+void LiveTaps::gather(const float* wt, int64_t rows, int64_t channels, float* out) const {
+  const int64_t ks = int64_t(taps.size()), n = rows * channels;
+  if (ks == 1) {  // the common case (a 1x1 map): one strided column
+    const float* src = wt + taps[0];
+    for (int64_t r = 0; r < n; ++r) out[r] = src[r * full];
+    return;
+  }
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t t = 0; t < ks; ++t) out[r * ks + t] = wt[r * full + taps[size_t(t)]];
+}
+
+void LiveTaps::scatter_add(const float* d, int64_t rows, int64_t channels, float* dw) const {
+  const int64_t ks = int64_t(taps.size()), n = rows * channels;
+  if (ks == 1) {
+    float* dst = dw + taps[0];
+    for (int64_t r = 0; r < n; ++r) dst[r * full] += d[r];
+    return;
+  }
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t t = 0; t < ks; ++t) dw[r * full + taps[size_t(t)]] += d[r * ks + t];
 }
 
 }  // namespace dl::rt

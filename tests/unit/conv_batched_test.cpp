@@ -1,0 +1,139 @@
+// Conv's batched-image path (runtime/ops/conv.cpp: output maps under kBatchCols
+// positions, the columns of several images in one GEMM): forward, dX, dW and dB against a
+// direct double-precision reference for groups, strides, padding, dilation, 1x1 maps,
+// strided 1x1 kernels, pointwise kernels and batches that leave a partial last batch of
+// images; and the same bits on 1 and 2 threads.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "runtime/attrs.h"
+#include "runtime/ops/gemm_kernel.h"
+#include "runtime/parallel.h"
+#include "tests/unit/op_harness.h"
+#include "tests/unit/parallel_test_util.h"
+
+namespace {
+
+using dl::rt::Tensor;
+using dl::test::OpRun;
+using dl::test::random_values;
+
+struct Geometry {
+  int64_t n, c, m, group, h, w, k, stride, pad, dil;
+  int64_t oh() const { return (h + 2 * pad - dil * (k - 1) - 1) / stride + 1; }
+  int64_t ow() const { return (w + 2 * pad - dil * (k - 1) - 1) / stride + 1; }
+  int64_t cg() const { return c / group; }
+};
+
+// y, dx, dw, db of a grouped convolution, in double.
+struct Reference {
+  std::vector<double> y, dx, dw, db;
+  Reference(const Geometry& g, const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
+            const std::vector<float>& dy)
+      : y(size_t(g.n * g.m * g.oh() * g.ow())), dx(x.size()), dw(w.size()), db(b.size()) {
+    const int64_t mg = g.m / g.group;
+    for (int64_t i = 0; i < g.n; ++i)
+      for (int64_t o = 0; o < g.m; ++o) {
+        const int64_t grp = o / mg;
+        for (int64_t r = 0; r < g.oh(); ++r)
+          for (int64_t q = 0; q < g.ow(); ++q) {
+            const size_t yi = size_t(((i * g.m + o) * g.oh() + r) * g.ow() + q);
+            double s = b[size_t(o)];
+            db[size_t(o)] += dy[yi];
+            for (int64_t ch = 0; ch < g.cg(); ++ch)
+              for (int64_t u = 0; u < g.k; ++u)
+                for (int64_t v = 0; v < g.k; ++v) {
+                  const int64_t ih = r * g.stride - g.pad + u * g.dil, iw = q * g.stride - g.pad + v * g.dil;
+                  if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
+                  const size_t xi = size_t(((i * g.c + grp * g.cg() + ch) * g.h + ih) * g.w + iw);
+                  const size_t wi = size_t(((o * g.cg() + ch) * g.k + u) * g.k + v);
+                  s += double(w[wi]) * x[xi];
+                  dx[xi] += double(w[wi]) * dy[yi];
+                  dw[wi] += double(x[xi]) * dy[yi];
+                }
+            y[yi] = s;
+          }
+      }
+  }
+};
+
+void check_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(std::fabs(got[i] - want[i]) <= tol * (1.0 + std::fabs(want[i])));
+  }
+}
+
+// Runs the op forward and backward; returns y, dx, dw, db.
+std::vector<std::vector<float>> run_conv(const Geometry& g, const std::vector<float>& x, const std::vector<float>& w,
+                                         const std::vector<float>& b, const Tensor& dy) {
+  auto node = dl::rt::sample_node("Conv", 3, 1,
+                                  {{"group", dl::rt::attr_i(g.group)},
+                                   {"pads", dl::rt::attr_ints({g.pad, g.pad, g.pad, g.pad})},
+                                   {"strides", dl::rt::attr_ints({g.stride, g.stride})},
+                                   {"dilations", dl::rt::attr_ints({g.dil, g.dil})}},
+                                  11);
+  OpRun run(node,
+            {Tensor::floats({g.n, g.c, g.h, g.w}, x), Tensor::floats({g.m, g.cg(), g.k, g.k}, w),
+             Tensor::floats({g.m}, b)},
+            true);
+  run.forward();
+  std::vector<Tensor> d = run.backward({&dy}, {true, true, true});
+  return {run.outputs[0].fvec(), d[0].fvec(), d[1].fvec(), d[2].fvec()};
+}
+
+std::vector<std::vector<float>> run_random(const Geometry& g, unsigned seed) {
+  const Tensor dy =
+      Tensor::floats({g.n, g.m, g.oh(), g.ow()}, random_values(g.n * g.m * g.oh() * g.ow(), seed + 3));
+  return run_conv(g, random_values(g.n * g.c * g.h * g.w, seed), random_values(g.m * g.cg() * g.k * g.k, seed + 1),
+                  random_values(g.m, seed + 2), dy);
+}
+
+}  // namespace
+
+TEST_CASE("Conv batched images: reference values for groups, strides, padding, dilation and small maps") {
+  const Geometry cases[] = {
+      {11, 6, 8, 1, 8, 8, 3, 1, 1, 1},   // 8x8 maps: 8 images per GEMM, a last batch of 3
+      {5, 8, 6, 2, 4, 5, 3, 2, 1, 1},    // groups 2, stride 2, odd width
+      {3, 4, 4, 1, 6, 6, 3, 1, 2, 2},    // dilation 2, padding 2
+      {7, 5, 9, 1, 1, 1, 3, 1, 1, 1},    // 1x1 maps, 3x3 kernel (only the centre tap reads the input)
+      {6, 6, 4, 1, 5, 5, 1, 2, 0, 1},    // a strided 1x1 kernel (resnet's downsample), odd map
+      {4, 6, 6, 3, 3, 4, 1, 1, 0, 1},    // pointwise, groups 3
+      {3, 2, 3, 1, 4, 4, 5, 3, 3, 1},    // a kernel wider than the map, stride 3, edge rows read padding only
+  };
+  unsigned seed = 20;
+  for (const Geometry& g : cases) {
+    CAPTURE(g.n);
+    CAPTURE(g.h);
+    CAPTURE(g.k);
+    CAPTURE(g.group);
+    const std::vector<float> x = random_values(g.n * g.c * g.h * g.w, seed++);
+    const std::vector<float> w = random_values(g.m * g.cg() * g.k * g.k, seed++), b = random_values(g.m, seed++);
+    const Tensor dy = Tensor::floats({g.n, g.m, g.oh(), g.ow()}, random_values(g.n * g.m * g.oh() * g.ow(), seed++));
+    const Reference ref(g, x, w, b, dy.fvec());
+    const auto got = run_conv(g, x, w, b, dy);
+    check_close(got[0], ref.y, 1e-5);
+    check_close(got[1], ref.dx, 1e-5);
+    check_close(got[2], ref.dw, 1e-5);
+    check_close(got[3], ref.db, 1e-5);
+  }
+}
+
+TEST_CASE("Conv batched images: the same bits on 1 and 2 threads") {
+  // resnet18's shapes at batch 16: 4x4 maps (one part, its GEMMs split over the threads)
+  // and 8x8 maps (two parts of 8 images).
+  const Geometry shapes[] = {{16, 64, 64, 1, 4, 4, 3, 1, 1, 1}, {16, 32, 32, 1, 8, 8, 3, 1, 1, 1}};
+  for (const Geometry& g : shapes) {
+    CAPTURE(g.h);
+    std::vector<std::vector<float>> by_threads[2];
+    dl::test::on_two_then_one([&](int threads) {
+      if (threads == 2 && g.h == 4)
+        REQUIRE(dl::rt::gemm_threads(g.m, g.n * g.oh() * g.ow(), g.c * g.k * g.k) == 2);
+      by_threads[threads - 1] = run_random(g, 7);
+    });
+    for (size_t i = 0; i < 4; ++i) CHECK(by_threads[0][i] == by_threads[1][i]);
+  }
+}

@@ -1,0 +1,89 @@
+"""Real bugs, part C: the DeepLocalize benchmark's remaining programs and Stack Overflow posts
+found with the search tool (see posts.py). Each pair's notes say what could be read."""
+import numpy as np
+import torch.nn as nn
+
+import generate as kb
+from posts import BENCH, SO, col, pair, variant
+
+R = np.random.default_rng
+
+
+def bench(post):
+    return ("the DeepLocalize benchmark's buggy and correct programs of the post (" + BENCH + post +
+            "), which copy the post's code and the accepted answer's change.")
+
+
+# --- 47352366: an MNIST CNN whose 10-unit output layer is a ReLU ---------------------------------
+
+def _so_47352366():
+    x, ids = kb.digits(47)
+    x = x / 16.0  # input_data.read_data_sets gives pixels in [0, 1]
+
+    def net(last):
+        def build(s):
+            m = kb.seq(s, nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                       nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                       nn.Linear(256, 1024), nn.ReLU(), nn.Dropout(0.5), nn.Linear(1024, 10), last)
+            for i in (0, 3, 7):  # bias_initializer=Constant(0.1) on both convolutions and Dense(1024)
+                nn.init.constant_(m[i].bias, 0.1)
+            return m
+        return build
+    cfg = dict(loss="categorical_crossentropy", optimizer="adam", epochs=6, batch_size=50, seed=301)
+    pair("so_47352366", SO + "47352366", (1, 8, 8),
+         variant(net(nn.ReLU()), cfg, x, col(ids), "multiclass", target_names=["digit"]),
+         variant(net(nn.Softmax(dim=1)), cfg, x, col(ids), "multiclass", target_names=["digit"]),
+         ["activation"], [-1],
+         "TensorFlow's deep MNIST tutorial rebuilt in Keras: Conv(32, 5x5, same, relu)-MaxPool-Conv(64, 5x5, same, "
+         "relu)-MaxPool-Dense(1024, relu)-Dropout(0.5)-Dense(10, relu), biases initialised to 0.1, categorical "
+         "cross-entropy, Adam, batches of 50 (train_on_batch): the output layer is a ReLU, not a softmax, so the "
+         "outputs are no distribution (and all-zero rows make Keras' normalised cross-entropy undefined); accuracy "
+         "stays near chance.",
+         "a softmax output layer (activation='softmax').",
+         bench("47352366") + " Data: sklearn digits as 1x8x8 images (pixels / 16), so the second pooling "
+         "leaves 64x2x2 = 256 features; 6 epochs of batch 50 (216 updates) instead of the post's 600 batches.")
+
+
+# --- 34673164: unscaled county statistics, tanh MLP, softmax + MSE ------------------------------
+
+def _so_34673164():
+    r = R(34673164)
+    n = 400
+    pop = r.lognormal(10.5, 1.3, n).round()  # population, 9e3 .. 7e5 in the post's rows
+    age = r.uniform(34, 42, n).round(1)
+    pct = r.uniform(9, 32, n).round(1)
+    inc = r.uniform(56000, 160000, n).round()
+    score = r.normal(0.3, 1.1, n).round(2)  # the three last columns are small signed indices
+    cols = [pop, age, age + r.normal(0, 0.3, n).round(1), pct, r.uniform(9, 22, n).round(1),
+            r.uniform(9, 22, n).round(1), r.uniform(90, 180000, n).round(), (pop * r.uniform(0.2, 0.5, n)).round(),
+            r.uniform(2.4, 2.65, n).round(2), r.uniform(50, 75, n).round(1), r.uniform(14, 29, n).round(1),
+            pct * r.uniform(0.6, 1.4, n).round(1), inc, score, score + r.normal(0.15, 0.1, n).round(2),
+            r.uniform(0.1, 0.95, n).round(2)]
+    x = np.stack(cols, 1)
+    romney = (score + 0.05 * (x[:, 9] - 62) + r.normal(0, 0.3, n)) > 0.3  # the label the indices carry
+    y = kb.one_hot(romney.astype(int), 2)
+
+    def net(first, last):
+        return lambda s: kb.seq(s, *first, nn.Linear(16, 64), nn.Tanh(), nn.Dropout(0.5), nn.Linear(64, 64), nn.Tanh(),
+                                nn.Dropout(0.5), nn.Linear(64, 2), last, kernel="uniform")
+    cfg = dict(optimizer="sgd", learning_rate=0.1, decay=1e-6, momentum=0.9, nesterov="true", epochs=20,
+               batch_size=16, seed=302, targets=2)
+    names = ["obama", "romney"]
+    pair("so_34673164", SO + "34673164", (16,),
+         variant(net([], nn.Softmax(dim=1)), dict(cfg, loss="mse"), x, y, "multiclass", target_names=names),
+         variant(net([kb.keras_bn(16)], nn.Sigmoid()), dict(cfg, loss="binary_crossentropy"), x, y, "multiclass",
+                 target_names=names),
+         ["data", "loss"], [],
+         "Election results per county from 16 raw statistics (populations up to 7e5, incomes around 1e5, "
+         "percentages, and three small signed indices), Dense(64, tanh)-Dropout(0.5)-Dense(64, tanh)-Dropout(0.5)-"
+         "Dense(2, softmax) with init='uniform', mean squared error on one-hot labels, SGD(lr 0.1, decay 1e-6, "
+         "momentum 0.9, nesterov), batch 16, 20 epochs: the unscaled inputs saturate every tanh unit, and the "
+         "network predicts one candidate for every county.",
+         "a BatchNormalization layer in front of the network (it standardises the inputs), sigmoid outputs with "
+         "binary cross-entropy.",
+         bench("34673164") + " Data: the benchmark's dataset.csv has 10 rows; 400 synthetic rows with the "
+         "ranges of its 16 columns, the label decided by the small indices (and one percentage) as in those rows.")
+
+
+for _b in (_so_47352366, _so_34673164):
+    _b()

@@ -134,5 +134,52 @@ def _so_63909566():
          "map; W1 = 64, batch 32, 30 epochs.")
 
 
-for _b in (_so_47352366, _so_34673164, _so_48284427, _so_63909566):
+# --- 45337371: a binary classifier ending in a one-unit softmax ----------------------------------
+
+def _so_45337371():
+    r = R(45337371)
+    x = r.random((500, 5))  # the post feeds np.random.rand rows of 5 features
+    y = col((x[:, 0] + x[:, 1] - x[:, 2] + 0.5 * x[:, 3] * x[:, 4] > 0.6).astype(float))
+
+    def net(last):
+        return lambda s: kb.seq(s, nn.Linear(5, 60), nn.ReLU(), nn.Linear(60, 50), nn.ReLU(), nn.Linear(50, 1), last)
+    cfg = dict(loss="binary_crossentropy", optimizer="adam", epochs=20, batch_size=32, seed=305)
+    pair("so_45337371", SO + "45337371", (5,),
+         variant(net(nn.Softmax(dim=1)), cfg, x, y, "binary"), variant(net(nn.Sigmoid()), cfg, x, y, "binary"),
+         ["activation"], [-1],
+         "Dense(60, relu)-Dense(50, relu)-Dense(1, softmax) on 5 features, binary cross-entropy, Adam: the "
+         "gradient of the output with respect to the input is all zeros, because a softmax over one unit is the "
+         "constant 1; trained, the model predicts class 1 for every row and never changes.",
+         "a sigmoid output unit.",
+         bench("45337371") + " The post only computes the gradient of an untrained model: 500 rows of 5 uniform "
+         "features with a fixed label rule, 20 epochs of batch 32 here.")
+
+
+# --- stats.SE 433365: XOR through a linear first layer and a ReLU output with MSE --------------
+
+def _cv_433365():
+    r = R(433365)
+    x = np.repeat(np.array([[0, 0], [0, 1], [1, 0], [1, 1]], dtype=float), 500, axis=0)
+    x = x[r.permutation(len(x))]  # the first version of the post shuffles before splitting
+    y = col(np.logical_xor(x[:, 0] > 0.5, x[:, 1] > 0.5).astype(float))
+    x, y = x[:1500], y[:1500]  # its 75% training split
+
+    def net(act, last):
+        return lambda s: kb.seq(s, nn.Linear(2, 2), *act, nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1), last)
+    cfg = dict(optimizer="sgd", epochs=5, batch_size=32, seed=306)
+    pair("cv_433365", "https://stats.stackexchange.com/questions/433365", (2,),
+         variant(net([], nn.ReLU()), dict(cfg, loss="mse"), x, y, "binary"),
+         variant(net([nn.ReLU()], nn.Sigmoid()), dict(cfg, loss="binary_crossentropy", epochs=40), x, y, "binary"),
+         ["activation", "loss"], [0, -1],
+         "XOR (copies of the four patterns) with Dense(2) without activation, Dense(2, relu), Dense(1, relu), "
+         "SGD (lr 0.01), mean squared error, 5 epochs: the loss stays at 0.5 (the relu output unit dies) and "
+         "the model cannot represent XOR.",
+         "a non-linearity in the first layer, a sigmoid output with binary cross-entropy, and more epochs (40).",
+         "the question and its two answers (read on stats.stackexchange.com). 2000 rows instead of 20000, the "
+         "first 75% used for training as in the post.",
+         dropped="not killed: the buggy program solves XOR on one seed of three (1.00), and the fix's 2-unit "
+                 "layers stop at 0.75 on all three, p = 0.33")
+
+
+for _b in (_so_47352366, _so_34673164, _so_48284427, _so_63909566, _so_45337371, _cv_433365):
     _b()

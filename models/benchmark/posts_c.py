@@ -181,5 +181,31 @@ def _cv_433365():
                  "layers stop at 0.75 on all three, p = 0.33")
 
 
-for _b in (_so_47352366, _so_34673164, _so_48284427, _so_63909566, _so_45337371, _cv_433365):
+# --- 73462535: the first 1000 MNIST images, softmax + MSE, SGD lr 0.001, full batch -------------
+
+def _so_73462535():
+    x, ids = kb.digits(73)
+    x, ids = x[:1000] / 16.0, ids[:1000]  # the post divides by 255 and keeps the first 1000 images
+
+    def net(s):
+        return kb.seq(s, nn.Linear(64, 128), nn.Sigmoid(), nn.Linear(128, 10), nn.Softmax(dim=1))
+    cfg = dict(loss="mse", optimizer="sgd", epochs=300, batch_size=1000, seed=307, targets=10)
+    y = kb.one_hot(ids, 10)
+    names = [f"d{i}" for i in range(10)]
+    pair("so_73462535", SO + "73462535", (64,),
+         variant(net, dict(cfg, learning_rate=0.001), x, y, "multiclass", target_names=names),
+         variant(net, dict(cfg, learning_rate=5.0), x, y, "multiclass", target_names=names),
+         ["learning_rate", "loss"], [],
+         "The first 1000 MNIST images, one-hot labels, Flatten-Dense(128, sigmoid)-Dense(10, softmax), mean squared "
+         "error, SGD with the whole set as one batch: with a learning rate of 0.001 the loss changes incredibly "
+         "slowly (the post needs a rate above 1 to converge), because MSE through a softmax gives tiny gradients "
+         "and one update per epoch.",
+         "a learning rate of 5, the post's own converging setting (the accepted answer adds that softmax outputs "
+         "call for a categorical cross-entropy instead of MSE).",
+         "the post's question and the start of its accepted answer (read on public mirrors; the rest of the answer "
+         "was cut off). Data: the first 1000 rows of sklearn digits / 16 (64 pixels), one-hot; 300 epochs (300 "
+         "updates) instead of the post's 10000.")
+
+
+for _b in (_so_47352366, _so_34673164, _so_48284427, _so_63909566, _so_45337371, _cv_433365, _so_73462535):
     _b()

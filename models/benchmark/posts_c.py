@@ -221,7 +221,8 @@ def _ds_19365():
     cfg = dict(loss="mse", optimizer="sgd", seed=308)
     pair("ds_19365", "https://datascience.stackexchange.com/questions/19365", (1,),
          variant(buggy, dict(cfg, epochs=10, batch_size=1), xb, col(np.sin(xb[:, 0])), "regression"),
-         variant(fixed, dict(cfg, optimizer="adam", epochs=300, batch_size=20), xf, col(np.sin(xf[:, 0])), "regression"),
+         variant(fixed, dict(cfg, optimizer="adam", epochs=300, batch_size=20), xf, col(np.sin(xf[:, 0])),
+                 "regression"),
          ["data", "activation"], [-1],
          "A feed-forward net that should learn a sine: x = 0, 1, ..., 99 (raw integers, so sin(x) jumps about "
          "like noise), Dense(10, sigmoid)-Dense(1, sigmoid), MSE, SGD, batch 1, 10 epochs (also 1000): the "
@@ -235,5 +236,30 @@ def _ds_19365():
          "1000 epochs).")
 
 
-for _b in (_so_47352366, _so_34673164, _so_48284427, _so_63909566, _so_45337371, _cv_433365, _so_73462535, _ds_19365):
+# --- stats.SE 367057: Fashion-MNIST's raw pixels into two ReLU layers with Adam ----------------
+
+def _cv_367057():
+    x, ids = kb.digits(367)
+    raw = x * (255.0 / 16.0)  # fashion_mnist.load_data() pixels, not divided by 255
+
+    def net(s):
+        return kb.seq(s, nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10),
+                      nn.Softmax(dim=1))
+    cfg = dict(loss="categorical_crossentropy", optimizer="adam", epochs=20, batch_size=32, seed=309)
+    pair("cv_367057", "https://stats.stackexchange.com/questions/367057", (64,),
+         variant(net, cfg, raw, col(ids), "multiclass", target_names=["label"]),
+         variant(net, cfg, raw / 255.0, col(ids), "multiclass", target_names=["label"]),
+         ["data"], [],
+         "Fashion-MNIST with Dense(128, relu)-Dense(128, relu)-Dense(10, softmax), categorical cross-entropy, Adam, "
+         "20 epochs, on the raw 0..255 pixels: about 20% validation accuracy, and with wider layers often no "
+         "learning at all (sigmoid units with MSE and SGD did better).",
+         "scale the inputs to [0, 1] (the question's own edit; a comment explains that unscaled inputs make the "
+         "neuron outputs very large).",
+         "the question, its edit and comments (read on stats.stackexchange.com). Data: sklearn digits x 255/16 "
+         "(64 pixels) instead of Fashion-MNIST's 784; no early stopping (the post stops after 3 epochs without a "
+         "better validation loss on the test set).")
+
+
+for _b in (_so_47352366, _so_34673164, _so_48284427, _so_63909566, _so_45337371, _cv_433365, _so_73462535, _ds_19365,
+           _cv_367057):
     _b()

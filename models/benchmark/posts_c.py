@@ -1,6 +1,7 @@
 """Real bugs, part C: the DeepLocalize benchmark's remaining programs and Stack Overflow posts
 found with the search tool (see posts.py). Each pair's notes say what could be read."""
 import numpy as np
+import torch
 import torch.nn as nn
 
 import generate as kb
@@ -260,6 +261,59 @@ def _cv_367057():
          "better validation loss on the test set).")
 
 
+# --- 47932589: an LSTM asked for a sine's frequency (1..100) through a ReLU output --------------
+
+class _LstmRegressor(nn.Module):
+    """LSTM (batch first) -> last hidden state -> [Dense(hidden, relu) -> Dropout] -> Dense(1) -> ReLU,
+    as Keras' LSTM + Dense layers."""
+
+    def __init__(self, units, hidden=0, dropout=0.0):
+        super().__init__()
+        self.rnn = nn.LSTM(1, units, batch_first=True)
+        mods = [nn.Linear(units, hidden), nn.ReLU(), nn.Dropout(dropout)] if hidden else []
+        self.head = nn.Sequential(*mods, nn.Linear(hidden or units, 1), nn.ReLU())
+
+    def forward(self, x):
+        _, (h, _) = self.rnn(x)
+        return self.head(h[-1])
+
+
+def _so_47932589():
+    steps = 100
+    t = np.linspace(0, 2 * np.pi, steps)
+    xb = np.stack([np.sin(f * t) for f in range(1, 101)])[:, :, None]  # train_x[:100]: frequencies 1..100
+    yb = col(np.arange(1, 101))
+    r = R(47932589)
+    fo = [(f, o) for f in range(1, 11) for o in r.uniform(0, 2 * np.pi, 10)]  # 10 offsets per frequency
+    xf = np.stack([np.sin(f * np.linspace(o, 2 * np.pi + o, steps)) for f, o in fo])[:, :, None]
+    yf = col([f for f, _ in fo])
+
+    def net(hidden, dropout):
+        def build(s):
+            torch.manual_seed(s)
+            m = _LstmRegressor(16, hidden, dropout)
+            for layer in m.head:
+                if isinstance(layer, nn.Linear):
+                    nn.init.xavier_uniform_(layer.weight)
+                    nn.init.zeros_(layer.bias)
+            return m
+        return build
+    cfg = dict(loss="mae", optimizer="adam", batch_size=32, seed=310)
+    pair("so_47932589", SO + "47932589", (steps, 1),
+         variant(net(0, 0.0), dict(cfg, epochs=100), xb, yb, "regression"),
+         variant(net(16, 0.2), dict(cfg, epochs=300), xf, yf, "regression"),
+         ["data", "activation"], [-1],
+         "Estimating a sine's frequency: one series per frequency 1..100 (2000 samples each), LSTM(100)-Dense(1, "
+         "relu), mean absolute error, Adam, 100 epochs: the model learns a trivial zero for every series (the ReLU "
+         "output sits on its constant part), with targets two orders of magnitude apart and each seen once.",
+         "the accepted answer's changes: frequencies limited to 1..10 (so the targets' scale is no issue), 10 "
+         "series per frequency with random phase offsets, 100 time steps, one more hidden layer and a Dropout.",
+         "the question, a comment and the accepted answer (read on public mirrors; the answer's code was cut off "
+         "after its data generator). LSTM(16) instead of 100 and 100 time steps instead of 2000 for the buggy "
+         "program too (the benchmark must train in seconds); the hidden Dense(16, relu), Dropout(0.2) and 300 "
+         "epochs of the fix are this rebuild's choices.")
+
+
 for _b in (_so_47352366, _so_34673164, _so_48284427, _so_63909566, _so_45337371, _cv_433365, _so_73462535, _ds_19365,
-           _cv_367057):
+           _cv_367057, _so_47932589):
     _b()

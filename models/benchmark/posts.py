@@ -70,6 +70,7 @@ def split_of(name):
 def register(kb):
     import posts_a  # noqa: F401  (declares its pairs)
     import posts_b  # noqa: F401
+    import posts_d  # noqa: F401
     for p in PAIRS:
         if p["dropped"]:
             continue

@@ -46,6 +46,89 @@ def _gh_keras_3040():
          "range(200), y = 2x); batches are shuffled here, as everywhere in the benchmark.")
 
 
+# --- hunkim/DeepLearningZeroToAll 129: a linear regression lab on SGD's default learning rate ------
+
+def _gh_dlzero_129():
+    x = col([1.0, 2.0, 3.0, 4.0])
+    y = col([0.0, -1.0, -2.0, -3.0])
+
+    def net(s):
+        return kb.seq(s, nn.Linear(1, 1))
+    cfg = dict(loss="mse", optimizer="sgd", epochs=100, batch_size=32, seed=407)
+    pair("gh_dlzero_129", GH + "hunkim/DeepLearningZeroToAll/issues/129", (1,),
+         variant(net, cfg, x, y, "regression"), variant(net, dict(cfg, learning_rate=0.1), x, y, "regression"),
+         ["learning_rate"], [],
+         "The course's Keras lab 2-1: x = 1..4, y = 0, -1, -2, -3, one Dense(1) unit, MSE, optimizer='sgd' (Keras' "
+         "default learning rate 0.01), full batch: the lab needs 1000 epochs, because at lr 0.01 the bias moves "
+         "by a fraction of a percent of its error per update; within the issue's 100 epochs it is still far off.",
+         "SGD(lr=0.1), with which 100 epochs give a more precise fit (the issue's code; the maintainers asked for "
+         "a PR).",
+         "the issue's question and comments and the lab file (Keras/klab-02-1-linear_regression.py, 1000 epochs). "
+         "The buggy program is the lab's model and default learning rate with the issue's budget of 100 epochs.")
+
+
+# --- hunkim/DeepLearningZeroToAll 197: the stock-price regression lab without min-max scaling -----
+
+_STOCK = np.array([[828.659973, 833.450012, 908100, 828.349976, 831.659973],
+                   [823.02002, 828.070007, 1828100, 821.655029, 828.070007],
+                   [819.929993, 824.400024, 1438100, 818.97998, 824.159973],
+                   [816, 820.958984, 1008100, 815.48999, 819.23999],
+                   [819.359985, 823, 1188100, 818.469971, 818.97998],
+                   [819, 823, 1198100, 816, 820.450012],
+                   [811.700012, 815.25, 1098100, 809.780029, 813.669983],
+                   [809.51001, 816.659973, 1398100, 804.539978, 809.559998]])  # open, high, volume, low, close
+
+
+def _gh_dlzero_197():
+    scaled = (_STOCK - _STOCK.min(0)) / (_STOCK.max(0) - _STOCK.min(0) + 1e-7)  # the lab's MinMaxScaler
+
+    def net(s):
+        return kb.seq(s, nn.Linear(4, 1))
+    cfg = dict(loss="mse", optimizer="sgd", epochs=100, batch_size=32, seed=408)
+    names = ["open", "high", "volume", "low"]
+    pair("gh_dlzero_197", GH + "hunkim/DeepLearningZeroToAll/issues/197", (4,),
+         variant(net, cfg, _STOCK[:, :4], _STOCK[:, [4]], "regression", feature_names=names, target_names=["close"]),
+         variant(net, cfg, scaled[:, :4], scaled[:, [4]], "regression", feature_names=names, target_names=["close"]),
+         ["data"], [],
+         "The course's lab 7: a linear regression of a stock's closing price on its open, high, low (about 800) "
+         "and volume (about 1e6) over 8 days, one Dense(1) unit, MSE, SGD (Keras' default lr 0.01), 100 epochs, "
+         "without scaling: 'without minmax lab-07-2 does not work' (the loss is inf/NaN within a few steps, the "
+         "volume column alone makes each step about 1e12 times too large).",
+         "min-max scale every column, targets included (lab 7-3: 'very important. It does not work without it.').",
+         "the issue (lab-07-2 vs lab-07-3), its answer, and the labs' files (lab-07-2-linear_regression_without_"
+         "min_max.py, Keras/klab-07-3-linear_regression_min_max.py). The data is the labs' own 8 rows; the "
+         "buggy program is the Keras lab 7-3 without its MinMaxScaler line.",
+         dropped="the fix does not train in PyTorch: the lab's 100 full-batch SGD steps at lr 0.01 on the scaled "
+                 "8 rows leave R^2 at -0.32..0.55 over the 3 seeds")
+
+
+# --- keras-team/keras 321: an LSTM regressor of a saw-tooth ending in softmax, with MSE ------------
+
+def _gh_keras_321():
+    r = R(321)
+    n, steps = 1000, 10
+    phase = r.integers(0, 10, (n, 2))
+    t = np.arange(steps + 1)
+    saw = 1.0 + (phase[:, None, :] + t[None, :, None]) % 10  # two saw-tooth columns from 1 to 10
+    x, y = saw[:, :steps, :], saw[:, steps, :]
+
+    def net(last):
+        return lambda s: _recurrent(s, 2, [32], nn.Linear(32, 2), *last)
+    cfg = dict(loss="mse", optimizer="rmsprop", epochs=40, batch_size=100, seed=409, targets=2)
+    pair("gh_keras_321", GH + "keras-team/keras/issues/321", (steps, 2),
+         variant(net([nn.Softmax(dim=1)]), cfg, x, y, "regression", target_names=["a", "b"]),
+         variant(net([]), cfg, x, y, "regression", target_names=["a", "b"]),
+         ["activation"], [-1],
+         "Next-step regression of two saw-tooth columns running from 1 to 10 with LSTM(150)-Dense(2)-softmax, "
+         "mean squared error, RMSprop: the loss is exactly the same after every epoch and for any data size, "
+         "because a softmax output sums to 1 and cannot approach targets between 1 and 10.",
+         "a linear output (no softmax) for a regression target.",
+         "the issue's question (the data generator is a gist not stored here; the answers' text was not "
+         "retrievable, the fix is the one the question's constant loss calls for). LSTM(32) instead of 150 and "
+         "batch 100 instead of 450 (1000 synthetic windows of 10 steps instead of 10000-50000), 40 epochs as "
+         "in the issue.")
+
+
 # --- MichalDanielDobrzanski/DeepLearningPython 13: Nielsen's network with ReLU instead of sigmoid -
 
 def _gh_dlpython_13():
@@ -237,5 +320,5 @@ def _gh_keras_12560():
          "does not show its compile/fit).")
 
 
-for _b in (_gh_keras_3040, _gh_dlpython_13, _cv_372762, _gh_keras_4563, _gh_keras_14490, _gh_keras_12560):
+for _b in (_gh_keras_3040, _gh_dlzero_129, _gh_dlzero_197, _gh_dlpython_13, _cv_372762, _gh_keras_4563, _gh_keras_14490, _gh_keras_12560, _gh_keras_321):
     _b()

@@ -181,6 +181,58 @@ def _cv_372762():
          "sklearn digits rescaled to 0..255 (8x8 = 64 pixels) instead of Fashion-MNIST's 28x28.")
 
 
+# --- keras-team/keras 6914: Keras' mnist_mlp example on Kaggle's CSV without dividing by 255 ------
+
+def _gh_keras_6914():
+    x, ids = kb.digits(69)
+    x = x * (255.0 / 16.0)  # Kaggle's train.csv: raw 0..255 pixels
+
+    def net(s):
+        return kb.seq(s, nn.Linear(64, 512), nn.ReLU(), nn.Dropout(0.2), nn.Linear(512, 512), nn.ReLU(),
+                      nn.Dropout(0.2), nn.Linear(512, 10), nn.Softmax(dim=1))
+    cfg = dict(loss="categorical_crossentropy", optimizer="rmsprop", epochs=20, batch_size=128, seed=410)
+    pair("gh_keras_6914", GH + "keras-team/keras/issues/6914", (64,),
+         variant(net, cfg, x, col(ids), "multiclass", target_names=["label"]),
+         variant(net, cfg, x / 255.0, col(ids), "multiclass", target_names=["label"]),
+         ["data"], [],
+         "Keras' examples/mnist_mlp.py (Dense(512, relu)-Dropout(0.2)-Dense(512, relu)-Dropout(0.2)-Dense(10, "
+         "softmax), categorical cross-entropy, RMSprop, batch 128, 20 epochs) trained on Kaggle's MNIST CSV "
+         "without the example's x /= 255: accuracy does not go past 30% (the example reaches 98.4%).",
+         "divide the pixels by 255 (the reporter's own fix, which closed the issue).",
+         "the issue's question, replies and the reporter's closing comment, and the example it names. Data: "
+         "sklearn digits rescaled to 0..255 (64 pixels, 1797 rows) instead of Kaggle's 42000 x 784; the class id "
+         "column is one-hot encoded by the loss.")
+
+
+# --- keras-team/keras 255: images "normalised" with integer division, every pixel 0 --------------
+
+def _gh_keras_255():
+    x, ids = kb.digits(25)
+    keep = (ids == 3) | (ids == 8)
+    x, y = x[keep] / 16.0, (ids[keep] == 8).astype(int)
+
+    def net(s):
+        return kb.seq(s, nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3, padding=1), nn.ReLU(),
+                      nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(), nn.Linear(32 * 16, 128), nn.ReLU(),
+                      nn.Dropout(0.5), nn.Linear(128, 2), nn.Softmax(dim=1))
+    cfg = dict(loss="categorical_crossentropy", optimizer="rmsprop", epochs=10, batch_size=32, seed=411)
+    pair("gh_keras_255", GH + "keras-team/keras/issues/255", (1, 8, 8),
+         variant(net, cfg, np.zeros_like(x), col(y), "multiclass", target_names=["player"]),
+         variant(net, cfg, x, col(y), "multiclass", target_names=["player"]),
+         ["data"], [],
+         "A small VGG-like CNN (Conv(32, 3x3)-relu twice, MaxPool, Dropout(0.25), Dense, Dropout(0.5), "
+         "Dense(2, softmax)) for two classes of game screenshots, categorical cross-entropy on one-hot labels, "
+         "RMSprop, batch 32: the loss is exactly the same at every step (17.27, accuracy 0.5) and the filters "
+         "never change. The images were 'normalised' to [0, 1] while the array was still int, so every pixel "
+         "became 0.",
+         "normalise the pixels as floats (the reporter's own fix: 'Now that I properly normalize the images, "
+         "the model is learning').",
+         "the issue's question, replies and the reporter's closing comment. The issue's model is 'a smaller "
+         "version of the VGG example' without its code: one VGG block and Dense(128) here. Data: sklearn digits "
+         "3 and 8 as 1x8x8 images (pixels / 16, 357 rows) instead of about 1000 screenshots; the buggy program's "
+         "pixels are all 0, as the integer division left them; 10 epochs.")
+
+
 # --- recurrent models: nn.LSTM stacks read as Keras' LSTM layers ---------------------------------
 
 class _Recurrent(nn.Module):
@@ -320,5 +372,6 @@ def _gh_keras_12560():
          "does not show its compile/fit).")
 
 
-for _b in (_gh_keras_3040, _gh_dlzero_129, _gh_dlzero_197, _gh_dlpython_13, _cv_372762, _gh_keras_4563, _gh_keras_14490, _gh_keras_12560, _gh_keras_321):
+for _b in (_gh_keras_3040, _gh_dlzero_129, _gh_dlzero_197, _gh_keras_6914, _gh_keras_255, _gh_dlpython_13,
+           _cv_372762, _gh_keras_4563, _gh_keras_14490, _gh_keras_12560, _gh_keras_321):
     _b()

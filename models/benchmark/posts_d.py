@@ -233,6 +233,104 @@ def _gh_keras_255():
          "pixels are all 0, as the integer division left them; 10 epochs.")
 
 
+# --- keras-team/keras 4784: a five-layer binary classifier ending in a ReLU unit ------------------
+
+def _gh_keras_4784():
+    r = R(4784)
+    n = 3000
+    x = r.normal(0.0, 1.0, (n, 106))
+    w = r.normal(0.0, 1.0, 106)
+    y = col((x @ w + r.normal(0.0, 2.0, n) > 0.0).astype(float))
+
+    def net(last):
+        return lambda s: kb.seq(s, nn.Linear(106, 64), nn.ReLU(), nn.Linear(64, 32), nn.Tanh(), nn.Linear(32, 12),
+                                nn.ReLU(), nn.Linear(12, 8), nn.Sigmoid(), nn.Linear(8, 1), last, kernel="uniform")
+    cfg = dict(loss="binary_crossentropy", optimizer="sgd", learning_rate=0.0001, momentum=0.4, epochs=100,
+               batch_size=300, seed=412)
+    pair("gh_keras_4784", GH + "keras-team/keras/issues/4784", (106,),
+         variant(net(nn.ReLU()), cfg, x, y, "binary"), variant(net(nn.Sigmoid()), cfg, x, y, "binary"),
+         ["activation"], [-1],
+         "A binary classifier of 106 features: Dense(64, relu)-Dense(32, tanh)-Dense(12, relu)-Dense(8, sigmoid)-"
+         "Dense(1, relu), all init='uniform', binary cross-entropy, SGD(lr 0.0001, momentum 0.4), 100 epochs of "
+         "batch 300: accuracy does not change across the epochs. A ReLU output is no probability, and where it "
+         "is 0 Keras' clipped cross-entropy passes no gradient.",
+         "a sigmoid output unit (the answer: 'your model doesn't match your loss function'; the reporter: 'once I "
+         "set the output layer to sigmoid, I see accuracy improving across epochs').",
+         "the issue's question, answers and the reporter's confirmation. Data: 3000 synthetic rows of 106 "
+         "standard-normal features with a noisy linear label rule instead of the issue's Train.txt.",
+         dropped="the fix does not train in PyTorch: 1000 updates of SGD at lr 0.0001 through five init='uniform' "
+                 "layers leave the sigmoid version predicting one class (0.50) on all 3 seeds, like the buggy one")
+
+
+# --- AUTOTRAINER's demo cases (the benchmark of Zhang et al., ICSE'21) -------------------------------
+
+AT = GH + "shiningrain/AUTOTRAINER/blob/HEAD/AutoTrainer/demo_case/"
+
+
+def _at_improper_activation():
+    from sklearn.datasets import make_blobs
+    xb, ids = make_blobs(n_samples=1000, centers=3, n_features=2, cluster_std=2, random_state=2)
+    x, y = xb[:700], kb.one_hot(ids[:700], 3)  # AUTOTRAINER's simplednn 'blob' data, its 700 training rows
+
+    def net(last):
+        def build(s):
+            torch.manual_seed(s)
+            m = nn.Sequential(nn.Linear(2, 50), nn.ReLU(), nn.Linear(50, 50), nn.ReLU(), nn.Linear(50, 50), nn.ReLU(),
+                              nn.Linear(50, 50), nn.ReLU(), nn.Linear(50, 3), last)
+            for i in (0, 2, 4, 6):  # he_uniform: U(-sqrt(6 / fan_in), +)
+                nn.init.kaiming_uniform_(m[i].weight, nonlinearity="relu")
+                nn.init.zeros_(m[i].bias)
+            kb.init_layers(m, only={8})  # the output layer keeps Keras' glorot_uniform
+            return m
+        return build
+    cfg = dict(loss="categorical_crossentropy", optimizer="adam", learning_rate=0.0001, epochs=300, batch_size=256,
+               seed=413, targets=3)
+    names = ["c0", "c1", "c2"]
+    pair("at_improper_activation", AT + "Improper_Activation_case/demo_activation.py", (2,),
+         variant(net(nn.ReLU()), cfg, x, y, "multiclass", target_names=names),
+         variant(net(nn.Softmax(dim=1)), cfg, x, y, "multiclass", target_names=names),
+         ["activation"], [-1],
+         "AUTOTRAINER's 'improper activation' demo: three Gaussian blobs in 2-D (make_blobs, cluster_std 2), "
+         "four Dense(50, relu, he_uniform) layers and a Dense(3, relu) output (its Softmax commented out), "
+         "categorical cross-entropy on one-hot labels, Adam(lr 1e-4), batch 256, 300 epochs. ReLU outputs are no "
+         "distribution: an output unit at 0 is clipped by the loss and gets no gradient, so the classes it "
+         "should score are never learned.",
+         "a softmax output (the demo's commented-out Softmax).",
+         "the AUTOTRAINER repository's demo case (demo_activation.py) and its data module (data/simplednn.py, "
+         "method 'blob'): the same make_blobs call and 700 training rows, so the data is the demo's own.")
+
+
+def _at_data_issue():
+    x, ids = kb.digits(71)
+    x = x * (255.0 / 16.0)  # raw 0..255 pixels: the demo comments out the preprocessing
+
+    def net(s):
+        torch.manual_seed(s)
+        m = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25),
+                          nn.Conv2d(16, 36, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(),
+                          nn.Linear(36 * 4, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Dropout(0.25),
+                          nn.Linear(128, 10), nn.Softmax(dim=1))
+        for i in (0, 4, 9, 11):  # he_uniform
+            nn.init.kaiming_uniform_(m[i].weight, nonlinearity="relu")
+            nn.init.zeros_(m[i].bias)
+        kb.init_layers(m, only={14})
+        return m
+    cfg = dict(loss="categorical_crossentropy", optimizer="adam", learning_rate=0.001, epochs=15, batch_size=32,
+               seed=414)
+    pair("at_data_issue", AT + "Data_Issue_case/demo_data.py", (1, 8, 8),
+         variant(net, cfg, x, col(ids), "multiclass", target_names=["label"]),
+         variant(net, cfg, x / 255.0, col(ids), "multiclass", target_names=["label"]),
+         ["data"], [],
+         "AUTOTRAINER's 'data issue' demo: a CIFAR-10 CNN (Conv(16, 3x3, relu)-MaxPool-Dropout(0.25)-Conv(36, "
+         "3x3, relu)-MaxPool-Dropout(0.25)-Flatten-Dense(256, relu)-Dense(128, relu)-Dropout(0.25)-Dense(10, "
+         "softmax), he_uniform kernels), categorical cross-entropy, Adam(lr 1e-3), batch 32, 15 epochs, with the "
+         "data module's preprocessing commented out, so the network sees raw 0..255 pixels.",
+         "preprocess the pixels (here / 255, to [0, 1]).",
+         "the AUTOTRAINER repository's demo case (demo_data.py; its first line says 'data issue, 2 bugs', the "
+         "other one is not named). Data: sklearn digits rescaled to 0..255 as 1x8x8 images instead of CIFAR-10's "
+         "3x32x32, with 'same' padding (8x8 inputs do not survive two valid 3x3 convolutions and two poolings).")
+
+
 # --- recurrent models: nn.LSTM stacks read as Keras' LSTM layers ---------------------------------
 
 class _Recurrent(nn.Module):
@@ -372,6 +470,7 @@ def _gh_keras_12560():
          "does not show its compile/fit).")
 
 
-for _b in (_gh_keras_3040, _gh_dlzero_129, _gh_dlzero_197, _gh_keras_6914, _gh_keras_255, _gh_dlpython_13,
-           _cv_372762, _gh_keras_4563, _gh_keras_14490, _gh_keras_12560, _gh_keras_321):
+for _b in (_gh_keras_3040, _gh_dlzero_129, _gh_dlzero_197, _gh_keras_6914, _gh_keras_255, _gh_keras_4784,
+           _gh_dlpython_13, _cv_372762, _gh_keras_4563, _gh_keras_14490, _gh_keras_12560, _gh_keras_321,
+           _at_improper_activation, _at_data_issue):
     _b()

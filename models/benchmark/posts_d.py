@@ -64,7 +64,9 @@ def _gh_dlzero_129():
          "SGD(lr=0.1), with which 100 epochs give a more precise fit (the issue's code; the maintainers asked for "
          "a PR).",
          "the issue's question and comments and the lab file (Keras/klab-02-1-linear_regression.py, 1000 epochs). "
-         "The buggy program is the lab's model and default learning rate with the issue's budget of 100 epochs.")
+         "The buggy program is the lab's model and default learning rate with the issue's budget of 100 epochs.",
+         dropped="not killed: after 100 updates at lr 0.01 the fit is already close, R^2 0.92-0.96 vs 1.00 for the fix "
+                 "(the suite's margin is 0.10)")
 
 
 # --- hunkim/DeepLearningZeroToAll 197: the stock-price regression lab without min-max scaling -----

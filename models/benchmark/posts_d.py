@@ -108,7 +108,7 @@ def _gh_dlzero_197():
 
 def _gh_keras_321():
     r = R(321)
-    n, steps = 1000, 10
+    n, steps = 500, 10
     phase = r.integers(0, 10, (n, 2))
     t = np.arange(steps + 1)
     saw = 1.0 + (phase[:, None, :] + t[None, :, None]) % 10  # two saw-tooth columns from 1 to 10
@@ -127,7 +127,7 @@ def _gh_keras_321():
          "a linear output (no softmax) for a regression target.",
          "the issue's question (the data generator is a gist not stored here; the answers' text was not "
          "retrievable, the fix is the one the question's constant loss calls for). LSTM(32) instead of 150 and "
-         "batch 100 instead of 450 (1000 synthetic windows of 10 steps instead of 10000-50000), 40 epochs as "
+         "batch 100 instead of 450 (500 synthetic windows of 10 steps instead of 10000-50000), 40 epochs as "
          "in the issue.")
 
 
@@ -187,7 +187,7 @@ def _cv_372762():
 
 def _gh_keras_6914():
     x, ids = kb.digits(69)
-    x = x * (255.0 / 16.0)  # Kaggle's train.csv: raw 0..255 pixels
+    x, ids = x[:600] * (255.0 / 16.0), ids[:600]  # Kaggle's train.csv: raw 0..255 pixels
 
     def net(s):
         return kb.seq(s, nn.Linear(64, 512), nn.ReLU(), nn.Dropout(0.2), nn.Linear(512, 512), nn.ReLU(),
@@ -202,7 +202,7 @@ def _gh_keras_6914():
          "without the example's x /= 255: accuracy does not go past 30% (the example reaches 98.4%).",
          "divide the pixels by 255 (the reporter's own fix, which closed the issue).",
          "the issue's question, replies and the reporter's closing comment, and the example it names. Data: "
-         "sklearn digits rescaled to 0..255 (64 pixels, 1797 rows) instead of Kaggle's 42000 x 784; the class id "
+         "600 rows of sklearn digits rescaled to 0..255 (64 pixels) instead of Kaggle's 42000 x 784; the class id "
          "column is one-hot encoded by the loss.")
 
 
@@ -305,7 +305,7 @@ def _at_improper_activation():
 
 def _at_data_issue():
     x, ids = kb.digits(71)
-    x = x * (255.0 / 16.0)  # raw 0..255 pixels: the demo comments out the preprocessing
+    x, ids = x[:600] * (255.0 / 16.0), ids[:600]  # raw 0..255 pixels: the demo comments out the preprocessing
 
     def net(s):
         torch.manual_seed(s)
@@ -330,8 +330,9 @@ def _at_data_issue():
          "data module's preprocessing commented out, so the network sees raw 0..255 pixels.",
          "preprocess the pixels (here / 255, to [0, 1]).",
          "the AUTOTRAINER repository's demo case (demo_data.py; its first line says 'data issue, 2 bugs', the "
-         "other one is not named). Data: sklearn digits rescaled to 0..255 as 1x8x8 images instead of CIFAR-10's "
-         "3x32x32, with 'same' padding (8x8 inputs do not survive two valid 3x3 convolutions and two poolings).")
+         "other one is not named). Data: 600 rows of sklearn digits rescaled to 0..255 as 1x8x8 images instead of "
+         "CIFAR-10's 3x32x32, with 'same' padding (8x8 inputs do not survive two valid 3x3 convolutions and two "
+         "poolings).")
 
 
 # --- recurrent models: nn.LSTM stacks read as Keras' LSTM layers ---------------------------------

@@ -154,11 +154,15 @@ def onnx_layers(model_proto):
 
 
 def export(model, in_shape, path, meta):
+    """A model with `fold_constants = True` (one holding nn.LSTM/nn.GRU) is exported with constant
+    folding, so that torch folds the gate reordering into the W, R, B initializers deeplocalize
+    trains (unfolded, they are Slice/Concat of the torch parameters and do not train)."""
+    fold = bool(getattr(model, "fold_constants", False))
     model = copy.deepcopy(model)
     torch.onnx.export(model, torch.zeros((2,) + tuple(in_shape)), path, opset_version=OPSET,
                       input_names=["input"], output_names=["output"],
                       dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
-                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=fold)
     m = onnx.load(path)
     for k, v in meta.items():
         p = m.metadata_props.add()

@@ -24,6 +24,7 @@ import posts  # noqa: E402
 import posts_a  # noqa: E402,F401
 import posts_b  # noqa: E402,F401
 import posts_c  # noqa: E402,F401
+import posts_d  # noqa: E402,F401
 
 SEEDS = (0, 1, 2)
 

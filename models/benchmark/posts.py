@@ -71,6 +71,7 @@ def register(kb):
     import posts_a  # noqa: F401  (declares its pairs)
     import posts_b  # noqa: F401
     import posts_c  # noqa: F401
+    import posts_d  # noqa: F401
     for p in PAIRS:
         if p["dropped"]:
             continue

@@ -49,9 +49,14 @@ TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, co
     if (f.symptom == symptom && (layer < 0 || f.layer < 0 || f.layer == layer))
       return {false, "symptom remains: " + symptom, TrialStatus::kSymptomRemains};
   }
+  // Any conclusive fault left fails the trial: a new one, or another of the faulty run's
+  // (the primary symptom gone, the run still failing: random labels trained with a tenth
+  // of the learning rate stop looking like random labels, yet learn nothing). Either way
+  // the repairs for it can be stacked on this trial.
   for (const Finding& f : trial.findings)
-    if (trial.fault && f.conclusive && f.consequence_of < 0 && !known.count(f.symptom))
-      return {false, "new fault: " + f.symptom, TrialStatus::kNewFault};
+    if (trial.fault && f.conclusive && f.consequence_of < 0)
+      return {false, (known.count(f.symptom) ? "still faulty: " : "new fault: ") + f.symptom,
+              TrialStatus::kNewFault};
   if (!std::isfinite(after.loss) && !std::isnan(after.loss)) return {false, "loss is infinite", TrialStatus::kInfiniteLoss};
   if (!std::isfinite(before.loss) && std::isfinite(after.loss)) return {true, "verified", TrialStatus::kVerified};
   const bool loss_known = loss_comparable && std::isfinite(before.loss) && std::isfinite(after.loss);

@@ -82,11 +82,7 @@ class LossAboveChance : public Rule {
     const double lr = ru::learning_rate(h);
     const auto verdict = ru::judge_learning_rate(ctx, 1e-5, 1e-4, 0.1, 0.5);
     if (upstream || (cause && statics.size())) {
-      f.root_cause = cause->root_cause;
-      f.layer = cause->layer;
-      f.nodes = cause->nodes;
-      f.message += ", as expected from " + cause->symptom;
-      f.recommendation = cause->recommendation;
+      follow(f, *cause);
     } else if (verdict == ru::LrVerdict::kTooSmall) {
       f.root_cause = RootCause::kLearningRate;
       f.message += "; the learning rate " + ru::num(lr) + " barely moves the weights away from their start";
@@ -96,11 +92,7 @@ class LossAboveChance : public Rule {
       f.message += "; steps rewrite a large share of the weights";
       f.recommendation = "lower the learning rate tenfold (--lr " + ru::num(lr / 10) + ")";
     } else if (cause) {
-      f.root_cause = cause->root_cause;
-      f.layer = cause->layer;
-      f.nodes = cause->nodes;
-      f.message += ", as expected from " + cause->symptom;
-      f.recommendation = cause->recommendation;
+      follow(f, *cause);
     } else {
       f.root_cause = RootCause::kUnknown;
       f.confidence = 0.4;
@@ -113,6 +105,15 @@ class LossAboveChance : public Rule {
   }
 
  private:
+  // `f` blames what the static finding `cause` blames, in its words.
+  static void follow(Finding& f, const Finding& cause) {
+    f.root_cause = cause.root_cause;
+    f.layer = cause.layer;
+    f.nodes = cause.nodes;
+    f.message += ", as expected from " + cause.symptom;
+    f.recommendation = cause.recommendation;
+  }
+
   // The static findings that say what training starts from or what the model cannot do.
   static std::vector<Finding> static_findings(const AnalysisContext& ctx) {
     return ru::findings_of(ctx, {"loss_activation_mismatch", "output_range", "labels_invalid", "bad_initialization",
@@ -150,11 +151,7 @@ class LossAboveChance : public Rule {
       // step size (a ReLU output under a cross-entropy, unscaled inputs): its cause and layer.
       const std::vector<Finding> statics = static_findings(ctx);
       if (const Finding* s = ru::strongest(statics)) {
-        f.root_cause = s->root_cause;
-        f.layer = s->layer;
-        f.nodes = s->nodes;
-        f.message += ", as expected from " + s->symptom;
-        f.recommendation = s->recommendation;
+        follow(f, *s);
       } else {
         f.root_cause = RootCause::kLearningRate;
         f.lr_direction = -1;

@@ -84,16 +84,23 @@ TEST_CASE("fixes: a layer-local symptom remains only at its layer") {
             .status == an::TrialStatus::kSymptomRemains);
 }
 
-TEST_CASE("fixes: judge_trial rejects a new conclusive fault, not a known or inconclusive one") {
+TEST_CASE("fixes: judge_trial rejects any conclusive fault left, not a warning or a consequence") {
   const auto bad = judge(metrics(1.0, 0.5), metrics(0.5, 0.9), faulty({finding("nan_loss", RootCause::kLearningRate)}));
   CHECK_FALSE(bad.verified);
   CHECK(bad.reason == "new fault: nan_loss");
-  // A warning, a consequence of another finding, or a symptom the faulty run had: not new faults.
+  // A warning, or a consequence of another finding: no fault left.
   CHECK(judge(metrics(1.0, 0.5), metrics(0.5, 0.9), faulty({finding("nan_loss", RootCause::kData, -1, false)})).verified);
   Finding consequence = finding("nan_forward", RootCause::kData);
   consequence.consequence_of = 0;
   CHECK(judge(metrics(1.0, 0.5), metrics(0.5, 0.9),
-              faulty({finding("dead_units", RootCause::kActivation, 0), consequence})).verified);
+              faulty({finding("dead_units", RootCause::kActivation, 0, false), consequence})).verified);
+  // Another conclusive symptom the faulty run had, left once its primary symptom is gone:
+  // the run still fails (random labels at a tenth of the rate no longer look random, yet
+  // learn nothing), so the trial is no fix, though the repairs for it can build on it.
+  const auto left = judge(metrics(1.0, 0.5), metrics(0.5, 0.9), faulty({finding("dead_units", RootCause::kActivation, 0)}));
+  CHECK_FALSE(left.verified);
+  CHECK(left.reason == "still faulty: dead_units");
+  CHECK(left.status == an::TrialStatus::kNewFault);
 }
 
 TEST_CASE("fixes: judge_trial verifies NaN or Inf turned finite, and rejects an infinite loss") {

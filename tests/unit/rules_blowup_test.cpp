@@ -26,27 +26,14 @@ Trace run_of(const std::function<double(int64_t)>& loss) {
   return t;
 }
 
-// The first `n` iterations, as the online analysis sees them.
-Trace first(const Trace& t, size_t n) {
-  Trace h = t;
-  h.loss.resize(n);
-  h.metric.resize(n);
-  size_t kept = 0;
-  while (kept < h.records.size() && h.records[kept].iteration < static_cast<int64_t>(n)) ++kept;
-  h.records.resize(kept);
-  h.stats.resize(kept * h.header.probes.size());
-  h.epochs.clear();
-  return h;
-}
-
 }  // namespace
 
 TEST_CASE("rule loss_above_chance: a blow-up while training is reported after a few iterations") {
   // resnet18 at Adam lr x100: 2.2 at the first batch, then 20-50, back near chance later.
   const double wild[] = {1.0, 9, 22, 8, 15, 18, 9, 12};
   const Trace t = run_of([&](int64_t it) { return it < 8 ? wild[it] * kChance3 : 1.05 * kChance3; });
-  CHECK(run("loss_above_chance", first(t, 7), false).empty());  // too few iterations yet
-  const auto f = run("loss_above_chance", first(t, 8), false);
+  CHECK(run("loss_above_chance", head(t, 7), false).empty());  // too few iterations yet
+  const auto f = run("loss_above_chance", head(t, 8), false);
   REQUIRE(f.size() == 1);
   CHECK(f[0].symptom == "exploding_loss");
   CHECK(f[0].conclusive);
@@ -56,13 +43,13 @@ TEST_CASE("rule loss_above_chance: a blow-up while training is reported after a 
   CHECK(f[0].evidence["blowup_median"].get<double>() == doctest::Approx(12 * kChance3).epsilon(1e-3));
   // The final analysis of the run the online analysis stopped there says the same, even
   // when the trainer recorded the unfinished epoch.
-  Trace stopped = first(t, 8);
+  Trace stopped = head(t, 8);
   stopped.epochs.push_back(t.epochs.front());
   const auto g = run("loss_above_chance", stopped, true);
   REQUIRE(g.size() == 1);
   CHECK(g[0].symptom == "exploding_loss");
   // A static finding explains a blow-up better than the step size: unscaled inputs.
-  Trace unscaled = first(t, 8);
+  Trace unscaled = head(t, 8);
   unscaled.header.data_summary.all_features.max = 3000;
   unscaled.header.data_summary.feature_columns[0].max = 3000;
   unscaled.header.data_summary.feature_columns[0].std = 600;
@@ -71,7 +58,7 @@ TEST_CASE("rule loss_above_chance: a blow-up while training is reported after a 
   CHECK(u[0].root_cause == RootCause::kData);
   CHECK(u[0].message.find("as expected from unnormalized_inputs") != std::string::npos);
   // A higher threshold: not a blow-up.
-  CHECK(run("loss_above_chance", first(t, 8), false, with("loss_above_chance.blowup=20")).empty());
+  CHECK(run("loss_above_chance", head(t, 8), false, with("loss_above_chance.blowup=20")).empty());
   // The whole epoch, complete: judged at its end as before, on the epoch's mean loss (2.4x
   // the chance loss, the blow-up included), not as a blow-up.
   const auto end = run("loss_above_chance", t, true);
@@ -83,14 +70,14 @@ TEST_CASE("rule loss_above_chance: a blow-up while training is reported after a 
 TEST_CASE("rule loss_above_chance: no blow-up from one wild batch, a bad start or a healthy run") {
   SUBCASE("one batch at 50x") {
     const Trace t = run_of([](int64_t it) { return (it == 3 ? 50.0 : 1.0 - 0.005 * double(it)) * kChance3; });
-    CHECK(run("loss_above_chance", first(t, 16), false).empty());
+    CHECK(run("loss_above_chance", head(t, 16), false).empty());
   }
   SUBCASE("a start far above: the initial weights', not the updates'") {
     const Trace t = run_of([](int64_t it) { return (it < 8 ? 20.0 : 1.0) * kChance3; });
-    CHECK(run("loss_above_chance", first(t, 16), false).empty());
+    CHECK(run("loss_above_chance", head(t, 16), false).empty());
   }
   SUBCASE("a healthy run") {
     const Trace t = run_of([](int64_t it) { return (1.0 - 0.01 * double(it)) * kChance3; });
-    CHECK(run("loss_above_chance", first(t, 32), false).empty());
+    CHECK(run("loss_above_chance", head(t, 32), false).empty());
   }
 }

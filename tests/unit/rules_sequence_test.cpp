@@ -3,7 +3,6 @@
 // kGates .. kStateLast probes) or an embedding (a kRows probe), bent into each symptom.
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <functional>
 
 #include "analysis/analyzer.h"
@@ -92,20 +91,6 @@ TEST_CASE("saturated_gates: saturated LSTM gates in a failing run, at the recurr
   SUBCASE("below the threshold: nothing") {
     CHECK(run("saturated_gates", t, true, with("saturated_gates.sat_frac=0.95")).empty());
   }
-}
-
-// The first `n` iterations of `t`, as the online analysis sees them while training.
-Trace head(const Trace& t, size_t n) {
-  Trace h = t;
-  h.loss.resize(n);
-  h.metric.resize(n);
-  size_t kept = 0;
-  while (kept < h.records.size() && h.records[kept].iteration < static_cast<int64_t>(n)) ++kept;
-  h.records.resize(kept);
-  h.stats.resize(kept * h.header.probes.size());
-  const int64_t per_epoch = std::max<int64_t>(t.header.batches_per_epoch, 1);
-  h.epochs.resize(std::min(h.epochs.size(), n / static_cast<size_t>(per_epoch)));
-  return h;
 }
 
 TEST_CASE("saturated_gates: judged on the run so far while training, and on a run stopped early") {

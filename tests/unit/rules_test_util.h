@@ -46,6 +46,20 @@ inline std::vector<an::Finding> of_rules(const std::vector<an::Finding>& all, co
   return out;
 }
 
+// The first `n` iterations of `t`, as the online analysis sees them while training (no
+// epoch recorded yet).
+inline an::Trace head(const an::Trace& t, size_t n) {
+  an::Trace h = t;
+  h.loss.resize(n);
+  h.metric.resize(n);
+  size_t kept = 0;
+  while (kept < h.records.size() && h.records[kept].iteration < static_cast<int64_t>(n)) ++kept;
+  h.records.resize(kept);
+  h.stats.resize(kept * h.header.probes.size());
+  h.epochs.clear();
+  return h;
+}
+
 // The healthy classifier every rule test starts from: relu 16, relu 8, softmax 3, 200 iterations.
 inline an::Trace healthy(TraceBuilder& b) {
   return b.dense("relu", 16).dense("relu", 8).dense("softmax", 3).build(200);

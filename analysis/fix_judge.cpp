@@ -36,7 +36,7 @@ int compare_after(const FixOutcome& a, const FixOutcome& b, bool higher_is_bette
 
 TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, const Diagnosis& trial,
                            const FixMetrics& after, bool higher_is_better, bool completed, bool loss_comparable,
-                           const VerifyMargins& m) {
+                           const VerifyMargins& m, double constant_share) {
   if (!completed) return {false, "cut short by the trial budget", TrialStatus::kCutShort};
   const std::string symptom = faulty.findings.empty() ? "" : faulty.findings.front().symptom;
   const int layer = faulty.findings.empty() ? -1 : faulty.findings.front().layer;
@@ -58,6 +58,11 @@ TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, co
       return {false, (known.count(f.symptom) ? "still faulty: " : "new fault: ") + f.symptom,
               TrialStatus::kNewFault};
   if (!std::isfinite(after.loss) && !std::isnan(after.loss)) return {false, "loss is infinite", TrialStatus::kInfiniteLoss};
+  // Quiet rules are not enough: a trial that only slows training down (random labels at a
+  // tenth of the rate) ends where a constant prediction would, and fixes nothing.
+  if (constant_share >= m.learned_nothing)
+    return {false, "learned nothing: the loss ends at " + std::to_string(int(100 * constant_share + 0.5)) +
+                       "% of a constant prediction's", TrialStatus::kNoImprovement};
   if (!std::isfinite(before.loss) && std::isfinite(after.loss)) return {true, "verified", TrialStatus::kVerified};
   const bool loss_known = loss_comparable && std::isfinite(before.loss) && std::isfinite(after.loss);
   const bool metric_known = std::isfinite(before.metric) && std::isfinite(after.metric);

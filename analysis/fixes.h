@@ -37,6 +37,10 @@ std::vector<FixCandidate> propose_fixes(const Diagnosis& diagnosis, const Trace&
 struct VerifyMargins {
   double loss = 0.10;    // relative: the loss must fall by at least 10% ...
   double metric = 0.02;  // ... or the metric improve by at least this much (absolute)
+  // A trial whose own run ends at or above this share of its constant prediction's loss
+  // learned nothing, whatever its findings say (healthy runs of the suite's dev split end
+  // below 0.6 of it, failing ones at 0.97 and above: docs/calibration.md).
+  double learned_nothing = 0.9;
 };
 
 struct TrialJudgement {
@@ -52,10 +56,12 @@ struct TrialJudgement {
 // its margin without the loss rising by more than the relative margin (a loss that is
 // not comparable, e.g. after a change of loss function, counts as unchanged).
 // `completed` is false when the trial was cut short by the time budget; `loss_comparable`
-// is false when the trial trains with another loss function.
+// is false when the trial trains with another loss function. `constant_share`: the trial's
+// last loss over its constant prediction's (LearningProgress; NaN when unknown).
 TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, const Diagnosis& trial,
                            const FixMetrics& after, bool higher_is_better, bool completed, bool loss_comparable,
-                           const VerifyMargins& margins = {});
+                           const VerifyMargins& margins = {},
+                           double constant_share = std::numeric_limits<double>::quiet_NaN());
 
 // What the verified repairs of `f.fixes` (ranked) say about the finding's layer: the best
 // verified repair that changes only layers (analysis/repair_kinds.h: is_layer_repair) or

@@ -271,3 +271,17 @@ TEST_CASE("fixes: to_json of an error metric and of a data repair") {
   CHECK(j["actions"][0]["value"] == "Sigmoid");
   CHECK_FALSE(j["actions"][0].contains("factor"));
 }
+
+TEST_CASE("fixes: judge_trial rejects a trial that learned nothing, whatever its findings") {
+  // Random labels at a tenth of the rate: the rules fall quiet, the loss ends at 0.97 of the
+  // constant prediction's (accuracy 0.20 of 10 classes). Not a fix.
+  const Diagnosis faulty_run = faulty({finding("unlearnable_labels", RootCause::kLabels)});
+  const auto stays = an::judge_trial(faulty_run, metrics(2.30, 0.10), Diagnosis(), metrics(2.23, 0.20), true, true,
+                                     true, {}, 0.97);
+  CHECK_FALSE(stays.verified);
+  CHECK(stays.reason == "learned nothing: the loss ends at 97% of a constant prediction's");
+  CHECK(an::judge_trial(faulty_run, metrics(2.30, 0.10), Diagnosis(), metrics(1.0, 0.70), true, true, true, {}, 0.43)
+            .verified);
+  // Unknown (regression without a constant level, another loss): the other checks decide.
+  CHECK(an::judge_trial(faulty_run, metrics(2.30, 0.10), Diagnosis(), metrics(1.0, 0.70), true, true, true).verified);
+}

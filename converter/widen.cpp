@@ -51,8 +51,8 @@ class Widener {
     ir::TensorData& w = weight(d);
     e.old_units = w.dims[out_axis];
     if (units_ <= e.old_units)
-      throw ModelError(label_ + ": it has " + std::to_string(e.old_units) + " units already, not fewer than " +
-                       std::to_string(units_));
+      throw ModelError(label_ + ": asked for " + std::to_string(units_) + " units, but it has " +
+                       std::to_string(e.old_units) + " already");
     e.new_units = units_;
     grow_axis(w, out_axis, units_, 0.0f);
     e.layer_params.push_back(d.inputs[1]);

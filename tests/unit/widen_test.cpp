@@ -89,7 +89,7 @@ TEST_CASE("widen: a dense layer, its per-unit steps and the next layer's inputs 
   CHECK(m.rewritten);
   // The widened graph runs, and its output keeps its shape.
   CHECK(test::run_random(m).size() == 2 * 3);
-  CHECK_THROWS_WITH_AS(conv::widen_dense_layer(m, {"fc1"}, {"fc2"}, 4), doctest::Contains("has 4 units already"),
+  CHECK_THROWS_WITH_AS(conv::widen_dense_layer(m, {"fc1"}, {"fc2"}, 4), doctest::Contains("asked for 4 units, but it has 4 already"),
                        ModelError);
 }
 

@@ -41,6 +41,9 @@ struct VerifyMargins {
   // learned nothing, whatever its findings say (healthy runs of the suite's dev split end
   // below 0.6 of it, failing ones at 0.97 and above: docs/calibration.md).
   double learned_nothing = 0.9;
+  // ... unless its accuracy went at least this share of the way from chance to 1 (it learned
+  // to separate the classes; its loss is still high from confident mistakes).
+  double separated = 0.5;
 };
 
 struct TrialJudgement {

@@ -180,15 +180,15 @@ an::FixOutcome outcome_of(const Trial& t, const CaseResult& faulty, const an::Fi
   }
   for (const an::Finding& f : t.result.diagnosis.findings) o.remaining.push_back(f.symptom);
   // How far the trial's own run got: its last loss over its constant prediction's, unless
-  // its accuracy went at least half the way from chance to 1 (a run that learned to
-  // separate the classes, with a loss still high from its confident mistakes).
+  // its accuracy separates the classes (VerifyMargins::separated).
+  const an::VerifyMargins margins;
   const an::LearningProgress p = an::AnalysisContext(t.result.trace, an::Settings(), true).progress();
   const bool separates = p.chance_metric >= 0 && p.chance_metric < 1 &&
-                         (p.last_metric - p.chance_metric) / (1 - p.chance_metric) >= 0.5;
+                         (p.last_metric - p.chance_metric) / (1 - p.chance_metric) >= margins.separated;
   const double share = p.constant_loss > 0 && p.loss_finite && !separates ? p.last_loss / p.constant_loss
                                                                           : std::numeric_limits<double>::quiet_NaN();
   const an::TrialJudgement j = an::judge_trial(faulty.diagnosis, before, t.result.diagnosis, o.after, higher,
-                                               !t.result.interrupted, !t.repaired.loss_changed, {}, share);
+                                               !t.result.interrupted, !t.repaired.loss_changed, margins, share);
   o.verified = j.verified;
   o.status = j.status;
   o.reason = j.reason;

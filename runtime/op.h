@@ -138,6 +138,12 @@ struct InferCtx {
   void charge(int64_t bytes, const std::string& what) const {
     if (charge_buffer) charge_buffer(bytes, what);
   }
+  // For plan-time buffers sized by the model's shapes or attributes, before allocating:
+  // `bytes` (a double, so that a product of huge sizes cannot wrap) must fit in max_bytes,
+  // else ResourceError "WHERE: WHAT needs X, over what the memory cap leaves (Y; raise it
+  // with --max-memory)"; then charges the buffer. `also` counts bytes that fit alongside
+  // but are charged elsewhere (the op's output, which the graph charges after infer()).
+  void reserve(const std::string& where, double bytes, const std::string& what, double also = 0) const;
 };
 
 // Statistics of a tensor that an op reduces while it writes or reads the tensor anyway,

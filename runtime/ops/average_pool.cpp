@@ -27,6 +27,7 @@ class AveragePool : public Op {
     const Tensor& x = *ctx.in[0];
     if (x.dtype() != DType::kFloat32) throw ShapeError(where() + ": input must be float32");
     win_ = plan_window(where(), attrs_, x.shape(), attrs_.kernel);
+    reserve_window_output(ctx, where(), win_, x.dim(0), x.dim(1), 48, "its tap tables");
     const Shape out = win_.out_shape(x.dim(0), x.dim(1));
     ctx.out[0]->plan(DType::kFloat32, out);
     planes_ = x.dim(0) * x.dim(1);

@@ -133,7 +133,7 @@ class ClipOp : public Op {
     constexpr int kL = simd::kLanes;
     const auto step = [&](int64_t at) {
       const VecF xv = simd::loadv(x + at), g = simd::loadv(dy + at);
-      simd::storev(dx + at, simd::loadv(dx + at) + ((xv >= lov) & (xv <= hiv) ? g : VecF{}));
+      simd::storev(dx + at, simd::loadv(dx + at) + (((xv >= lov) & (xv <= hiv)) ? g : VecF{}));
       return g;
     };
     int64_t k = 0;

@@ -69,6 +69,7 @@ class Conv : public Op {
       throw ShapeError(where() + ": bias B " + shape_str(ctx.in[2]->shape()) + " must have shape [" +
                        std::to_string(m_) + "]");
     win_ = plan_window(where(), attrs_, x.shape(), kernel);
+    reserve_window_output(ctx, where(), win_, batch_, m_, 48, "its im2col and tap tables");
     const Shape out = win_.out_shape(batch_, m_);
     ctx.out[0]->plan(DType::kFloat32, out);
     // The column buffer holds whole output rows, as many as fit kColBudget floats.

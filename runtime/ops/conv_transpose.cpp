@@ -30,10 +30,11 @@ class ConvTranspose : public Op {
     if (group_ < 1) a.fail("group", "must be positive");
     output_padding_ = a.ints("output_padding");
     output_shape_ = a.ints("output_shape");
+    constexpr int64_t kMax = std::numeric_limits<int32_t>::max();  // as read_window_attrs bounds the others
     for (int64_t v : output_padding_)
-      if (v < 0) a.fail("output_padding", "must be non-negative");
+      if (v < 0 || v > kMax) a.fail("output_padding", "must be non-negative and at most " + std::to_string(kMax));
     for (int64_t v : output_shape_)
-      if (v < 1) a.fail("output_shape", "must be positive");
+      if (v < 1 || v > kMax) a.fail("output_shape", "must be positive and at most " + std::to_string(kMax));
     a.finish();
   }
 
@@ -66,9 +67,10 @@ class ConvTranspose : public Op {
     kk_ = (m_ / group_) * win_.k_size();
     const int64_t rows = win_.out[0] * win_.out[1], per_row = kk_ * win_.out[2];
     tile_rows_ = std::max<int64_t>(1, std::min(rows, kColBudget / std::max<int64_t>(per_row, 1)));
+    ctx.reserve(where(), double(per_row) * double(tile_rows_) * sizeof(float) + double(rows) * 16,
+                "its column buffer and im2col tables", double(shape_numel(y)) * sizeof(float));
     origins_.plan(win_);
     col_.assign(static_cast<size_t>(per_row * tile_rows_), 0.0f);
-    ctx.charge(static_cast<int64_t>(col_.size() * sizeof(float)), "column buffer of " + where());
   }
 
   void forward(FwdCtx& ctx) override {
@@ -151,12 +153,18 @@ class ConvTranspose : public Op {
       const int a = off + static_cast<int>(i);
       win_.out[a] = x[2 + i];
       win_.k[a] = kernel[i];
+      if (win_.k[a] > std::numeric_limits<int32_t>::max())
+        throw ShapeError(where() + ": kernel of " + std::to_string(win_.k[a]) + " along axis " +
+                         std::to_string(2 + i) + " is larger than any output could be");
       win_.stride[a] = attrs_.strides.empty() ? 1 : attrs_.strides[i];
       win_.dil[a] = attrs_.dilations.empty() ? 1 : attrs_.dilations[i];
       const int64_t adj = output_padding_.empty() ? 0 : output_padding_[i];
       if (adj >= std::max(win_.stride[a], win_.dil[a]))
         throw ShapeError(where() + ": output_padding " + std::to_string(adj) + " along axis " + std::to_string(2 + i) +
                          " must be smaller than the stride or the dilation");
+      if (double(win_.stride[a]) * double(win_.out[a]) + double(win_.k[a]) * double(win_.dil[a]) > 0x1p61)
+        throw ResourceError(where() + ": strides and kernel make axis " + std::to_string(2 + i) +
+                            " of the output longer than can be addressed, for X " + shape_str(x));
       const int64_t full = win_.stride[a] * (win_.out[a] - 1) + adj + (win_.k[a] - 1) * win_.dil[a] + 1;
       const bool same = attrs_.auto_pad == "SAME_UPPER" || attrs_.auto_pad == "SAME_LOWER";
       if (!out_shape.empty() || same) {

@@ -33,6 +33,9 @@ class MaxPool : public Op {
     const Tensor& x = *ctx.in[0];
     if (x.dtype() != DType::kFloat32) throw ShapeError(where() + ": input must be float32");
     win_ = plan_window(where(), attrs_, x.shape(), attrs_.kernel);
+    // argmax_ (an int32 per output element) and the tap tables
+    reserve_window_output(ctx, where(), win_, x.dim(0), x.dim(1), double(x.dim(0)) * double(x.dim(1)) * 4 + 48,
+                          "its argmax and tap tables");
     const Shape out = win_.out_shape(x.dim(0), x.dim(1));
     ctx.out[0]->plan(DType::kFloat32, out);
     if (ctx.out.size() > 1 && ctx.out[1]) {

@@ -80,13 +80,24 @@ class Resize : public Op {
           throw ShapeError(where() + ": scale " + attr_number(float(s[a])) + " of axis " + std::to_string(a) +
                            " must be positive");
         const double crop = roi.empty() ? 1.0 : roi[rank + a] - roi[a];
-        out[a] = static_cast<int64_t>(std::floor(double(x.shape()[a]) * crop * s[a]));
+        const double length = std::floor(double(x.shape()[a]) * crop * s[a]);
+        if (length > 0x1p62)
+          throw ResourceError(where() + ": scale " + attr_number(float(s[a])) + " makes axis " + std::to_string(a) +
+                              " of X " + shape_str(x.shape()) + " longer than can be addressed");
+        out[a] = length >= 1 ? static_cast<int64_t>(length) : 0;  // NaN (a NaN roi) too
         if (out[a] < 1)
           throw ShapeError(where() + ": scale " + attr_number(float(s[a])) + " leaves no output along axis " +
                            std::to_string(a) + " of X " + shape_str(x.shape()));
         scale[a] = s[a];
       }
     }
+    // The interpolation tables hold, per output coordinate of each axis, up to 4 taps of
+    // an int64 offset and a float weight: sized by the attributes, so checked first.
+    const double taps = mode_.kind == InterpMode::Kind::kNearest ? 1 : mode_.kind == InterpMode::Kind::kLinear ? 2 : 4;
+    double tables = 0;
+    for (size_t a = 0; a < rank; ++a) tables += double(out[a]) * (taps * 12 + 1);
+    ctx.reserve(where(), tables, "its interpolation tables for output " + shape_str(out),
+                double(shape_numel(out)) * sizeof(float));
     interp_.plan(mode_, x.shape(), out, scale, roi);
     ctx.out[0]->plan(DType::kFloat32, out);
   }

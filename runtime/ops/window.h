@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -49,14 +50,19 @@ inline WindowAttrs read_window_attrs(Attrs& a, bool with_dilations, bool with_ce
   if (with_dilations) w.dilations = a.ints("dilations");
   w.pads = a.ints("pads");
   if (with_ceil) w.ceil_mode = a.i("ceil_mode", 0) != 0;
-  for (int64_t v : w.kernel)
-    if (v < 1) a.fail("kernel_shape", "must be positive");
-  for (int64_t v : w.strides)
-    if (v < 1) a.fail("strides", "must be positive");
-  for (int64_t v : w.dilations)
-    if (v < 1) a.fail("dilations", "must be positive");
-  for (int64_t v : w.pads)
-    if (v < 0) a.fail("pads", "must be non-negative");
+  // Beyond 2^31 no window fits in memory; the bound keeps (k - 1) * dilation + 1 and the
+  // padded lengths far from overflowing.
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  const auto check = [&a](const std::vector<int64_t>& vs, const char* name, int64_t lo) {
+    for (int64_t v : vs)
+      if (v < lo || v > kMax)
+        a.fail(name, std::string(lo > 0 ? "must be positive" : "must be non-negative") + " and at most " +
+                         std::to_string(kMax) + ", got " + std::to_string(v));
+  };
+  check(w.kernel, "kernel_shape", 1);
+  check(w.strides, "strides", 1);
+  check(w.dilations, "dilations", 1);
+  check(w.pads, "pads", 0);
   if (w.auto_pad != "NOTSET" && std::any_of(w.pads.begin(), w.pads.end(), [](int64_t p) { return p != 0; }))
     a.fail("pads", "cannot be combined with auto_pad " + w.auto_pad);
   return w;
@@ -160,6 +166,9 @@ inline Window plan_window(const std::string& where, const WindowAttrs& wa, const
     const int a = off + static_cast<int>(i);
     w.in[a] = x[static_cast<size_t>(2 + i)];
     w.k[a] = kernel[static_cast<size_t>(i)];
+    if (w.k[a] > std::numeric_limits<int32_t>::max())  // Conv's comes from W's shape, not an attribute
+      throw ShapeError(where + ": kernel of " + std::to_string(w.k[a]) + " along axis " + std::to_string(2 + i) +
+                       " is larger than any input could be");
     w.stride[a] = wa.strides.empty() ? 1 : wa.strides[static_cast<size_t>(i)];
     w.dil[a] = wa.dilations.empty() ? 1 : wa.dilations[static_cast<size_t>(i)];
     const int64_t extent = (w.k[a] - 1) * w.dil[a] + 1;
@@ -188,6 +197,17 @@ inline Window plan_window(const std::string& where, const WindowAttrs& wa, const
     }
   }
   return w;
+}
+
+// Before a windowed op sizes anything by its output (tap tables, argmax, im2col origins):
+// its output of n x c maps, plus `per_position` bytes of the op's own per output position
+// (charged as `what`), must fit in what the memory cap leaves (InferCtx::reserve). In
+// doubles: the product of three output lengths of up to 2^32 each could wrap an int64.
+inline void reserve_window_output(const InferCtx& ctx, const std::string& where, const Window& w, int64_t n,
+                                  int64_t c, double per_position, const std::string& what) {
+  const double positions = double(w.out[0]) * double(w.out[1]) * double(w.out[2]);
+  ctx.reserve(where, positions * per_position, what + " for output " + shape_str(w.out_shape(n, c)),
+              double(n) * double(c) * positions * sizeof(float));
 }
 
 }  // namespace dl::rt

@@ -2,6 +2,7 @@
 // resolved, shapes inferred node by node with every buffer allocated once under the
 // memory cap, nodes computable from shapes and constants folded away, and the values
 // that need gradients marked.
+#include <limits>
 #include <set>
 
 #include "converter/errors.h"
@@ -16,7 +17,13 @@ using graph_detail::runtime_dtype;
 using graph_detail::tensor_from;
 using graph_detail::trainable_initializers;
 
-int64_t value_bytes(const Tensor& t) { return t.numel() * (t.dtype() == DType::kFloat32 ? 4 : 8); }
+// Saturates: an output of 2^62 elements is a shape the budget refuses, not an overflow.
+int64_t value_bytes(const Tensor& t) {
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(t.numel(), int64_t(t.dtype() == DType::kFloat32 ? 4 : 8), &bytes))
+    return std::numeric_limits<int64_t>::max();
+  return bytes;
+}
 
 // One error that lists every unsupported node, grouped by op type, with the opset.
 void check_supported(const ir::Model& model) {

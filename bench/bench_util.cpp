@@ -29,7 +29,7 @@ StepFlops count_step_flops(const rt::ExecutionGraph& graph) {
       if (st.needs_backward) f.backward += 2.0 * one;
       continue;
     }
-    const double out = double(st.fwd.out[0]->numel());
+    double out = double(st.fwd.out[0]->numel());
     double macs_per_output = 0;
     if (type == "Gemm") {
       // Y (M x N), A holds M*K values.
@@ -39,6 +39,10 @@ StepFlops count_step_flops(const rt::ExecutionGraph& graph) {
       macs_per_output = double(st.fwd.in[0]->dim(-1));
     } else if (type == "Conv") {
       // W is (M, C/group, k...): each output sums C/group * k taps.
+      macs_per_output = double(st.fwd.in[1]->numel()) / double(st.fwd.in[1]->dim(0));
+    } else if (type == "ConvTranspose") {
+      // W is (C, M/group, k...): each input value is spread over M/group * k outputs.
+      out = double(st.fwd.in[0]->numel());
       macs_per_output = double(st.fwd.in[1]->numel()) / double(st.fwd.in[1]->dim(0));
     } else {
       continue;

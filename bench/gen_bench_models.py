@@ -16,6 +16,9 @@ lstm_cls, transformer  issue 17: bench/seq_nets.py's LSTM classifier (64 steps o
                  4 heads, 64 positions, batch 16; opset 17), training mode, Adam on logits;
                  NAME.pt as for the torchvision nets; data seq1k.npy (1,024 rows of 64x32
                  values in [0,1] and a class id)
+conv_ae          issue 17: bench/ae_net.py's ConvTranspose + Upsample autoencoder on 3x32x32,
+                 MSE against the input, Adam, batch 16; NAME.pt as above; data ae1k.npy
+                 (1,024 rows of 3,072 values in [0,1], then the same values as targets)
 Data: MNIST-shaped synthetic CSV (pixels in [0,1], class id last), 60,000 rows for
 mnist60k.csv; cifar1k.npy, 1,024 rows of 3x32x32 values in [0,1] and a class id for the
 torchvision nets; wide4096.npy, 8,192 rows of 4096 features in [0,1] and a class id (last
@@ -105,6 +108,20 @@ for net, net_batch in seq_nets.SEQ_NETS.items():
            {"loss": "categorical_crossentropy", "from_logits": "true", "optimizer": "adam", "learning_rate": 0.001,
             "epochs": 1, "batch_size": net_batch}, trace_batch=2, opset=17 if net == "transformer" else 13)
     torch.save(model.state_dict(), os.path.join(out, net + ".pt"))
+
+# The ConvTranspose autoencoder (issue 17, bench/ae_net.py): MSE against its input.
+import ae_net  # noqa: E402
+
+ae = ae_net.build().train()
+export(ae, ae_net.SHAPE, ae_net.NAME, {"loss": "mse", "optimizer": "adam", "learning_rate": 0.001, "epochs": 1,
+                                       "batch_size": ae_net.BATCH, "targets": ae_net.TARGETS}, trace_batch=2)
+torch.save(ae.state_dict(), os.path.join(out, ae_net.NAME + ".pt"))
+
+path = os.path.join(out, "ae1k.npy")
+if not os.path.exists(path):
+    rng = np.random.default_rng(5)
+    x = rng.random((1024, ae_net.TARGETS), dtype=np.float32)
+    np.save(path, np.concatenate([x, x], axis=1))
 
 path = os.path.join(out, "seq1k.npy")
 if not os.path.exists(path):

@@ -32,6 +32,7 @@ from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import seq_nets  # noqa: E402  (bench/seq_nets.py: the sequence nets' modules)
+import ae_net  # noqa: E402  (bench/ae_net.py: the ConvTranspose autoencoder)
 
 
 def load_data(path):
@@ -113,9 +114,9 @@ def build_torchvision(path):
 
 
 def build_seq_net(path):
-    """A bench/seq_nets.py net with the weights saved next to its export."""
+    """A bench/seq_nets.py or bench/ae_net.py net with the weights saved next to its export."""
     name = os.path.splitext(os.path.basename(path))[0]
-    model = seq_nets.build(name)
+    model = ae_net.build() if name == ae_net.NAME else seq_nets.build(name)
     model.load_state_dict(torch.load(os.path.splitext(path)[0] + ".pt"))
     model.train()
     m = onnx.load(path, load_external_data=False)
@@ -164,20 +165,28 @@ def main():
 
     torch.set_num_threads(args.threads)
     stem = os.path.splitext(os.path.basename(args.model))[0]
-    builder = (build_torchvision if stem in TORCHVISION_NETS else build_seq_net if stem in seq_nets.SEQ_NETS else build_model)
+    builder = (build_torchvision if stem in TORCHVISION_NETS
+               else build_seq_net if stem in seq_nets.SEQ_NETS or stem == ae_net.NAME else build_model)
     model, input_shape, meta = builder(args.model)
     batch = args.batch or int(meta.get("deeplocalize.batch_size", 32))
     lr = float(meta.get("deeplocalize.learning_rate", 0.01))
     optimizer = meta.get("deeplocalize.optimizer", "sgd")
     assert optimizer in ("sgd", "adam")
-    assert meta.get("deeplocalize.loss") == "categorical_crossentropy"
+    loss_name = meta.get("deeplocalize.loss")
+    assert loss_name in ("categorical_crossentropy", "mse")
     from_logits = meta.get("deeplocalize.from_logits", "false") == "true"
+    targets = int(meta.get("deeplocalize.targets", 1))
     xy = load_data(args.data)
-    x_all = torch.from_numpy(np.ascontiguousarray(xy[:, :-1], dtype=np.float32)).reshape(-1, *input_shape)
-    labels = torch.from_numpy(np.ascontiguousarray(xy[:, -1]).astype(np.int64))
-    with torch.no_grad():
-        classes = model(x_all[:2]).shape[1]  # 2 rows: BatchNorm in training mode needs more than one
-    y_all = torch.nn.functional.one_hot(labels, classes).float()
+    x_all = torch.from_numpy(np.ascontiguousarray(xy[:, :-targets], dtype=np.float32)).reshape(-1, *input_shape)
+    if loss_name == "mse":  # targets in the trailing columns, shaped as the output
+        with torch.no_grad():
+            out_shape = model(x_all[:2]).shape[1:]
+        y_all = torch.from_numpy(np.ascontiguousarray(xy[:, -targets:], dtype=np.float32)).reshape(-1, *out_shape)
+    else:
+        labels = torch.from_numpy(np.ascontiguousarray(xy[:, -1]).astype(np.int64))
+        with torch.no_grad():
+            classes = model(x_all[:2]).shape[1]  # 2 rows: BatchNorm in training mode needs more than one
+        y_all = torch.nn.functional.one_hot(labels, classes).float()
     n = x_all.shape[0]
     per_epoch = (n + batch - 1) // batch
     # Keras' Adam defaults (deeplocalize's): epsilon 1e-7, not PyTorch's 1e-8.
@@ -202,11 +211,15 @@ def main():
             y = y_all.index_select(0, idx)
             opt.zero_grad(set_to_none=True)
             p = model(x)
-            loss = (torch.nn.functional.cross_entropy(p, y) if from_logits
-                    else keras_categorical_crossentropy(p, y))
+            if loss_name == "mse":
+                loss = torch.nn.functional.mse_loss(p, y)
+                acc = loss  # a regression: no accuracy; the loss is read back as for the classifiers
+            else:
+                loss = (torch.nn.functional.cross_entropy(p, y) if from_logits
+                        else keras_categorical_crossentropy(p, y))
+                acc = (p.argmax(dim=1) == y.argmax(dim=1)).float().mean()
             loss.backward()
             opt.step()
-            acc = (p.argmax(dim=1) == y.argmax(dim=1)).float().mean()
             loss.item(), acc.item()
             it += 1
             if it == args.warmup:

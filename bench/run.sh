@@ -7,8 +7,9 @@
 #
 # Environment: ROUNDS (5; ROUNDS_C for case c and the torchvision nets, default 3),
 # THREADS (the thread counts to run, default "1 nproc"), DATA (BUILD_DIR/bench-data),
-# CASES (default "a b c r m s l t": r resnet18, m mobilenet_v2, s shufflenet_v2_x0_5,
-# l the LSTM classifier, t the TransformerEncoder; bench/seq_nets.py),
+# CASES (default "a b c r m s l t e": r resnet18, m mobilenet_v2, s shufflenet_v2_x0_5,
+# l the LSTM classifier, t the TransformerEncoder (bench/seq_nets.py), e the ConvTranspose
+# autoencoder (bench/ae_net.py)),
 # MICRO=0 skips the Google Benchmark GEMM peak, PROFILE=0 skips the per-op-type
 # profile of the torchvision nets and of the probes' cost on them.
 set -euo pipefail
@@ -19,7 +20,7 @@ ROUNDS=${ROUNDS:-5}
 ROUNDS_C=${ROUNDS_C:-3}
 THREADS=${THREADS:-"1 $(nproc)"}
 DATA=${DATA:-$BUILD/bench-data}
-CASES=${CASES:-a b c r m s l t}
+CASES=${CASES:-a b c r m s l t e}
 MICRO=${MICRO:-1}
 PROFILE=${PROFILE:-1}
 PY=/usr/bin/python3
@@ -37,7 +38,7 @@ fi
 
 # Models, and the data both sides read (the CSV parsed once into .npy).
 if [ ! -f "$DATA/wide4096.npy" ] || [ ! -f "$DATA/lenet5.onnx" ] || [ ! -f "$DATA/cifar1k.npy" ] ||
-  [ ! -f "$DATA/seq1k.npy" ]; then
+  [ ! -f "$DATA/seq1k.npy" ] || [ ! -f "$DATA/ae1k.npy" ]; then
   $PY "$ROOT/bench/gen_bench_models.py" "$DATA" >/dev/null
 fi
 if [ ! -f "$DATA/mnist60k.npy" ]; then
@@ -72,6 +73,7 @@ spec() {
     s) echo "shufflenet_v2_x0_5 16 cifar1k.npy 16 2" ;;
     l) echo "lstm_cls 32 seq1k.npy 16 2" ;;
     t) echo "transformer 16 seq1k.npy 16 2" ;;
+    e) echo "conv_ae 16 ae1k.npy 16 2" ;;
   esac
 }
 
@@ -79,7 +81,7 @@ $PY "$ROOT/bench/pytorch_bench.py" --kernels
 for c in $CASES; do
   read -r model batch data steps warmup <<<"$(spec "$c")"
   [ -f "$DATA/$model.onnx" ] || { echo "== ($c) $model: not generated (see gen_bench_models.py's message)"; continue; }
-  rounds=$ROUNDS; case $c in c | r | m | s | l | t) rounds=$ROUNDS_C ;; esac
+  rounds=$ROUNDS; case $c in c | r | m | s | l | t | e) rounds=$ROUNDS_C ;; esac
   for th in $THREADS; do
     echo "== ($c) $model batch $batch, $th thread(s): $steps steps after $warmup warm-up, $rounds rounds" \
       "(C++ and PyTorch alternate; load $(cut -d' ' -f1 /proc/loadavg))"
@@ -91,7 +93,7 @@ for c in $CASES; do
         sed "s/^round 0/  py  $r/"
     done
   done
-  if [ "$PROFILE" = 1 ] && case $c in r | m | s | l | t) true ;; *) false ;; esac; then
+  if [ "$PROFILE" = 1 ] && case $c in r | m | s | l | t | e) true ;; *) false ;; esac; then
     echo "== ($c) $model: time per op type, 1 thread, probes off (dl_bench_train --profile)"
     "$DRIVER" "$DATA/$model.onnx" "$DATA/$data" --batch "$batch" --steps "$steps" --warmup "$warmup" --threads 1 \
       --profile --modes off | sed -n '/by op type/,/^OPSHARE/p' | grep -v '^OPSHARE'
@@ -150,7 +152,8 @@ names = {"a": ("mlp_a", "(a) MLP 784-256-128-10, batch 64"), "b": ("lenet5", "(b
          "m": ("mobilenet_v2", "(m) mobilenet_v2 3x32x32, batch 16, Adam"),
          "s": ("shufflenet_v2_x0_5", "(s) shufflenet_v2_x0_5 3x32x32, batch 16, Adam"),
          "l": ("lstm_cls", "(l) LSTM 64x32 -> 128, batch 32, Adam"),
-         "t": ("transformer", "(t) TransformerEncoder 2 layers, d 128, 4 heads, seq 64, batch 16, Adam")}
+         "t": ("transformer", "(t) TransformerEncoder 2 layers, d 128, 4 heads, seq 64, batch 16, Adam"),
+         "e": ("conv_ae", "(e) ConvTranspose + Upsample autoencoder 3x32x32, MSE, batch 16, Adam")}
 print("| model | threads | dl probes off (steps/s) | dl probes on | dl probes + online analysis | probe overhead wall / CPU | "
       "with analysis wall / CPU | PyTorch (steps/s) | dl probes on / PyTorch | CPU ms/step dl probes on / PyTorch | dl GFLOP/s (probes on) | PyTorch GFLOP/s | "
       "GEMM efficiency: vs peak | vs same-round Eigen peak | vs same-round kernel peak |")
@@ -175,6 +178,6 @@ for c in cases:
 print()
 print("Medians over rounds. Overheads are medians of per-round paired ratios (each round runs off, probes, full back")
 print("to back); CPU overhead compares the process CPU time per step, which a busy machine disturbs far less than")
-print("wall time. GFLOP/s count the Gemm/Conv/MatMul/LSTM/GRU/RNN products of forward and backward from the graph's shapes")
+print("wall time. GFLOP/s count the Gemm/Conv/ConvTranspose/MatMul/LSTM/GRU/RNN products of forward and backward from the graph's shapes")
 print("(PyTorch's: the same FLOPs per step at its pace). CPU ms/step: process CPU time per step of each side.")
 EOF

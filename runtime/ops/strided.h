@@ -22,8 +22,7 @@ class StridedWalk {
     strides_ = std::move(strides);
     base_ = base;
     counter_.assign(dims_.size(), 0);
-    total_ = 1;
-    for (int64_t d : dims_) total_ *= d;
+    total_ = shape_numel(dims_);  // ResourceError past int64 (an Expand to a shape of 2^63 values)
   }
 
   // Calls f(output offset, input offset) for every element in output order: an odometer

@@ -24,7 +24,11 @@ class Tile : public StridedViewOp {
     std::vector<int64_t> dims, strides;
     for (size_t k = 0; k < reps.size(); ++k) {
       if (reps[k] < 0) throw ShapeError(where() + ": repeats " + shape_str(reps) + " has a negative entry");
-      out.push_back(x.shape()[k] * reps[k]);
+      int64_t len = 0;
+      if (__builtin_mul_overflow(x.shape()[k], reps[k], &len))
+        throw ResourceError(where() + ": repeats " + shape_str(reps) + " make axis " + std::to_string(k) +
+                            " of the input " + shape_str(x.shape()) + " longer than can be addressed");
+      out.push_back(len);
       dims.push_back(reps[k]);
       strides.push_back(0);
       dims.push_back(x.shape()[k]);

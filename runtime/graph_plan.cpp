@@ -44,6 +44,15 @@ void check_supported(const ir::Model& model) {
   throw ModelError(msg);
 }
 
+// An error that an op's infer() raised through a shared helper (shape_numel, a broadcast)
+// without naming the node gets the node's name, as the op's own errors have it.
+template <class E>
+[[noreturn]] void at_node(const E& e, const ir::Node& node) {
+  const std::string at = "node '" + node.name + "' (" + node.op_type + ")";
+  if (std::string(e.what()).find(at) != std::string::npos) throw e;
+  throw E(at + ": " + e.what());
+}
+
 }  // namespace
 
 void ExecutionGraph::plan(const GraphOptions& options) {
@@ -175,7 +184,13 @@ void ExecutionGraph::plan(const GraphOptions& options) {
       ic.out.push_back(slot_ptr_[s]);
     }
     ic.out_known.assign(ic.out.size(), false);
-    step.op->infer(ic);
+    try {
+      step.op->infer(ic);
+    } catch (const ShapeError& e) {
+      at_node(e, node);
+    } catch (const ResourceError& e) {
+      at_node(e, node);
+    }
 
     for (size_t k = 0; k < step.outputs.size(); ++k) {
       if (step.outputs[k] < 0) continue;

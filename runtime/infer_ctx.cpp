@@ -11,7 +11,7 @@ namespace dl::rt {
 void InferCtx::reserve(const std::string& where, double bytes, const std::string& what, double also) const {
   const double needed = bytes + also;
   if (!(needed <= double(max_bytes)) || !std::isfinite(needed))
-    throw ResourceError(where + ": " + what + " needs " + data::human_bytes(needed) +
+    throw ResourceError(where + ": " + what + " would need " + data::human_bytes(needed) +
                         ", over what the memory cap leaves (" + data::human_bytes(double(max_bytes)) +
                         "; raise it with --max-memory)");
   charge(static_cast<int64_t>(bytes), what);

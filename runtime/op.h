@@ -140,7 +140,7 @@ struct InferCtx {
   }
   // For plan-time buffers sized by the model's shapes or attributes, before allocating:
   // `bytes` (a double, so that a product of huge sizes cannot wrap) must fit in max_bytes,
-  // else ResourceError "WHERE: WHAT needs X, over what the memory cap leaves (Y; raise it
+  // else ResourceError "WHERE: WHAT would need X, over what the memory cap leaves (Y; raise it
   // with --max-memory)"; then charges the buffer. `also` counts bytes that fit alongside
   // but are charged elsewhere (the op's output, which the graph charges after infer()).
   void reserve(const std::string& where, double bytes, const std::string& what, double also = 0) const;

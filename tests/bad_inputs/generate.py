@@ -124,6 +124,18 @@ mlp("huge_pad.onnx", nodes=[
     init=[numpy_helper.from_array(np.array([0, 0, 0, 3000000000], np.int64), "pads"),
           numpy_helper.from_array(np.ones((3, 1), np.float32), "W"),
           numpy_helper.from_array(np.zeros(3, np.float32), "B")])
+# A Resize whose scales ask for an 800000-wide map: refused before its interpolation tables
+# are sized (fuzz_onnx found the sizes variant throwing std::length_error).
+mlp("huge_resize.onnx", nodes=[
+    helper.make_node("Reshape", ["x", "img"], ["i"], name="to_image"),
+    helper.make_node("Resize", ["i", "", "scales"], ["r"], name="resize", mode="linear"),
+    helper.make_node("ReduceMean", ["r"], ["m"], name="mean", axes=[2, 3], keepdims=0),
+    helper.make_node("Gemm", ["m", "W", "B"], ["h"], name="fc", transB=1),
+    helper.make_node("Relu", ["h"], ["y"], name="act")],
+    init=[numpy_helper.from_array(np.array([-1, 1, 2, 2], np.int64), "img"),
+          numpy_helper.from_array(np.array([1, 1, 4e5, 4e5], np.float32), "scales"),
+          numpy_helper.from_array(np.ones((3, 1), np.float32), "W"),
+          numpy_helper.from_array(np.zeros(3, np.float32), "B")])
 # A stride of 0: ONNX's own shape inference divides by it (SIGFPE), so import refuses it first.
 mlp("conv_stride_zero.onnx", nodes=[
     helper.make_node("Conv", ["x", "W"], ["c"], name="conv", kernel_shape=[2, 2], strides=[1, 0]),

@@ -4,6 +4,7 @@
 
 #include "runtime/attrs.h"
 #include "runtime/ops/unary_int.h"
+#include "runtime/ops/int_wrap.h"
 
 namespace dl::rt {
 namespace {
@@ -16,7 +17,7 @@ std::unique_ptr<Op> make(const ir::Node& node) {
   return make_int_unary(
       node, t, [](float x) { return std::fabs(x); },
       [](float x, float) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f); },
-      [](int64_t x) { return x < 0 ? -x : x; });
+      [](int64_t x) { return x < 0 ? wrap_neg(x) : x; });
 }
 
 std::vector<OpSample> samples() {

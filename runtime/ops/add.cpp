@@ -1,6 +1,7 @@
 // Add (since 6, 7, 13, 14): C = A + B with numpy broadcasting (legacy `broadcast`/`axis`
 // attributes at since-version 6). float32 with gradients; int64 forward for shape math.
 #include "runtime/ops/binary.h"
+#include "runtime/ops/int_wrap.h"
 
 namespace dl::rt {
 namespace {
@@ -8,7 +9,7 @@ namespace {
 std::unique_ptr<Op> make(const ir::Node& node) {
   return make_binary(
       node, elementwise_traits(true), [](float a, float b) { return a + b; },
-      [](int64_t a, int64_t b) { return a + b; }, [](float, float, float) { return 1.0f; },
+      wrap_add, [](float, float, float) { return 1.0f; },
       [](float, float, float) { return 1.0f; });
 }
 

@@ -1,7 +1,9 @@
 // Div (since 6, 7, 13, 14): C = A / B with numpy broadcasting (legacy `broadcast`/`axis`
 // attributes at since-version 6). float32 with gradients; int64 forward truncates toward
-// zero like C (and ONNX Runtime) and yields 0 for a zero divisor instead of trapping.
+// zero like C (and ONNX Runtime), yields 0 for a zero divisor and wraps INT64_MIN / -1
+// instead of trapping (runtime/ops/int_wrap.h).
 #include "runtime/ops/binary.h"
+#include "runtime/ops/int_wrap.h"
 
 namespace dl::rt {
 namespace {
@@ -9,7 +11,7 @@ namespace {
 std::unique_ptr<Op> make(const ir::Node& node) {
   return make_binary(
       node, elementwise_traits(false), [](float a, float b) { return a / b; },
-      [](int64_t a, int64_t b) { return b == 0 ? int64_t{0} : a / b; },
+      wrap_div,
       [](float, float b, float) { return 1.0f / b; }, [](float, float b, float y) { return -y / b; });
 }
 

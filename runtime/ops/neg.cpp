@@ -1,6 +1,7 @@
 // Neg (since 6, 13): y = -x; float32 with gradient, int64 forward for index arithmetic.
 #include "runtime/attrs.h"
 #include "runtime/ops/unary_int.h"
+#include "runtime/ops/int_wrap.h"
 
 namespace dl::rt {
 namespace {
@@ -12,7 +13,7 @@ std::unique_ptr<Op> make(const ir::Node& node) {
   t.linear = true;
   return make_int_unary(
       node, t, [](float x) { return -x; }, [](float, float) { return -1.0f; },
-      [](int64_t x) { return -x; });
+      wrap_neg);
 }
 
 std::vector<OpSample> samples() {

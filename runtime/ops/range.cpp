@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "runtime/attrs.h"
+#include "runtime/ops/int_wrap.h"
 #include "runtime/ops/shape_util.h"
 
 namespace dl::rt {
@@ -54,7 +55,7 @@ class RangeOp : public Op {
       for (int64_t k = 0; k < y.numel(); ++k) y.f()[k] = start + static_cast<float>(k) * delta;
     } else {
       const int64_t start = in[0]->i()[0], delta = in[2]->i()[0];
-      for (int64_t k = 0; k < y.numel(); ++k) y.i()[k] = start + k * delta;
+      for (int64_t k = 0; k < y.numel(); ++k) y.i()[k] = wrap_add(start, wrap_mul(k, delta));
     }
   }
 };

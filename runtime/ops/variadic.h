@@ -17,6 +17,7 @@
 #include "runtime/attrs.h"
 #include "runtime/op.h"
 #include "runtime/ops/broadcast.h"
+#include "runtime/ops/int_wrap.h"
 
 namespace dl::rt {
 
@@ -118,7 +119,7 @@ class VariadicOp : public Op {
       const T* x = data(ctx.in[k]);
       switch (kind_) {
         case VariadicKind::kSum:
-        case VariadicKind::kMean: broadcast_apply(bc_.plans[k], y, x, y, [](T a, T b) { return a + b; }); break;
+        case VariadicKind::kMean: broadcast_apply(bc_.plans[k], y, x, y, [](T a, T b) { return plus(a, b); }); break;
         case VariadicKind::kMax:
           broadcast_apply(bc_.plans[k], y, x, y, [](T a, T b) { return b > a || b != b ? b : a; });
           break;

@@ -55,6 +55,21 @@ for name in cases:
                                                 "" if not problems else "\n    " + "\n    ".join(problems)))
     if problems:
         failed.append(name)
-print("modern: %d/%d cases as expected in %.1f s" % (len(cases) - len(failed), len(cases), time.time() - start))
+# Learning rate x100 on healthy cases without an x100 case of their own (lr_x100.txt): a
+# fault whose root cause is the learning rate.
+variants = [l.split() for l in open(os.path.join(os.path.dirname(root), "..", "tests", "modern", "lr_x100.txt"))
+            if l.strip() and not l.startswith("#")]
+for name, lr in variants:
+    d = os.path.join(root, name)
+    p = subprocess.run([bin, "train", os.path.join(d, "model.onnx"), os.path.join(d, "data.csv"), "--lr", lr,
+                        "--format", "json", "--quiet"], capture_output=True, text=True)
+    f = json.loads(p.stdout)["findings"] if p.returncode in (0, 1) else []
+    ok = p.returncode == 1 and f and f[0]["root_cause"] == "learning_rate"
+    print("modern: %-28s at --lr %-4s %-4s %s" % (name, lr, "ok" if ok else "FAIL",
+          "%s / %s" % (f[0]["symptom"], f[0]["root_cause"]) if f else "exit %d, no finding" % p.returncode))
+    if not ok:
+        failed.append(name + " at --lr " + lr)
+print("modern: %d/%d cases as expected in %.1f s" % (len(cases) + len(variants) - len(failed), len(cases) + len(variants),
+                                                     time.time() - start))
 sys.exit(1 if failed else 0)
 PY

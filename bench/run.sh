@@ -55,7 +55,10 @@ echo "# deeplocalize benchmark  $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; threads $THREADS; rounds $ROUNDS (c: $ROUNDS_C)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "torch $($PY -c 'import torch; print(torch.__version__)' 2>/dev/null), BLAS $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 | sed 's|.*/x86_64-linux-gnu/||')"
-echo "deeplocalize kernels: $(grep -o -m1 -w 'avx512f\|avx2' /proc/cpuinfo | head -1) build of runtime/ops/gemm_kernel (DL_NATIVE as configured in $BUILD)"
+# The widest vector ISA of this CPU (a native build targets it; DL_NATIVE=OFF builds do not).
+isa=sse2; grep -qw avx2 /proc/cpuinfo && isa="avx2+fma"; grep -qw avx512f /proc/cpuinfo && isa=avx512f
+native=$(sed -n 's/^DL_NATIVE:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
+echo "cpu vector ISA: $isa; $BUILD configured with DL_NATIVE=${native:-ON} (ON: -march=native, the kernels use $isa)"
 
 if [ "$MICRO" = 1 ] && [ -x "$MICROBIN" ]; then
   "$MICROBIN" --benchmark_filter='BM_(Eigen|Kernel)Gemm' --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \

@@ -65,6 +65,14 @@ enum class TrialStatus {
 };
 
 // The outcome of one trial, as the reports show it.
+// A trial's accuracy on rows it did not train on: the user's validation split, or a
+// stratified fifth of the rows the fix trials hold out (docs/fixes.md). rows 0: no check.
+struct HeldOutAccuracy {
+  int64_t rows = 0;
+  double accuracy = std::numeric_limits<double>::quiet_NaN();  // the trial's last epoch
+  double chance = std::numeric_limits<double>::quiet_NaN();    // the majority class's share
+};
+
 struct FixOutcome {
   std::string change;  // human-readable, e.g. "learning rate 1 -> 0.01"
   std::vector<FixAction> actions;
@@ -83,6 +91,7 @@ struct FixOutcome {
   std::string python_code;             // preprocessing to add to the user's pipeline
   bool loss_comparable = true;         // false when the fix changes the loss function
   int order = 0;                       // proposal order (the evidence's ranking of the candidates)
+  HeldOutAccuracy held_out;            // the trial on rows it did not train on (rows 0: none)
 };
 
 // With --verify-fixes: what the verified repairs say about where the fault is

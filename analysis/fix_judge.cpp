@@ -2,6 +2,7 @@
 // JSON (analysis/fixes.h).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "analysis/fixes.h"
@@ -32,11 +33,34 @@ int compare_after(const FixOutcome& a, const FixOutcome& b, bool higher_is_bette
   return 0;
 }
 
+std::string fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
 }  // namespace
+
+double binomial_tail(int64_t n, int64_t k, double p) {
+  if (k <= 0) return 1.0;
+  if (k > n) return 0.0;
+  if (p <= 0) return 0.0;
+  if (p >= 1) return 1.0;
+  // Terms from the largest down, in logs (n can be thousands of rows).
+  const double lp = std::log(p), lq = std::log1p(-p), lnf = std::lgamma(double(n) + 1);
+  double sum = 0;
+  for (int64_t i = k; i <= n; ++i) {
+    const double term = std::exp(lnf - std::lgamma(double(i) + 1) - std::lgamma(double(n - i) + 1) + double(i) * lp +
+                                 double(n - i) * lq);
+    sum += term;
+    if (term < 1e-18 * sum && double(i) > double(n) * p) break;  // the rest is negligible
+  }
+  return std::min(1.0, sum);
+}
 
 TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, const Diagnosis& trial,
                            const FixMetrics& after, bool higher_is_better, bool completed, bool loss_comparable,
-                           const VerifyMargins& m, double constant_share) {
+                           const VerifyMargins& m, double constant_share, const HeldOutAccuracy& held) {
   if (!completed) return {false, "cut short by the trial budget", TrialStatus::kCutShort};
   const std::string symptom = faulty.findings.empty() ? "" : faulty.findings.front().symptom;
   const int layer = faulty.findings.empty() ? -1 : faulty.findings.front().layer;
@@ -63,6 +87,17 @@ TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, co
   if (constant_share >= m.learned_nothing)
     return {false, "learned nothing: the loss ends at " + std::to_string(int(100 * constant_share + 0.5)) +
                        "% of a constant prediction's", TrialStatus::kNoImprovement};
+  // Rows the trial did not train on: an accuracy no better than always answering the
+  // majority class means the repair only memorised its training rows.
+  if (held.rows > 0 && std::isfinite(held.accuracy) && std::isfinite(held.chance)) {
+    const auto right = static_cast<int64_t>(std::llround(held.accuracy * double(held.rows)));
+    const double pv = binomial_tail(held.rows, right, held.chance);
+    if (pv >= m.held_out_p)
+      return {false, "learned nothing that holds on rows it did not train on: accuracy " + fixed(held.accuracy, 2) +
+                         " on " + std::to_string(held.rows) + " held-out rows, the majority class's share " +
+                         fixed(held.chance, 2) + " (binomial p = " + fixed(pv, 2) + ")",
+              TrialStatus::kNoImprovement};
+  }
   if (!std::isfinite(before.loss) && std::isfinite(after.loss)) return {true, "verified", TrialStatus::kVerified};
   const bool loss_known = loss_comparable && std::isfinite(before.loss) && std::isfinite(after.loss);
   const bool metric_known = std::isfinite(before.metric) && std::isfinite(after.metric);
@@ -127,6 +162,8 @@ nlohmann::json to_json(const FixOutcome& f) {
             {"remaining", f.remaining}};
   if (f.targets_scaled) j["after_train_units"] = metrics(f.after_train_units);
   if (!f.python_code.empty()) j["python_code"] = f.python_code;
+  if (f.held_out.rows > 0)
+    j["held_out"] = {{"rows", f.held_out.rows}, {"accuracy", num(f.held_out.accuracy)}, {"majority_share", num(f.held_out.chance)}};
   return j;
 }
 

@@ -44,7 +44,14 @@ struct VerifyMargins {
   // ... unless its accuracy went at least this share of the way from chance to 1 (it learned
   // to separate the classes; its loss is still high from confident mistakes).
   double separated = 0.5;
+  // A trial whose accuracy on the rows it did not train on is not above the majority
+  // class's share at this significance (one-sided binomial test) learned nothing that
+  // holds there: it memorised its training rows (shuffled labels "fixed" by training longer).
+  double held_out_p = 0.01;
 };
+
+// P(X >= k) for X ~ Binomial(n, p): the one-sided test of HeldOutAccuracy.
+double binomial_tail(int64_t n, int64_t k, double p);
 
 struct TrialJudgement {
   bool verified = false;
@@ -64,7 +71,8 @@ struct TrialJudgement {
 TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, const Diagnosis& trial,
                            const FixMetrics& after, bool higher_is_better, bool completed, bool loss_comparable,
                            const VerifyMargins& margins = {},
-                           double constant_share = std::numeric_limits<double>::quiet_NaN());
+                           double constant_share = std::numeric_limits<double>::quiet_NaN(),
+                           const HeldOutAccuracy& held_out = {});
 
 // What the verified repairs of `f.fixes` (ranked) say about the finding's layer: the best
 // verified repair that changes only layers (analysis/repair_kinds.h: is_layer_repair) or

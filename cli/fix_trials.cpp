@@ -11,9 +11,11 @@
 #include <limits>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "converter/errors.h"
 #include "converter/transform.h"
+#include "runtime/data/dataset.h"
 #include "runtime/parallel.h"
 #include "runtime/threads.h"
 
@@ -25,6 +27,10 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 constexpr int kMaxDepth = 3;              // repairs stacked into one, at most
 constexpr size_t kStackedPerBase = 4;     // repairs stacked on one base per round
+// Without a validation split, trials of a classification task with at least this many
+// rows train on four fifths of them and are checked on the fifth held out (stratified).
+constexpr int64_t kHoldOutMinRows = 100;
+constexpr double kHoldOutFraction = 0.2;
 
 struct Trial {
   an::FixCandidate candidate;
@@ -53,7 +59,26 @@ class TrialRunner {
     options_.no_stop = false;                                // a trial ends at its first fault
     options_.save_file.clear();
     options_.trace_file.clear();
+    train_ = c.train;
+    validation_ = c.validation;
+    std::vector<int64_t> classes;
+    if (validation_.n > 0) {
+      classes = rt::row_classes(validation_);
+    } else if (c.train.n >= kHoldOutMinRows) {
+      classes = rt::row_classes(c.train);
+      if (!classes.empty()) {
+        std::tie(train_, validation_) = rt::split_holdout(c.train, classes, kHoldOutFraction, c.config.seed);
+        classes = rt::row_classes(validation_);
+      }
+    }
+    if (!classes.empty()) {
+      held_out_.rows = static_cast<int64_t>(std::count_if(classes.begin(), classes.end(), [](int64_t k) { return k >= 0; }));
+      held_out_.chance = rt::majority_share(classes);
+    }
   }
+
+  // The held-out rows every trial is checked on (rows 0: none; accuracy unset).
+  const an::HeldOutAccuracy& held_out() const { return held_out_; }
 
   // Runs the trials that have a repaired case, `jobs` at a time.
   void run(const std::vector<Trial*>& trials) {
@@ -85,7 +110,7 @@ class TrialRunner {
   void run_one(Trial& t) {
     const auto t0 = Clock::now();
     try {
-      rt::Dataset train = case_.train, validation = case_.validation;
+      rt::Dataset train = train_, validation = validation_;
       t.repaired.preprocessing.apply(train);
       if (validation.n > 0) t.repaired.preprocessing.apply(validation);
       CaseRunOptions run;
@@ -114,6 +139,8 @@ class TrialRunner {
   int jobs_;
   std::atomic<bool> stop_{false};
   std::mutex print_;
+  rt::Dataset train_, validation_;  // the case's split, or a hold-out of its training rows
+  an::HeldOutAccuracy held_out_;
 };
 
 // The same repair reached in another order (scaling then an activation, or the reverse).
@@ -152,7 +179,8 @@ std::vector<Trial*> prepare(const std::vector<an::FixCandidate>& candidates, siz
   return added;
 }
 
-an::FixOutcome outcome_of(const Trial& t, const CaseResult& faulty, const an::FixMetrics& before, bool higher) {
+an::FixOutcome outcome_of(const Trial& t, const CaseResult& faulty, const an::FixMetrics& before, bool higher,
+                          const an::HeldOutAccuracy& held_out) {
   an::FixOutcome o;
   o.change = describe(t.repaired);
   o.actions = t.repaired.actions;
@@ -179,6 +207,10 @@ an::FixOutcome outcome_of(const Trial& t, const CaseResult& faulty, const an::Fi
     o.epoch_metric.push_back(t.repaired.preprocessing.unscale(t.result.info.metric_name, t.result.info.epoch_metric[e]));
   }
   for (const an::Finding& f : t.result.diagnosis.findings) o.remaining.push_back(f.symptom);
+  if (held_out.rows > 0 && t.result.info.metric_name == "accuracy" && !t.result.info.epoch_val_metric.empty()) {
+    o.held_out = held_out;
+    o.held_out.accuracy = t.result.info.epoch_val_metric.back();
+  }
   // How far the trial's own run got: its last loss over its constant prediction's, unless
   // its accuracy separates the classes (VerifyMargins::separated).
   const an::VerifyMargins margins;
@@ -188,7 +220,8 @@ an::FixOutcome outcome_of(const Trial& t, const CaseResult& faulty, const an::Fi
   const double share = p.constant_loss > 0 && p.loss_finite && !separates ? p.last_loss / p.constant_loss
                                                                           : std::numeric_limits<double>::quiet_NaN();
   const an::TrialJudgement j = an::judge_trial(faulty.diagnosis, before, t.result.diagnosis, o.after, higher,
-                                               !t.result.interrupted, !t.repaired.loss_changed, margins, share);
+                                               !t.result.interrupted, !t.repaired.loss_changed, margins, share,
+                                               o.held_out);
   o.verified = j.verified;
   o.status = j.status;
   o.reason = j.reason;
@@ -282,7 +315,7 @@ void verify_fixes(const LoadedCase& c, const TrainOptions& o, const CaseRunOptio
   while (!round.empty()) {
     runner.run(round);
     for (const Trial* t : round)
-      if (t->ran || !t->error.empty()) outcomes.push_back(outcome_of(*t, faulty, before, higher));
+      if (t->ran || !t->error.empty()) outcomes.push_back(outcome_of(*t, faulty, before, higher, runner.held_out()));
     an::rank_fixes(outcomes, higher);
     round.clear();
     // Stack: a repair that removed the primary symptom but left (or revealed) other

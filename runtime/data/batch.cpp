@@ -26,6 +26,10 @@ uint64_t uniform_below(std::mt19937_64& rng, uint64_t range) {
 
 }  // namespace
 
+void portable_shuffle(std::vector<int64_t>& v, std::mt19937_64& rng) {
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[uniform_below(rng, i)]);
+}
+
 BatchIterator::BatchIterator(const Dataset& data, int64_t batch_size, uint64_t seed, bool shuffle)
     : data_(data), batch_size_(batch_size), seed_(seed), shuffle_(shuffle) {
   if (batch_size < 1) throw ConfigError("the batch size must be at least 1, got " + std::to_string(batch_size));
@@ -37,7 +41,7 @@ const std::vector<int64_t>& BatchIterator::epoch(int e) {
   std::iota(order_.begin(), order_.end(), int64_t(0));
   if (!shuffle_) return order_;
   std::mt19937_64 rng(seed_ + static_cast<uint64_t>(e));
-  for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[uniform_below(rng, i)]);
+  portable_shuffle(order_, rng);
   return order_;
 }
 

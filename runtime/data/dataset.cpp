@@ -204,25 +204,32 @@ std::pair<Dataset, Dataset> split_validation(const Dataset& data, double fractio
   if (n_train == 0 || (fraction > 0 && n_train == data.n))
     throw ConfigError("a validation split of " + fraction_text(fraction) + " of " + plural(data.n, "row") + " leaves " +
                       (n_train == 0 ? "no training rows" : "no validation rows"));
-  auto part = [&](int64_t begin, int64_t end) {
-    Dataset p;
-    p.source = data.source;
-    p.n = end - begin;
-    p.x_shape = data.x_shape;
-    p.x_size = data.x_size;
-    p.y_size = data.y_size;
-    p.x.assign(data.x.begin() + begin * data.x_size, data.x.begin() + end * data.x_size);
-    p.y.assign(data.y.begin() + begin * data.y_size, data.y.begin() + end * data.y_size);
-    p.line_of_row.assign(data.line_of_row.begin() + begin, data.line_of_row.begin() + end);
-    p.csv_lines = data.csv_lines;
-    p.header = data.header;
-    p.encoding = data.encoding;
-    p.num_classes = data.num_classes;
-    if (!data.raw_labels.empty()) p.raw_labels.assign(data.raw_labels.begin() + begin, data.raw_labels.begin() + end);
-    scan_issues(p);
-    return p;
-  };
-  return {part(0, n_train), part(n_train, data.n)};
+  std::vector<int64_t> train(static_cast<size_t>(n_train)), validation(static_cast<size_t>(data.n - n_train));
+  for (int64_t r = 0; r < data.n; ++r) (r < n_train ? train[size_t(r)] : validation[size_t(r - n_train)]) = r;
+  return {subset_rows(data, train), subset_rows(data, validation)};
+}
+
+Dataset subset_rows(const Dataset& data, const std::vector<int64_t>& rows) {
+  Dataset p;
+  p.source = data.source;
+  p.n = static_cast<int64_t>(rows.size());
+  p.x_shape = data.x_shape;
+  p.x_size = data.x_size;
+  p.y_size = data.y_size;
+  p.csv_lines = data.csv_lines;
+  p.header = data.header;
+  p.encoding = data.encoding;
+  p.num_classes = data.num_classes;
+  p.x.reserve(rows.size() * size_t(data.x_size));
+  p.y.reserve(rows.size() * size_t(data.y_size));
+  for (int64_t r : rows) {
+    p.x.insert(p.x.end(), data.x.begin() + r * data.x_size, data.x.begin() + (r + 1) * data.x_size);
+    p.y.insert(p.y.end(), data.y.begin() + r * data.y_size, data.y.begin() + (r + 1) * data.y_size);
+    p.line_of_row.push_back(data.line_of_row[size_t(r)]);
+    if (!data.raw_labels.empty()) p.raw_labels.push_back(data.raw_labels[size_t(r)]);
+  }
+  scan_issues(p);
+  return p;
 }
 
 }  // namespace dl::rt

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,6 +104,29 @@ void check_integer_features(const Dataset& d, const std::string& input_name);
 // for each part. Throws ConfigError unless 0 <= fraction < 1 and both parts are non-empty
 // (a fraction of 0 gives an empty validation set).
 std::pair<Dataset, Dataset> split_validation(const Dataset& data, double fraction);
+
+// The rows of `data` at `rows`, in that order; issues re-derived.
+Dataset subset_rows(const Dataset& data, const std::vector<int64_t>& rows);
+
+// The class of each row when the targets are one class per row: the class ids of a
+// sparse or one-hot encoding, the position of the 1 in targets given one-hot, or 0/1
+// for a single target column that holds only 0 and 1. Rows without a valid class are
+// -1. Empty when the targets are not classes (regression, multi-label rows).
+std::vector<int64_t> row_classes(const Dataset& data);
+
+// The share of the most frequent class among the rows with a class (classes >= 0); 0 for none.
+double majority_share(const std::vector<int64_t>& classes);
+
+// A stratified hold-out (the fix trials' check that a repair learned something that
+// holds on rows it did not train on): of each class's rows (`classes`, row_classes),
+// round(fraction x count) chosen with std::mt19937_64(seed) are held out; rows without a
+// class stay in training. Both parts keep the original row order. {train, held out}.
+std::pair<Dataset, Dataset> split_holdout(const Dataset& data, const std::vector<int64_t>& classes, double fraction,
+                                          uint64_t seed);
+
+// Shuffles v in place the same way with every standard library (std::shuffle is
+// implementation-defined): Fisher-Yates on rejection-sampled raw generator output.
+void portable_shuffle(std::vector<int64_t>& v, std::mt19937_64& rng);
 
 // Keras-style batching: each epoch visits every row once in an order shuffled with
 // std::mt19937_64(seed + epoch) (a portable Fisher-Yates, so the order is the same on

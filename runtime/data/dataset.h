@@ -108,10 +108,11 @@ std::pair<Dataset, Dataset> split_validation(const Dataset& data, double fractio
 // The rows of `data` at `rows`, in that order; issues re-derived.
 Dataset subset_rows(const Dataset& data, const std::vector<int64_t>& rows);
 
-// The class of each row when the targets are one class per row: the class ids of a
-// sparse or one-hot encoding, the position of the 1 in targets given one-hot, or 0/1
-// for a single target column that holds only 0 and 1. Rows without a valid class are
-// -1. Empty when the targets are not classes (regression, multi-label rows).
+// The class of each row when the targets are one class per row: the distinct class ids
+// of a sparse or one-hot encoding numbered in ascending order (ids the model cannot take
+// too: a repair may remap them), the position of the 1 in targets given one-hot, or 0/1
+// for a single target column that holds only 0 and 1. Rows without a class (a NaN id)
+// are -1. Empty when the targets are not classes (regression, multi-label rows).
 std::vector<int64_t> row_classes(const Dataset& data);
 
 // The share of the most frequent class among the rows with a class (classes >= 0); 0 for none.

@@ -9,17 +9,17 @@ namespace dl::rt {
 
 std::vector<int64_t> row_classes(const Dataset& data) {
   std::vector<int64_t> classes(static_cast<size_t>(data.n), -1);
-  if (data.encoding != DatasetSpec::Encoding::kAsIs && data.num_classes > 0 &&
-      static_cast<int64_t>(data.raw_labels.size()) == data.n) {
-    // Class ids (sparse or one-hot encoded): the encoded targets say which are valid.
+  if (data.encoding != DatasetSpec::Encoding::kAsIs && static_cast<int64_t>(data.raw_labels.size()) == data.n) {
+    // Class ids: each distinct id is a class, valid for the model or not (a repair may
+    // remap ids outside 0..C-1 onto it; the hold-out must keep their rows and shares).
+    std::map<float, int64_t> index;
+    for (float v : data.raw_labels)
+      if (std::isfinite(v)) index.emplace(v, 0);
+    int64_t k = 0;
+    for (auto& kv : index) kv.second = k++;
     for (int64_t r = 0; r < data.n; ++r) {
-      const float* y = &data.y[size_t(r * data.y_size)];
-      if (data.encoding == DatasetSpec::Encoding::kSparse) {
-        if (y[0] >= 0 && y[0] < float(data.num_classes)) classes[size_t(r)] = static_cast<int64_t>(y[0]);
-      } else {
-        for (int64_t c = 0; c < data.y_size; ++c)
-          if (y[c] == 1.0f) classes[size_t(r)] = c;
-      }
+      const float v = data.raw_labels[size_t(r)];
+      if (std::isfinite(v)) classes[size_t(r)] = index[v];
     }
     return classes;
   }

@@ -36,8 +36,10 @@ TEST_CASE("fixes held-out: row_classes reads class ids, binary columns and one-h
   rt::Dataset sparse = rows(4, 1, {0, 2, -1, 1});
   sparse.encoding = rt::DatasetSpec::Encoding::kSparse;
   sparse.num_classes = 3;
-  sparse.raw_labels = {0, 2, 7, 1};
-  CHECK(rt::row_classes(sparse) == std::vector<int64_t>{0, 2, -1, 1});
+  sparse.raw_labels = {0, 2, 7, 1};  // 7 is no class of the model, but a class of the data
+  CHECK(rt::row_classes(sparse) == std::vector<int64_t>{0, 2, 3, 1});
+  sparse.raw_labels = {5, 6, 6, std::numeric_limits<float>::quiet_NaN()};
+  CHECK(rt::row_classes(sparse) == std::vector<int64_t>{0, 1, 1, -1});
   CHECK(rt::row_classes(rows(3, 1, {0, 1, 1})) == std::vector<int64_t>{0, 1, 1});
   CHECK(rt::row_classes(rows(3, 1, {0, 1, 0.5f})).empty());                      // regression
   CHECK(rt::row_classes(rows(2, 2, {0, 1, 1, 0})) == std::vector<int64_t>{1, 0});  // one-hot given

@@ -1,8 +1,8 @@
 // Conv's batched-image path (runtime/ops/conv.cpp: output maps under kBatchMaxPositions
-// positions, the columns of several images in one GEMM): forward, dX, dW and dB against a
-// direct double-precision reference for groups, strides, padding, dilation, 1x1 maps,
-// strided 1x1 kernels, pointwise kernels and batches that leave a partial last batch of
-// images; and the same bits on 1 and 2 threads.
+// positions, the columns of several images in one GEMM) and LeNet-5's per-image shapes:
+// forward, dX, dW and dB against a direct double-precision reference for groups, strides,
+// padding, dilation, 1x1 maps, strided 1x1 kernels, pointwise kernels and batches that
+// leave a partial last batch of images; and the same bits on 1 and 2 threads.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -34,6 +34,9 @@ TEST_CASE("Conv batched images: reference values for groups, strides, padding, d
       {6, 6, 4, 1, 5, 5, 1, 2, 0, 1},    // a strided 1x1 kernel (resnet's downsample), odd map
       {4, 6, 6, 3, 3, 4, 1, 1, 0, 1},    // pointwise, groups 3
       {3, 2, 3, 1, 4, 4, 5, 3, 3, 1},    // a kernel wider than the map, stride 3, edge rows read padding only
+      {4, 1, 6, 1, 28, 28, 5, 1, 2, 1},  // LeNet-5's Convs: 'same' 5x5 on one channel,
+      {4, 6, 16, 1, 14, 14, 5, 1, 0, 1},  // and 5x5 without padding (10-wide rows, in order)
+      {3, 2, 4, 1, 9, 5, 5, 1, 1, 1},    // 5x5, pad 1 on 9x5: 3-wide rows with padded edges, in order (batched)
   };
   unsigned seed = 20;
   for (const Geometry& g : cases) {

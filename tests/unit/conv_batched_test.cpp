@@ -34,7 +34,9 @@ TEST_CASE("Conv batched images: reference values for groups, strides, padding, d
       {6, 6, 4, 1, 5, 5, 1, 2, 0, 1},    // a strided 1x1 kernel (resnet's downsample), odd map
       {4, 6, 6, 3, 3, 4, 1, 1, 0, 1},    // pointwise, groups 3
       {3, 2, 3, 1, 4, 4, 5, 3, 3, 1},    // a kernel wider than the map, stride 3, edge rows read padding only
-      {4, 1, 6, 1, 28, 28, 5, 1, 2, 1},  // LeNet-5's Convs: 'same' 5x5 on one channel,
+      {4, 1, 6, 1, 28, 28, 5, 1, 2, 1},  // LeNet-5's Convs: 'same' 5x5 on one channel (conv_direct.h),
+      {3, 1, 11, 1, 20, 30, 3, 1, 1, 1},  // one channel: 30-wide rows, 11 maps (a chunk of 8 and one of 3)
+      {2, 1, 4, 1, 9, 13, 7, 1, 0, 1},    // one channel: 7x7 kernel without padding, 7-wide rows
       {4, 6, 16, 1, 14, 14, 5, 1, 0, 1},  // and 5x5 without padding (10-wide rows, in order)
       {3, 2, 4, 1, 9, 5, 5, 1, 1, 1},    // 5x5, pad 1 on 9x5: 3-wide rows with padded edges, in order (batched)
   };

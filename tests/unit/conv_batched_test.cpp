@@ -60,9 +60,12 @@ TEST_CASE("Conv batched images: reference values for groups, strides, padding, d
 
 TEST_CASE("Conv batched images: the same bits on 1 and 2 threads") {
   // resnet18's shapes at batch 16: 4x4 maps (one part, its GEMMs split over the threads)
-  // and 8x8 maps (not batched: 8 parts of 2 images); 6x10 maps batched in two parts of 35.
-  const Geometry shapes[] = {
-      {16, 64, 64, 1, 4, 4, 3, 1, 1, 1}, {16, 32, 32, 1, 8, 8, 3, 1, 1, 1}, {70, 16, 16, 1, 6, 10, 3, 1, 1, 1}};
+  // and 8x8 maps (not batched: 8 parts of 2 images); 6x10 maps batched in two parts of 35;
+  // LeNet-5's first Conv (one channel: conv_direct.h, 8 parts of 8 images).
+  const Geometry shapes[] = {{16, 64, 64, 1, 4, 4, 3, 1, 1, 1},
+                             {16, 32, 32, 1, 8, 8, 3, 1, 1, 1},
+                             {70, 16, 16, 1, 6, 10, 3, 1, 1, 1},
+                             {64, 1, 6, 1, 28, 28, 5, 1, 2, 1}};
   for (const Geometry& g : shapes) {
     CAPTURE(g.h);
     std::vector<std::vector<float>> by_threads[2];

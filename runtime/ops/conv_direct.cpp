@@ -77,25 +77,33 @@ void forward_maps(const Window& w, const RowTaps& t, const float* x, const float
   }
 }
 
-// dw[kh][kw0 + j] += sum over rows and positions of dy * x at tap (kh, kw0 + j), j < NK.
-template <int NK>
+// dw[map j][kh][kw0 + i] += the sum over rows and positions of dy (map j) times x at tap
+// (kh, kw0 + i), for NM maps and NK kernel columns: each input load serves NM maps, each
+// dY load NK taps (NM * NK accumulators).
+template <int NM, int NK>
 void dw_taps(const Window& w, const RowTaps& t, const float* x, const float* dy, int64_t kh, int64_t kw0, float* dw) {
-  __m512 acc[NK];
-  for (int j = 0; j < NK; ++j) acc[j] = _mm512_setzero_ps();
-  const int64_t ow_n = w.out[2];
+  __m512 acc[NM][NK];
+  for (int j = 0; j < NM; ++j)
+    for (int i = 0; i < NK; ++i) acc[j][i] = _mm512_setzero_ps();
+  const int64_t ow_n = w.out[2], plane = w.out_size(), ks = w.k_size();
   for (int64_t oh = 0; oh < w.out[1]; ++oh) {
     const int64_t ih = oh + kh - w.pad_begin[1];
     if (ih < 0 || ih >= w.in[1]) continue;
     const float* xr = x + ih * w.in[2];
-    const __m512 d0 = _mm512_maskz_loadu_ps(t.out[0], dy + oh * ow_n);
-    const __m512 d1 = _mm512_maskz_loadu_ps(t.out[1], dy + oh * ow_n + 16);
-    for (int j = 0; j < NK; ++j) {
-      const int64_t kw = kw0 + j;
-      acc[j] = _mm512_fmadd_ps(d0, _mm512_maskz_loadu_ps(t.in[kw][0], xr + t.shift[kw]), acc[j]);
-      acc[j] = _mm512_fmadd_ps(d1, _mm512_maskz_loadu_ps(t.in[kw][1], xr + t.shift[kw] + 16), acc[j]);
+    __m512 d[NM][2];
+    for (int j = 0; j < NM; ++j) {
+      d[j][0] = _mm512_maskz_loadu_ps(t.out[0], dy + j * plane + oh * ow_n);
+      d[j][1] = _mm512_maskz_loadu_ps(t.out[1], dy + j * plane + oh * ow_n + 16);
+    }
+    for (int i = 0; i < NK; ++i) {
+      const int64_t kw = kw0 + i;
+      const __m512 x0 = _mm512_maskz_loadu_ps(t.in[kw][0], xr + t.shift[kw]);
+      const __m512 x1 = _mm512_maskz_loadu_ps(t.in[kw][1], xr + t.shift[kw] + 16);
+      for (int j = 0; j < NM; ++j) acc[j][i] = _mm512_fmadd_ps(d[j][1], x1, _mm512_fmadd_ps(d[j][0], x0, acc[j][i]));
     }
   }
-  for (int j = 0; j < NK; ++j) dw[kh * w.k[2] + kw0 + j] += lane_sum(acc[j]);
+  for (int j = 0; j < NM; ++j)
+    for (int i = 0; i < NK; ++i) dw[j * ks + kh * w.k[2] + kw0 + i] += lane_sum(acc[j][i]);
 }
 
 template <int N, class F>
@@ -125,13 +133,15 @@ void single_channel_forward(const Window& w, int64_t maps, const float* x, const
 
 void single_channel_dw(const Window& w, int64_t maps, const float* x, const float* dy, float* dw) {
   const RowTaps t(w);
-  constexpr int64_t kChunk = 8;
+  constexpr int64_t kMaps = 3, kCols = 5;  // up to 15 accumulators
   const int64_t ks = w.k_size(), plane = w.out_size();
-  for (int64_t m = 0; m < maps; ++m)
+  for (int64_t m0 = 0; m0 < maps; m0 += kMaps)
     for (int64_t kh = 0; kh < w.k[1]; ++kh)
-      for (int64_t kw0 = 0; kw0 < w.k[2]; kw0 += kChunk)
-        dispatch<kChunk>(std::min(kChunk, w.k[2] - kw0), [&](auto nk) {
-          dw_taps<decltype(nk)::value>(w, t, x, dy + m * plane, kh, kw0, dw + m * ks);
+      for (int64_t kw0 = 0; kw0 < w.k[2]; kw0 += kCols)
+        dispatch<kMaps>(std::min(kMaps, maps - m0), [&](auto nm) {
+          dispatch<kCols>(std::min(kCols, w.k[2] - kw0), [&](auto nk) {
+            dw_taps<decltype(nm)::value, decltype(nk)::value>(w, t, x, dy + m0 * plane, kh, kw0, dw + m0 * ks);
+          });
         });
 }
 

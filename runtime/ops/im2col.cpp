@@ -155,6 +155,27 @@ void walk_planes(const Window& w, int64_t channels, int64_t r0, int64_t r1, floa
     }
 }
 
+// Stride 1 and no padding, 2-D or 1-D (LeNet-5's second Conv): every column entry reads
+// the input, a tap's output row r is input row r + kh * dilation from column kw * dilation.
+bool unpadded_rows(const Window& w) {
+  for (int a = 1; a < 3; ++a)
+    if (w.stride[a] != 1 || w.pad_begin[a] != 0 || w.pad_end[a] != 0) return false;
+  return w.in[0] == 1 && w.k[0] == 1;
+}
+
+void im2col_unpadded(const Window& w, int64_t channels, int64_t r0, int64_t r1, const float* x, float* col,
+                     int64_t ld) {
+  const int64_t ow_n = w.out[2], iw_n = w.in[2], ksize = w.k_size(), n = (r1 - r0) * ow_n;
+  int64_t tap = 0;
+  for (int64_t kh = 0; kh < w.k[1]; ++kh)
+    for (int64_t kw = 0; kw < w.k[2]; ++kw, ++tap)
+      for (int64_t c = 0; c < channels; ++c) {
+        float* r = col + (c * ksize + tap) * ld;
+        const float* src = x + c * w.in_size() + (r0 + kh * w.dil[1]) * iw_n + kw * w.dil[2];
+        for (int64_t q = 0; q < n; q += ow_n, src += iw_n) copy_row_room(r + q, src, ow_n, n - q);
+      }
+}
+
 }  // namespace
 
 void RowOrigins::plan(const Window& w) {
@@ -169,6 +190,10 @@ void RowOrigins::plan(const Window& w) {
 
 void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, const float* x, float* col,
             int64_t ld) {
+  if (unpadded_rows(w)) {
+    im2col_unpadded(w, channels, r0, r1, x, col, ld);
+    return;
+  }
   if (contiguous_rows(w)) {
     walk_planes(
         w, channels, r0, r1, col, ld, x, false, [](float* c, const float* xs, int64_t n) { copy_row(c, xs, n); },

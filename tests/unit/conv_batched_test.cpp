@@ -38,6 +38,7 @@ TEST_CASE("Conv batched images: reference values for groups, strides, padding, d
       {3, 1, 11, 1, 20, 30, 3, 1, 1, 1},  // one channel: 30-wide rows, 11 maps (a chunk of 8 and one of 3)
       {2, 1, 4, 1, 9, 13, 7, 1, 0, 1},    // one channel: 7x7 kernel without padding, 7-wide rows
       {4, 6, 16, 1, 14, 14, 5, 1, 0, 1},  // and 5x5 without padding (10-wide rows, in order)
+      {2, 3, 4, 1, 9, 9, 3, 1, 0, 2},     // dilation 2 without padding (5x5 maps: batched)
       {3, 2, 4, 1, 9, 5, 5, 1, 1, 1},    // 5x5, pad 1 on 9x5: 3-wide rows with padded edges, in order (batched)
   };
   unsigned seed = 20;

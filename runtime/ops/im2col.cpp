@@ -176,6 +176,22 @@ void im2col_unpadded(const Window& w, int64_t channels, int64_t r0, int64_t r1, 
       }
 }
 
+// col2im_add for unpadded_rows windows: even output rows first, then odd ones (see
+// walk_columns: no masked store followed by a load of the adjacent input row).
+void col2im_unpadded(const Window& w, int64_t channels, int64_t r0, int64_t r1, const float* dcol, float* dx,
+                     int64_t ld) {
+  const int64_t ow_n = w.out[2], iw_n = w.in[2], ksize = w.k_size(), rows = r1 - r0;
+  int64_t tap = 0;
+  for (int64_t kh = 0; kh < w.k[1]; ++kh)
+    for (int64_t kw = 0; kw < w.k[2]; ++kw, ++tap)
+      for (int64_t c = 0; c < channels; ++c) {
+        const float* r = dcol + (c * ksize + tap) * ld;
+        float* dst = dx + c * w.in_size() + (r0 + kh * w.dil[1]) * iw_n + kw * w.dil[2];
+        for (int64_t parity = 0; parity < 2; ++parity)
+          for (int64_t q = parity; q < rows; q += 2) add_row(dst + q * iw_n, r + q * ow_n, ow_n);
+      }
+}
+
 }  // namespace
 
 void RowOrigins::plan(const Window& w) {
@@ -218,6 +234,10 @@ void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, 
 
 void col2im_add(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* dcol, float* dx,
                 int64_t ld) {
+  if (unpadded_rows(w)) {
+    col2im_unpadded(w, channels, r0, r1, dcol, dx, ld);
+    return;
+  }
   if (contiguous_rows(w)) {
     walk_planes(
         w, channels, r0, r1, dcol, ld, dx, true, [](float* c, float* xs, int64_t n) { add_row(xs, c, n); },

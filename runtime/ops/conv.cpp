@@ -9,8 +9,8 @@
 // channel per group) runs the direct kernel of runtime/ops/depthwise.h, one with a single
 // input channel (LeNet's first) those of runtime/ops/conv_direct.h for Y and dW.
 //
-// Output maps under kBatchMaxPositions positions (resnet18 at 32x32: 4x4 down to 1x1) would
-// make thin per-image GEMMs (a GEMV at 1x1, dW products of depth 1 to 16), so their images are
+// Output maps under kBatchCols positions (resnet18 at 32x32: 16x16 down to 1x1) would make
+// thin per-image GEMMs (a GEMV at 1x1, dW products of depth 1 to 64), so their images are
 // batched: the columns of up to batch_imgs_ images side by side in one buffer, one GEMM
 // for them all, Y or dY copied between NCHW and the product's layout (pointwise ones too:
 // im2col is a copy). Taps that read only padding for every output (a 3x3 kernel, pad 1,
@@ -85,7 +85,8 @@ class Conv : public Op {
     kk_ = (c_ / group_) * win_.k_size();
     const int64_t P = win_.out_size();
     batch_imgs_ = 1;
-    if (!depthwise_ && !direct1_ && P < kBatchMaxPositions && tile_rows_ == rows)
+    const bool thin = m_ / group_ < kThinMaps;  // LeNet-5's 6 and 16
+    if (!depthwise_ && !direct1_ && P < (thin ? kBatchMaxPositions : kBatchCols) && tile_rows_ == rows)
       batch_imgs_ = std::max<int64_t>(1, std::min({batch_, (kBatchCols + P - 1) / P, kColBudget / std::max<int64_t>(kk_ * P, 1)}));
     if (batch_imgs_ > 1) {
       live_.plan(win_);
@@ -373,15 +374,16 @@ class Conv : public Op {
   // (large images and large kernels keep one part; their GEMMs are wide enough to be
   // split across threads themselves).
   static constexpr int64_t kMaxParts = 8;
-  // Batched images (maps under kBatchMaxPositions) go into one GEMM until it has at least
-  // this many columns (see the top of the file).
+  // Output maps smaller than this many positions batch their images until a GEMM has at
+  // least this many columns (see the top of the file; but kThinMaps).
   static constexpr int64_t kBatchCols = 2048;
-  // Only maps under this many positions are batched. From 64 on, a per-image product
-  // already fills GEBP's 48-row register panels, and batching costs more than it saves:
-  // Y and dY copied through the product buffer, and a column buffer out of L2 (LeNet-5's
-  // second Conv, 10x10 outputs: 21 images of 150 x 100 columns, 1.26 MB). LeNet-5 at
-  // batch 64, 1 thread: 6.3 -> 4.8 ms CPU per step; resnet18, mobilenet_v2 unchanged.
-  static constexpr int64_t kBatchMaxPositions = 64;
+  // Products with fewer than kThinMaps output maps per group batch only maps under
+  // kBatchMaxPositions positions. From 64 on, a per-image product already fills GEBP's
+  // 48-row register panels, and for so few maps batching costs more than it saves: Y and
+  // dY copied through the product buffer, and a column buffer out of L2 (LeNet-5's second
+  // Conv, 16 maps of 10x10: 21 images of 150 x 100 columns, 1.26 MB). LeNet-5 at batch
+  // 64, 1 thread: 6.3 -> 4.8 ms CPU per step. Wider ones (resnet18) batch up to kBatchCols.
+  static constexpr int64_t kBatchMaxPositions = 64, kThinMaps = 32;
   static_assert(kMaxParts <= ValueSink::kParts, "a part reports its statistics as one sink part");
 
   WindowAttrs attrs_;

@@ -1,5 +1,5 @@
-// Conv's batched-image path (runtime/ops/conv.cpp: output maps under kBatchMaxPositions
-// positions, the columns of several images in one GEMM) and LeNet-5's per-image shapes:
+// Conv's batched-image path (runtime/ops/conv.cpp: small output maps, the columns of
+// several images in one GEMM) and LeNet-5's per-image shapes:
 // forward, dX, dW and dB against a direct double-precision reference for groups, strides,
 // padding, dilation, 1x1 maps, strided 1x1 kernels, pointwise kernels and batches that
 // leave a partial last batch of images; and the same bits on 1 and 2 threads.
@@ -27,7 +27,7 @@ using namespace dl::test::conv;
 TEST_CASE("Conv batched images: reference values for groups, strides, padding, dilation and small maps") {
   const Geometry cases[] = {
       {38, 6, 8, 1, 6, 10, 3, 1, 1, 1},  // 6x10 maps: 35 images per GEMM, a last batch of 3
-      {5, 6, 8, 1, 8, 8, 3, 1, 1, 1},    // 8x8 maps: not batched (kBatchMaxPositions), one image per GEMM
+      {5, 6, 8, 1, 8, 8, 3, 1, 1, 1},    // 8x8 maps, 8 maps: not batched (kThinMaps), one image per GEMM
       {5, 8, 6, 2, 4, 5, 3, 2, 1, 1},    // groups 2, stride 2, odd width
       {3, 4, 4, 1, 6, 6, 3, 1, 2, 2},    // dilation 2, padding 2
       {7, 5, 9, 1, 1, 1, 3, 1, 1, 1},    // 1x1 maps, 3x3 kernel (only the centre tap reads the input)
@@ -61,7 +61,7 @@ TEST_CASE("Conv batched images: reference values for groups, strides, padding, d
 
 TEST_CASE("Conv batched images: the same bits on 1 and 2 threads") {
   // resnet18's shapes at batch 16: 4x4 maps (one part, its GEMMs split over the threads)
-  // and 8x8 maps (not batched: 8 parts of 2 images); 6x10 maps batched in two parts of 35;
+  // and 8x8 maps (one part of 16 images); 6x10 maps, 16 maps, batched in two parts of 35;
   // LeNet-5's first Conv (one channel: conv_direct.h, 8 parts of 8 images).
   const Geometry shapes[] = {{16, 64, 64, 1, 4, 4, 3, 1, 1, 1},
                              {16, 32, 32, 1, 8, 8, 3, 1, 1, 1},

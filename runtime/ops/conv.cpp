@@ -6,7 +6,8 @@
 // The col buffer is sized in infer() (capped, see kColBudget) and reused for both the
 // forward columns and the backward column gradient, which col2im scatters back into dX.
 // A 1x1 stride-1 convolution on a large map skips im2col; a depthwise one (one input
-// channel per group) runs the direct kernel of runtime/ops/depthwise.h.
+// channel per group) runs the direct kernel of runtime/ops/depthwise.h, one with a single
+// input channel (LeNet's first) those of runtime/ops/conv_direct.h for Y and dW.
 //
 // Output maps under kBatchCols positions (resnet18 at 32x32: 16x16 down to 1x1) would make
 // thin per-image GEMMs (a GEMV at 1x1, dW products of depth 1 to 64), so their images are
@@ -19,6 +20,7 @@
 // the batch is: images go in fixed parts (run_parts) run on the compute threads, each
 // with its own column buffer and dW/dB sums, added in part order afterwards.
 #include "runtime/attrs.h"
+#include "runtime/ops/conv_direct.h"
 #include "runtime/ops/depthwise.h"
 #include "runtime/ops/eigen_map.h"
 #include "runtime/ops/gemm_kernel.h"
@@ -76,13 +78,15 @@ class Conv : public Op {
     const int64_t rows = win_.out[0] * win_.out[1], per_row = (c_ / group_) * win_.k_size() * win_.out[2];
     tile_rows_ = std::max<int64_t>(1, std::min(rows, kColBudget / std::max<int64_t>(per_row, 1)));
     origins_.plan(win_);
-    // C = 1 with one group (LeNet's first layer) is a real product, left to the GEMM.
+    // C = 1 with one group (LeNet's first layer) is not depthwise: see direct1_ below.
     depthwise_ = group_ > 1 && c_ == group_;
     if (depthwise_) taps_.plan(win_);
+    direct1_ = c_ == 1 && group_ == 1 && single_channel_direct(win_);
     kk_ = (c_ / group_) * win_.k_size();
     const int64_t P = win_.out_size();
     batch_imgs_ = 1;
-    if (!depthwise_ && P < kBatchCols && tile_rows_ == rows)
+    const bool thin = m_ / group_ < kThinMaps;  // LeNet-5's 6 and 16
+    if (!depthwise_ && !direct1_ && P < (thin ? kBatchMaxPositions : kBatchCols) && tile_rows_ == rows)
       batch_imgs_ = std::max<int64_t>(1, std::min({batch_, (kBatchCols + P - 1) / P, kColBudget / std::max<int64_t>(kk_ * P, 1)}));
     if (batch_imgs_ > 1) {
       live_.plan(win_);
@@ -187,9 +191,10 @@ class Conv : public Op {
       return;
     }
     for (int64_t n = n0; n < n1; ++n) {
-      if (ps.b)
+      if (direct1_) single_channel_forward(win_, m_, ps.x + n * win_.in_size(), ps.wt, ps.b, ps.y + n * m_ * P);
+      if (ps.b && !direct1_)
         for (int64_t m = 0; m < m_; ++m) std::fill_n(ps.y + (n * m_ + m) * P, P, ps.b[m]);
-      for (int64_t g = 0; g < group_; ++g) {
+      for (int64_t g = 0; !direct1_ && g < group_; ++g) {
         const float* xg = ps.x + (n * c_ + g * cg) * win_.in_size();
         float* yg = ps.y + (n * m_ + g * mg) * P;
         const MatRef wg{ps.wt + g * mg * kk, kk, false};
@@ -242,6 +247,8 @@ class Conv : public Op {
         const float* dyg = ps.dy + (n * m_ + g * mg) * P;
         const MatRef wg{ps.wt + g * mg * kk, kk, false};
         float* dwg = ps.dw ? dw_sum + g * mg * kk : nullptr;
+        if (direct1_ && dwg) single_channel_dw(win_, mg, ps.x + xoff, dyg, dwg);
+        float* dw_gemm = direct1_ ? nullptr : dwg;  // dW still to compute by GEMM
         if (depthwise_) {
           for (int64_t j = 0; j < mg; ++j)
             depthwise_backward(win_, taps_, ps.x + xoff, wg.p + j * kk, dyg + j * P, ps.dx ? ps.dx + xoff : nullptr,
@@ -249,16 +256,16 @@ class Conv : public Op {
           continue;
         }
         if (col_size_ == 0) {
-          if (ps.dw) gemm(mg, kk, P, 1.0f, {dyg, P, false}, {ps.x + xoff, P, true}, dwg, kk, true);
+          if (dw_gemm) gemm(mg, kk, P, 1.0f, {dyg, P, false}, {ps.x + xoff, P, true}, dw_gemm, kk, true);
           if (ps.dx) gemm(kk, P, mg, 1.0f, {wg.p, kk, true}, {dyg, P, false}, ps.dx + xoff, P, true);
           continue;
         }
         // One buffer: the tile's columns for dW, then overwritten by its column gradient.
         for_each_tile([&](int64_t r0, int64_t r1, int64_t p0, int64_t cols) {
           const MatRef dyt{dyg + p0, P, false};
-          if (ps.dw) {
+          if (dw_gemm) {
             im2col(win_, origins_, cg, r0, r1, ps.x + xoff, col, cols);
-            gemm(mg, kk, cols, 1.0f, dyt, {col, cols, true}, dwg, kk, true);
+            gemm(mg, kk, cols, 1.0f, dyt, {col, cols, true}, dw_gemm, kk, true);
           }
           if (ps.dx) {
             gemm(kk, cols, mg, 1.0f, {wg.p, kk, true}, dyt, col, cols, false);
@@ -368,8 +375,15 @@ class Conv : public Op {
   // split across threads themselves).
   static constexpr int64_t kMaxParts = 8;
   // Output maps smaller than this many positions batch their images until a GEMM has at
-  // least this many columns (see the top of the file).
+  // least this many columns (see the top of the file; but kThinMaps).
   static constexpr int64_t kBatchCols = 2048;
+  // Products with fewer than kThinMaps output maps per group batch only maps under
+  // kBatchMaxPositions positions. From 64 on, a per-image product already fills GEBP's
+  // 48-row register panels, and for so few maps batching costs more than it saves: Y and
+  // dY copied through the product buffer, and a column buffer out of L2 (LeNet-5's second
+  // Conv, 16 maps of 10x10: 21 images of 150 x 100 columns, 1.26 MB). LeNet-5 at batch
+  // 64, 1 thread: 6.3 -> 4.8 ms CPU per step. Wider ones (resnet18) batch up to kBatchCols.
+  static constexpr int64_t kBatchMaxPositions = 64, kThinMaps = 32;
   static_assert(kMaxParts <= ValueSink::kParts, "a part reports its statistics as one sink part");
 
   WindowAttrs attrs_;
@@ -384,6 +398,7 @@ class Conv : public Op {
   int64_t bkk_ = 0;         // the batched path's GEMM depth: C/group * live taps
   LiveTaps live_;           // the batched path's kernel taps (all of them but on maps smaller than the kernel's reach)
   bool depthwise_ = false;  // one input channel per group (and more than one group): the direct kernel
+  bool direct1_ = false;    // one input channel, one group: forward and dW by runtime/ops/conv_direct.h
   RowOrigins origins_;
   PoolTaps taps_;  // the depthwise kernel's tap ranges
   mutable std::vector<float> col_;        // im2col scratch per part: (C/group * kernel size) x (tile_rows_ * out W)

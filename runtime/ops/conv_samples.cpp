@@ -1,5 +1,5 @@
 // Conv's op-test samples (runtime/ops/conv.cpp): strides, pads, groups, dilations, 1-D,
-// pointwise, depthwise and batched images, each with a gradient check.
+// pointwise, depthwise, batched images and one input channel, each with a gradient check.
 #include "runtime/attrs.h"
 #include "runtime/op.h"
 
@@ -57,7 +57,13 @@ std::vector<OpSample> conv_samples() {
   f.inputs = {Tensor::floats({3, 2, 3, 3}, ramp(54, 0.3f, -1.4f)), Tensor::floats({3, 2, 1, 1}, ramp(6, 0.2f, -0.7f)),
               Tensor::floats({3}, {0.2f, -0.1f, 0.3f})};
   f.check_grad = {true, true, true};
-  return {a, b, c, d, e, f};
+  OpSample g;  // one input channel, one group: the direct kernels (runtime/ops/conv_direct.h)
+  g.label = "conv one input channel 2x1x6x7 * 3x1x3x3, pads 1, bias";
+  g.node = sample_node("Conv", 3, 1, {{"pads", attr_ints({1, 1, 1, 1})}}, 11);
+  g.inputs = {Tensor::floats({2, 1, 6, 7}, ramp(84, 0.3f, -1.4f)), Tensor::floats({3, 1, 3, 3}, ramp(27, 0.1f, -0.5f)),
+              Tensor::floats({3}, {0.2f, -0.1f, 0.3f})};
+  g.check_grad = {true, true, true};
+  return {a, b, c, d, e, f, g};
 }
 
 }  // namespace dl::rt

@@ -16,14 +16,18 @@ namespace {
 // for ow in [lo, hi); positions that read padding go to pad(col_row, from, to) (entries
 // [from, to)). X is const float (im2col) or float (col2im).
 //
-// Order (for col2im's read-modify-writes of input rows): kernel offsets outermost, then
-// channels, then output rows even ones first, then odd ones. Consecutive writes then
-// land at least two input rows apart, and a row is revisited (at the next kernel
-// offset) only after a whole channel sweep: a masked vector store followed by a load of
-// an overlapping 64-byte window (adjacent rows) cannot be forwarded and stalls.
+// Order: kernel offsets outermost, then channels, then output rows. For col2im's
+// read-modify-writes of input rows (interleaved), even rows first, then odd ones:
+// consecutive writes then land at least two input rows apart, and a row is revisited (at
+// the next kernel offset) only after a whole channel sweep: a masked vector store
+// followed by a load of an overlapping 64-byte window (adjacent rows) cannot be forwarded
+// and stalls. Otherwise rows in order, and within a row pad(0, lo), f, pad(hi, out W): a
+// matrix row's entries are then written at increasing addresses, and f gets `room`, the
+// floats from its first entry to the end of the rows' block (a store past the row's end
+// is overwritten by the writes that follow).
 template <class X, class F, class Pad>
 void walk_columns(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* col,
-                  int64_t ld, X* x, F f, Pad pad) {
+                  int64_t ld, X* x, bool interleaved, F f, Pad pad) {
   const int64_t ow_n = w.out[2], ksize = w.k_size();
   int64_t tap = 0;
   for (int64_t kd = 0; kd < w.k[0]; ++kd)
@@ -36,8 +40,9 @@ void walk_columns(const Window& w, const RowOrigins& o, int64_t channels, int64_
         for (int64_t c = 0; c < channels; ++c) {
           X* xc = x + c * w.in_size();
           float* rows = col + (c * ksize + tap) * ld;
-          for (int64_t parity = 0; parity < 2; ++parity)
-            for (int64_t rr = r0 + parity; rr < r1; rr += 2) {
+          const int64_t step = interleaved ? 2 : 1;
+          for (int64_t parity = 0; parity < step; ++parity)
+            for (int64_t rr = r0 + parity; rr < r1; rr += step) {
               float* r = rows + (rr - r0) * ow_n;
               const int64_t id = o.id[size_t(rr)] + dd, ih = o.ih[size_t(rr)] + dh;
               if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1]) {
@@ -45,8 +50,8 @@ void walk_columns(const Window& w, const RowOrigins& o, int64_t channels, int64_
                 continue;
               }
               pad(r, 0, wlo);
+              f(r, xc + (id * w.in[1] + ih) * w.in[2], start, wlo, whi, w.stride[2], (r1 - rr) * ow_n - wlo);
               pad(r, whi, ow_n);
-              f(r, xc + (id * w.in[1] + ih) * w.in[2], start, wlo, whi, w.stride[2]);
             }
         }
       }
@@ -63,6 +68,18 @@ inline void copy_row(float* dst, const float* src, int64_t n) {
   if (i < n) {
     const __mmask16 m = tail_mask(n - i);
     _mm512_mask_storeu_ps(dst + i, m, _mm512_maskz_loadu_ps(m, src + i));
+  }
+}
+// copy_row, allowed to store up to `room` floats (>= n) from dst: the tail is one full
+// store when it fits (a masked store costs more), the lanes past n are zeros.
+inline void copy_row_room(float* dst, const float* src, int64_t n, int64_t room) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, src + i);
+    if (i + 16 <= room) _mm512_storeu_ps(dst + i, v);
+    else _mm512_mask_storeu_ps(dst + i, m, v);
   }
 }
 inline void zero_row(float* dst, int64_t n) {
@@ -87,6 +104,7 @@ inline void add_row(float* dst, const float* src, int64_t n) {
 DL_NO_LIBCALLS inline void copy_row(float* __restrict dst, const float* __restrict src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
 }
+inline void copy_row_room(float* dst, const float* src, int64_t n, int64_t) { copy_row(dst, src, n); }
 DL_NO_LIBCALLS inline void zero_row(float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = 0.0f;
 }
@@ -137,6 +155,43 @@ void walk_planes(const Window& w, int64_t channels, int64_t r0, int64_t r1, floa
     }
 }
 
+// Stride 1 and no padding, 2-D or 1-D (LeNet-5's second Conv): every column entry reads
+// the input, a tap's output row r is input row r + kh * dilation from column kw * dilation.
+bool unpadded_rows(const Window& w) {
+  for (int a = 1; a < 3; ++a)
+    if (w.stride[a] != 1 || w.pad_begin[a] != 0 || w.pad_end[a] != 0) return false;
+  return w.in[0] == 1 && w.k[0] == 1;
+}
+
+void im2col_unpadded(const Window& w, int64_t channels, int64_t r0, int64_t r1, const float* x, float* col,
+                     int64_t ld) {
+  const int64_t ow_n = w.out[2], iw_n = w.in[2], ksize = w.k_size(), n = (r1 - r0) * ow_n;
+  int64_t tap = 0;
+  for (int64_t kh = 0; kh < w.k[1]; ++kh)
+    for (int64_t kw = 0; kw < w.k[2]; ++kw, ++tap)
+      for (int64_t c = 0; c < channels; ++c) {
+        float* r = col + (c * ksize + tap) * ld;
+        const float* src = x + c * w.in_size() + (r0 + kh * w.dil[1]) * iw_n + kw * w.dil[2];
+        for (int64_t q = 0; q < n; q += ow_n, src += iw_n) copy_row_room(r + q, src, ow_n, n - q);
+      }
+}
+
+// col2im_add for unpadded_rows windows: even output rows first, then odd ones (see
+// walk_columns: no masked store followed by a load of the adjacent input row).
+void col2im_unpadded(const Window& w, int64_t channels, int64_t r0, int64_t r1, const float* dcol, float* dx,
+                     int64_t ld) {
+  const int64_t ow_n = w.out[2], iw_n = w.in[2], ksize = w.k_size(), rows = r1 - r0;
+  int64_t tap = 0;
+  for (int64_t kh = 0; kh < w.k[1]; ++kh)
+    for (int64_t kw = 0; kw < w.k[2]; ++kw, ++tap)
+      for (int64_t c = 0; c < channels; ++c) {
+        const float* r = dcol + (c * ksize + tap) * ld;
+        float* dst = dx + c * w.in_size() + (r0 + kh * w.dil[1]) * iw_n + kw * w.dil[2];
+        for (int64_t parity = 0; parity < 2; ++parity)
+          for (int64_t q = parity; q < rows; q += 2) add_row(dst + q * iw_n, r + q * ow_n, ow_n);
+      }
+}
+
 }  // namespace
 
 void RowOrigins::plan(const Window& w) {
@@ -151,6 +206,10 @@ void RowOrigins::plan(const Window& w) {
 
 void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, const float* x, float* col,
             int64_t ld) {
+  if (unpadded_rows(w)) {
+    im2col_unpadded(w, channels, r0, r1, x, col, ld);
+    return;
+  }
   if (contiguous_rows(w)) {
     walk_planes(
         w, channels, r0, r1, col, ld, x, false, [](float* c, const float* xs, int64_t n) { copy_row(c, xs, n); },
@@ -160,10 +219,10 @@ void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, 
     return;
   }
   walk_columns(
-      w, o, channels, r0, r1, col, ld, x,
-      [](float* r, const float* xr, int64_t start, int64_t lo, int64_t hi, int64_t s) {
+      w, o, channels, r0, r1, col, ld, x, false,
+      [](float* r, const float* xr, int64_t start, int64_t lo, int64_t hi, int64_t s, int64_t room) {
         if (s == 1) {
-          copy_row(r + lo, xr + start + lo, hi - lo);
+          copy_row_room(r + lo, xr + start + lo, hi - lo, room);
         } else {
           for (int64_t o = lo; o < hi; ++o) r[o] = xr[o * s + start];
         }
@@ -175,6 +234,10 @@ void im2col(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, 
 
 void col2im_add(const Window& w, const RowOrigins& o, int64_t channels, int64_t r0, int64_t r1, float* dcol, float* dx,
                 int64_t ld) {
+  if (unpadded_rows(w)) {
+    col2im_unpadded(w, channels, r0, r1, dcol, dx, ld);
+    return;
+  }
   if (contiguous_rows(w)) {
     walk_planes(
         w, channels, r0, r1, dcol, ld, dx, true, [](float* c, float* xs, int64_t n) { add_row(xs, c, n); },
@@ -184,8 +247,8 @@ void col2im_add(const Window& w, const RowOrigins& o, int64_t channels, int64_t 
     return;
   }
   walk_columns(
-      w, o, channels, r0, r1, dcol, ld, dx,
-      [](float* r, float* dr, int64_t start, int64_t lo, int64_t hi, int64_t s) {
+      w, o, channels, r0, r1, dcol, ld, dx, true,
+      [](float* r, float* dr, int64_t start, int64_t lo, int64_t hi, int64_t s, int64_t) {
         if (s == 1) {
           add_row(dr + start + lo, r + lo, hi - lo);
         } else {

@@ -1,8 +1,8 @@
-// Conv's batched-image path (runtime/ops/conv.cpp: output maps under kBatchCols
-// positions, the columns of several images in one GEMM): forward, dX, dW and dB against a
-// direct double-precision reference for groups, strides, padding, dilation, 1x1 maps,
-// strided 1x1 kernels, pointwise kernels and batches that leave a partial last batch of
-// images; and the same bits on 1 and 2 threads.
+// Conv's batched-image path (runtime/ops/conv.cpp: small output maps, the columns of
+// several images in one GEMM) and LeNet-5's per-image shapes:
+// forward, dX, dW and dB against a direct double-precision reference for groups, strides,
+// padding, dilation, 1x1 maps, strided 1x1 kernels, pointwise kernels and batches that
+// leave a partial last batch of images; and the same bits on 1 and 2 threads.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -26,13 +26,20 @@ using namespace dl::test::conv;
 
 TEST_CASE("Conv batched images: reference values for groups, strides, padding, dilation and small maps") {
   const Geometry cases[] = {
-      {11, 6, 8, 1, 8, 8, 3, 1, 1, 1},   // 8x8 maps: 8 images per GEMM, a last batch of 3
+      {38, 6, 8, 1, 6, 10, 3, 1, 1, 1},  // 6x10 maps: 35 images per GEMM, a last batch of 3
+      {5, 6, 8, 1, 8, 8, 3, 1, 1, 1},    // 8x8 maps, 8 maps: not batched (kThinMaps), one image per GEMM
       {5, 8, 6, 2, 4, 5, 3, 2, 1, 1},    // groups 2, stride 2, odd width
       {3, 4, 4, 1, 6, 6, 3, 1, 2, 2},    // dilation 2, padding 2
       {7, 5, 9, 1, 1, 1, 3, 1, 1, 1},    // 1x1 maps, 3x3 kernel (only the centre tap reads the input)
       {6, 6, 4, 1, 5, 5, 1, 2, 0, 1},    // a strided 1x1 kernel (resnet's downsample), odd map
       {4, 6, 6, 3, 3, 4, 1, 1, 0, 1},    // pointwise, groups 3
       {3, 2, 3, 1, 4, 4, 5, 3, 3, 1},    // a kernel wider than the map, stride 3, edge rows read padding only
+      {4, 1, 6, 1, 28, 28, 5, 1, 2, 1},  // LeNet-5's Convs: 'same' 5x5 on one channel (conv_direct.h),
+      {3, 1, 11, 1, 20, 30, 3, 1, 1, 1},  // one channel: 30-wide rows, 11 maps (a chunk of 8 and one of 3)
+      {2, 1, 4, 1, 9, 13, 7, 1, 0, 1},    // one channel: 7x7 kernel without padding, 7-wide rows
+      {4, 6, 16, 1, 14, 14, 5, 1, 0, 1},  // and 5x5 without padding (10-wide rows, in order)
+      {2, 3, 4, 1, 9, 9, 3, 1, 0, 2},     // dilation 2 without padding (5x5 maps: batched)
+      {3, 2, 4, 1, 9, 5, 5, 1, 1, 1},    // 5x5, pad 1 on 9x5: 3-wide rows with padded edges, in order (batched)
   };
   unsigned seed = 20;
   for (const Geometry& g : cases) {
@@ -54,8 +61,12 @@ TEST_CASE("Conv batched images: reference values for groups, strides, padding, d
 
 TEST_CASE("Conv batched images: the same bits on 1 and 2 threads") {
   // resnet18's shapes at batch 16: 4x4 maps (one part, its GEMMs split over the threads)
-  // and 8x8 maps (two parts of 8 images).
-  const Geometry shapes[] = {{16, 64, 64, 1, 4, 4, 3, 1, 1, 1}, {16, 32, 32, 1, 8, 8, 3, 1, 1, 1}};
+  // and 8x8 maps (one part of 16 images); 6x10 maps, 16 maps, batched in two parts of 35;
+  // LeNet-5's first Conv (one channel: conv_direct.h, 8 parts of 8 images).
+  const Geometry shapes[] = {{16, 64, 64, 1, 4, 4, 3, 1, 1, 1},
+                             {16, 32, 32, 1, 8, 8, 3, 1, 1, 1},
+                             {70, 16, 16, 1, 6, 10, 3, 1, 1, 1},
+                             {64, 1, 6, 1, 28, 28, 5, 1, 2, 1}};
   for (const Geometry& g : shapes) {
     CAPTURE(g.h);
     std::vector<std::vector<float>> by_threads[2];

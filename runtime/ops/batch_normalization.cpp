@@ -161,8 +161,8 @@ class BatchNormalization : public Op {
   // vectors in double) and rows shorter than a vector go value by value in double. On
   // the small maps of CIFAR-sized nets (mobilenet_v2, resnet18, shufflenet_v2 at 32x32:
   // 8x8 down to 1x1) that made a light iteration's BatchNormalization cost 8x a full one
-  // (bench/README.md, run 19: mobilenet_v2 +2.5 ms light); there the probe's own pass
-  // over the tensor (light, vectorised, in L2) reduces it instead.
+  // (bench/README.md, run 19: mobilenet_v2 +2.5 ms light against +0.25 full); there the
+  // probe's own pass over the tensor (light, vectorised, in L2) reduces it instead.
   static constexpr int64_t kFusedChannelValues = 4096;
   bool fuses_sums() const { return outer_ * inner_ >= kFusedChannelValues && inner_ >= 4 * simd::kLanes; }
   struct Pass {

@@ -85,7 +85,8 @@ class BatchNormalization : public Op {
   // the loop that writes it, and those of X (FwdCtx::in_stats, the previous step's
   // output) from the pass that reads it first; each channel sums its own, and the
   // channels' sums are merged in channel order afterwards (the same for any thread
-  // count). The values computed are the same with or without (a unit test).
+  // count). The values computed are the same with or without (a unit test). Only where
+  // each channel holds enough values (fuses_sums()); otherwise nothing is reported.
   void forward(FwdCtx& ctx) override {
     batch_stats_ = training_mode_ || legacy_training_ || ctx.training;
     Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), ctx.in[2]->f(), ctx.in[3]->f(), ctx.in[4]->f(),

@@ -2,7 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 namespace dl::an {
 
@@ -78,8 +84,34 @@ void Trace::plan_capacity() {
 TensorStats* Trace::begin_record(const IterationRecord& record) {
   if (max_records_ > 0 && static_cast<int64_t>(records.size()) >= max_records_) decimate();
   records.push_back(record);
-  stats.resize(records.size() * header.probes.size());
+  const size_t n = records.size() * header.probes.size();
+  if (n <= stats.capacity()) populate_stats(n * sizeof(TensorStats));
+  stats.resize(n);
   return stats.data() + (records.size() - 1) * header.probes.size();
+}
+
+void Trace::populate_stats(size_t bytes) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+  if (populate_failed_) return;
+  const auto base = reinterpret_cast<uintptr_t>(stats.data());
+  if (stats.data() != populated_base_) {  // new storage: what is written is mapped
+    populated_base_ = stats.data();
+    populated_ = stats.size() * sizeof(TensorStats);
+  }
+  if (bytes <= populated_) return;
+  constexpr size_t kAhead = size_t(1) << 20;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t cap_end = base + stats.capacity() * sizeof(TensorStats);
+  const uintptr_t from = (base + populated_ + page - 1) / page * page;  // (a page written in is mapped)
+  const uintptr_t to = std::min(cap_end, base + std::max(bytes, populated_ + kAhead)) / page * page;
+  if (to > from && madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE) != 0) {
+    populate_failed_ = true;  // (older kernels: EINVAL; the pages fault in as written)
+    return;
+  }
+  populated_ = std::max<size_t>(bytes, to - base);
+#else
+  (void)bytes;
+#endif
 }
 
 void Trace::reserve_iterations(int64_t n) {

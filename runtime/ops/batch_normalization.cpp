@@ -85,13 +85,14 @@ class BatchNormalization : public Op {
   // the loop that writes it, and those of X (FwdCtx::in_stats, the previous step's
   // output) from the pass that reads it first; each channel sums its own, and the
   // channels' sums are merged in channel order afterwards (the same for any thread
-  // count). The values computed are the same with or without (a unit test).
+  // count). The values computed are the same with or without (a unit test). Only where
+  // each channel holds enough values (fuses_sums()); otherwise nothing is reported.
   void forward(FwdCtx& ctx) override {
     batch_stats_ = training_mode_ || legacy_training_ || ctx.training;
     Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), ctx.in[2]->f(), ctx.in[3]->f(), ctx.in[4]->f(),
               ctx.out[0]->f()};
-    const bool out_light = ctx.out_stats && ctx.out_stats->light();
-    const bool in_light = ctx.in_stats && ctx.in_stats->light();
+    const bool out_light = fuses_sums() && ctx.out_stats && ctx.out_stats->light();
+    const bool in_light = fuses_sums() && ctx.in_stats && ctx.in_stats->light();
     pass.sums = out_light ? out_sums_.data() : nullptr;
     pass.in_sums = in_light ? in_sums_.data() : nullptr;
     parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
@@ -112,7 +113,7 @@ class BatchNormalization : public Op {
     pass.dscale = ctx.din[1] ? ctx.din[1]->f() : nullptr;
     pass.dbias = ctx.din[2] ? ctx.din[2]->f() : nullptr;
     // dY's light sums from the pass that sums it (as forward: per channel, merged in order).
-    const bool light = ctx.dout_stats && ctx.dout_stats->light();
+    const bool light = fuses_sums() && ctx.dout_stats && ctx.dout_stats->light();
     pass.sums = light ? out_sums_.data() : nullptr;
     parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
       const Pass& ps = *static_cast<const Pass*>(p);
@@ -156,6 +157,15 @@ class BatchNormalization : public Op {
     }
     return s;
   }
+  // Light sinks are served from the channel loops only where a channel holds many
+  // values in long rows: each channel's sums cost a set-up and a finish (folding 16-lane
+  // vectors in double) and rows shorter than a vector go value by value in double. On
+  // the small maps of CIFAR-sized nets (mobilenet_v2, resnet18, shufflenet_v2 at 32x32:
+  // 8x8 down to 1x1) that made a light iteration's BatchNormalization cost 8x a full one
+  // (bench/README.md, run 19: mobilenet_v2 +2.5 ms light against +0.25 full); there the
+  // probe's own pass over the tensor (light, vectorised, in L2) reduces it instead.
+  static constexpr int64_t kFusedChannelValues = 4096;
+  bool fuses_sums() const { return outer_ * inner_ >= kFusedChannelValues && inner_ >= 4 * simd::kLanes; }
   struct Pass {
     const BatchNormalization* op;
     const float *x, *scale, *bias, *in_mean, *in_var;

@@ -75,39 +75,53 @@ class ClipOp : public Op {
       return;
     }
     // The light sums of Y and of X (the previous step's output) from the loop's
-    // registers; the vector selects are the scalar ones lane by lane.
+    // registers; the vector selects are the scalar ones lane by lane. Both at once in
+    // light_pass2's 2 chains each (two LightSums' 4 chains each are all of AVX-512's 32
+    // registers: the loop spilled, and cost 3x the probe's own passes, bench/README.md
+    // run 19).
     using simd::VecF;
-    simd::LightSums ys, xs;
     const VecF lov = VecF{} + lo, hiv = VecF{} + hi;
-    constexpr int kL = simd::kLanes;
     const auto y_of = [&](VecF xv, int64_t at) {
       const VecF v = xv < lov ? lov : xv;
       const VecF yv = v > hiv ? hiv : v;
       simd::storev(y + at, yv);
       return yv;
     };
-    int64_t k = 0;
-    for (; k + 4 * kL <= n; k += 4 * kL) {
-      const VecF x0 = simd::loadv(xf + k), x1 = simd::loadv(xf + k + kL), x2 = simd::loadv(xf + k + 2 * kL),
-                 x3 = simd::loadv(xf + k + 3 * kL);
-      const VecF y0 = y_of(x0, k), y1 = y_of(x1, k + kL), y2 = y_of(x2, k + 2 * kL), y3 = y_of(x3, k + 3 * kL);
-      if (out_light) ys.put4(y0, y1, y2, y3);
-      if (in_light) xs.put4(x0, x1, x2, x3);
+    const auto y_scalar = [&](int64_t at) {
+      const float v = xf[at] < lo ? lo : xf[at];
+      return y[at] = v > hi ? hi : v;
+    };
+    stats::Sums ys, xs;
+    if (out_light && in_light) {
+      simd::light_pass2(
+          n,
+          [&](int64_t k, VecF& a, VecF& b) {
+            a = simd::loadv(xf + k);
+            b = y_of(a, k);
+          },
+          [&](int64_t k, float& a, float& b) {
+            a = xf[k];
+            b = y_scalar(k);
+          },
+          xs, ys);
+    } else if (out_light) {
+      simd::light_pass(n, [&](int64_t k) { return y_of(simd::loadv(xf + k), k); }, y_scalar, ys);
+    } else {
+      simd::light_pass(
+          n,
+          [&](int64_t k) {
+            const VecF xv = simd::loadv(xf + k);
+            y_of(xv, k);
+            return xv;
+          },
+          [&](int64_t k) {
+            y_scalar(k);
+            return xf[k];
+          },
+          xs);
     }
-    for (; k + kL <= n; k += kL) {
-      const VecF xv = simd::loadv(xf + k);
-      const VecF yv = y_of(xv, k);
-      if (out_light) ys.put(yv);
-      if (in_light) xs.put(xv);
-    }
-    for (; k < n; ++k) {
-      const float v = xf[k] < lo ? lo : xf[k];
-      y[k] = v > hi ? hi : v;
-      if (out_light) ys.put_scalar(y[k]);
-      if (in_light) xs.put_scalar(xf[k]);
-    }
-    if (out_light) out_light->add_sums(0, ys.finish(), n);
-    if (in_light) in_light->add_sums(0, xs.finish(), n);
+    if (out_light) out_light->add_sums(0, ys, n);
+    if (in_light) in_light->add_sums(0, xs, n);
   }
 
   bool reports_input() const override { return true; }

@@ -20,6 +20,7 @@
 // the batch is: images go in fixed parts (run_parts) run on the compute threads, each
 // with its own column buffer and dW/dB sums, added in part order afterwards.
 #include "runtime/attrs.h"
+#include "runtime/ops/conv_batched.h"
 #include "runtime/ops/conv_direct.h"
 #include "runtime/ops/depthwise.h"
 #include "runtime/ops/eigen_map.h"
@@ -293,28 +294,11 @@ class Conv : public Op {
           im2col(lw, live_.origins, cg, 0, rows, ps.x + ((nb + j) * c_ + g * cg) * win_.in_size(), col + j * P, cols);
         gemm(mg, cols, kk, 1.0f, {ps.wb + g * mg * kk, kk, false}, {col, cols, false}, tmp, cols, false);
         if (light) light_rows(tmp, mg, cols, ps.b ? ps.b + g * mg : nullptr, sums);
-        for (int64_t j = 0; j < nc; ++j)
-          for (int64_t i = 0; i < mg; ++i) {
-            const float* src = tmp + i * cols + j * P;
-            float* dst = ps.y + ((nb + j) * m_ + g * mg + i) * P;
-            if (ps.b) {
-              const float bias = ps.b[g * mg + i];
-              for (int64_t p = 0; p < P; ++p) dst[p] = src[p] + bias;
-            } else {
-              std::copy_n(src, P, dst);
-            }
-          }
+        batched_to_images(tmp, mg, nc, P, ps.b ? ps.b + g * mg : nullptr, ps.y + (nb * m_ + g * mg) * P, m_ * P);
       }
       if (light) ps.stats->add_sums(part, sums.finish(), nc * m_ * P);
       for (int64_t j = 0; ps.stats && !light && j < nc; ++j) ps.stats->add(part, ps.y + (nb + j) * m_ * P, m_ * P);
     }
-  }
-
-  // The light statistics (runtime/value_simd.h) of rows x cols values tmp (+ bias[row]),
-  // the values Y gets: from the product's buffer, contiguous rows still in cache.
-  static void light_rows(const float* tmp, int64_t rows, int64_t cols, const float* bias, simd::LightSums& out) {
-    for (int64_t i = 0; i < rows; ++i)
-      bias ? out.put_row_plus(tmp + i * cols, cols, bias[i]) : out.put_row(tmp + i * cols, cols);
   }
 
   // With light, dY's light statistics come from tmp too (backward_images leaves them).
@@ -328,9 +312,7 @@ class Conv : public Op {
       const int64_t nc = std::min(batch_imgs_, n1 - nb), cols = nc * P;
       simd::LightSums sums;
       for (int64_t g = 0; g < group_; ++g) {
-        for (int64_t j = 0; j < nc; ++j)
-          for (int64_t i = 0; i < mg; ++i)
-            std::copy_n(ps.dy + ((nb + j) * m_ + g * mg + i) * P, P, tmp + i * cols + j * P);
+        images_to_batched(ps.dy + (nb * m_ + g * mg) * P, mg, nc, P, m_ * P, tmp);
         if (light) light_rows(tmp, mg, cols, nullptr, sums);
         if (ps.dw) {
           for (int64_t j = 0; j < nc; ++j)

@@ -59,16 +59,15 @@ class TrialRunner {
     options_.no_stop = false;                                // a trial ends at its first fault
     options_.save_file.clear();
     options_.trace_file.clear();
-    train_ = c.train;
-    validation_ = c.validation;
     std::vector<int64_t> classes;
-    if (validation_.n > 0) {
-      classes = rt::row_classes(validation_);
+    if (c.validation.n > 0) {
+      classes = rt::row_classes(c.validation);
     } else if (c.train.n >= kHoldOutMinRows) {
       classes = rt::row_classes(c.train);
       if (!classes.empty()) {
-        std::tie(train_, validation_) = rt::split_holdout(c.train, classes, kHoldOutFraction, c.config.seed);
-        classes = rt::row_classes(validation_);
+        std::tie(held_train_, held_validation_) = rt::split_holdout(c.train, classes, kHoldOutFraction, c.config.seed);
+        train_ = &held_train_, validation_ = &held_validation_;
+        classes = rt::row_classes(held_validation_);
       }
     }
     if (!classes.empty()) {
@@ -110,7 +109,7 @@ class TrialRunner {
   void run_one(Trial& t) {
     const auto t0 = Clock::now();
     try {
-      rt::Dataset train = train_, validation = validation_;
+      rt::Dataset train = *train_, validation = *validation_;
       t.repaired.preprocessing.apply(train);
       if (validation.n > 0) t.repaired.preprocessing.apply(validation);
       CaseRunOptions run;
@@ -139,7 +138,10 @@ class TrialRunner {
   int jobs_;
   std::atomic<bool> stop_{false};
   std::mutex print_;
-  rt::Dataset train_, validation_;  // the case's split, or a hold-out of its training rows
+  // The case's split, or (held_*) a hold-out of its training rows.
+  const rt::Dataset* train_ = &case_.train;
+  const rt::Dataset* validation_ = &case_.validation;
+  rt::Dataset held_train_, held_validation_;
   an::HeldOutAccuracy held_out_;
 };
 

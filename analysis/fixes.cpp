@@ -38,6 +38,7 @@ struct Facts {
   bool features_unscaled = false, targets_unscaled = false;
   bool label_issues = false;
   std::vector<int> constant_layers;  // layers whose weights start constant (all zero or all equal)
+  std::vector<int> wide_layers;      // layers whose weights start far too wide (wide_initialization)
   int64_t epochs = 10;
   double lr = 0, default_lr = 0;  // the learning rate and the optimizer's Keras default
 };
@@ -128,7 +129,15 @@ int lr_direction(const Finding& primary) {
 
 class Proposer {
  public:
-  Proposer(const Trace& t, const std::vector<FixAction>& applied) : facts_(facts_of(t)), applied_(applied) {}
+  Proposer(const Trace& t, const std::vector<Finding>& findings, const std::vector<FixAction>& applied)
+      : facts_(facts_of(t)), applied_(applied) {
+    for (const Finding& f : findings) {  // bad_initialization lists every too-wide layer
+      const auto it = f.evidence.find("wide_layers");
+      if (it == f.evidence.end() || !it->is_array()) continue;
+      for (const auto& l : *it)
+        if (l.is_number_integer()) facts_.wide_layers.push_back(l.get<int>());
+    }
+  }
 
   void cause(RootCause c, const Finding& f) {
     switch (c) {
@@ -264,9 +273,15 @@ class Proposer {
   }
   void initialization(const Finding& f) {
     const RootCause c = RootCause::kInitialization;
+    // Every layer that starts zero, constant or far too wide, and the finding's own: a repair
+    // of one of several such layers leaves the others' symptom.
     std::vector<int> layers = facts_.constant_layers;
-    if (f.layer >= 0 && std::find(layers.begin(), layers.end(), f.layer) == layers.end()) layers.push_back(f.layer);
+    layers.insert(layers.end(), facts_.wide_layers.begin(), facts_.wide_layers.end());
+    if (f.layer >= 0) layers.push_back(f.layer);
     std::sort(layers.begin(), layers.end());
+    layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+    layers.erase(std::remove_if(layers.begin(), layers.end(), [&](int l) { return l < 0 || l > facts_.last; }),
+                 layers.end());
     if (layers.empty())
       for (int l = 0; l <= facts_.last; ++l) layers.push_back(l);
     std::vector<FixAction> acts;
@@ -324,7 +339,7 @@ class Proposer {
 
 std::vector<FixCandidate> propose_fixes(const Diagnosis& d, const Trace& trace, const std::vector<FixAction>& applied) {
   if (!d.fault || d.findings.empty()) return {};
-  Proposer p(trace, applied);
+  Proposer p(trace, d.findings, applied);
   const Finding& primary = d.findings.front();
   p.cause(primary.root_cause, primary);
   for (const Finding& f : d.findings)

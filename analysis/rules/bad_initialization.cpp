@@ -70,17 +70,28 @@ class BadInitialization : public Rule {
       f.evidence["constant_layers_in_a_row"] = best_run;
       return;
     }
-    for (const WeightInit& w : weights) {
-      if (!w.too_wide) continue;
-      const double he = std::sqrt(2.0 / double(w.fan_in));
-      emit(ctx, out, w, sym::wide_initialization, false, 0.6,
-           ctx.layer_label(w.layer) + " starts with weights of std " + ru::num(w.init->std) + " for a fan-in of " +
-               std::to_string(w.fan_in) + " (He would use " + ru::num(he) + "): activations grow ~" +
-               ru::num(w.init->std / he) + "x per layer",
-           "initialise " + w.init->name + " with glorot_uniform or he_normal (std ~ sqrt(2 / fan_in) = " +
-               ru::num(he) + ")");
-      return;
+    // Every too-wide layer is listed (a repair re-initialises them all); the finding sits at
+    // the first, where the signal starts to grow.
+    std::vector<const WeightInit*> wide;
+    for (const WeightInit& w : weights)
+      if (w.too_wide) wide.push_back(&w);
+    if (wide.empty()) return;
+    const WeightInit& w = *wide.front();
+    const double he = std::sqrt(2.0 / double(w.fan_in));
+    std::string msg = ctx.layer_label(w.layer) + " starts with weights of std " + ru::num(w.init->std) +
+                      " for a fan-in of " + std::to_string(w.fan_in) + " (He would use " + ru::num(he) +
+                      "): activations grow ~" + ru::num(w.init->std / he) + "x per layer";
+    nlohmann::json layers = nlohmann::json::array();
+    std::string others;
+    for (const WeightInit* o : wide) {
+      layers.push_back(o->layer);
+      if (o != wide.front()) others += (others.empty() ? "" : ", ") + ctx.layer_label(o->layer);
     }
+    if (!others.empty()) msg += "; so do the weights of " + others;
+    Finding& f = emit(ctx, out, w, sym::wide_initialization, false, 0.6, msg,
+                      "initialise " + w.init->name + (wide.size() > 1 ? " and the other too-wide weights" : "") +
+                          " with glorot_uniform or he_normal (std ~ sqrt(2 / fan_in) = " + ru::num(he) + ")");
+    f.evidence["wide_layers"] = layers;
   }
 
  private:

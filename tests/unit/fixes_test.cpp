@@ -224,6 +224,17 @@ TEST_CASE("fixes: constant-initialised layers propose re-initialisation") {
   }
 }
 
+TEST_CASE("fixes: every too-wide layer is re-initialised together, whichever finding leads") {
+  TraceBuilder b;
+  const Trace t = multiclass(b);
+  Finding wide = finding("wide_initialization", RootCause::kInitialization, 0, false);
+  wide.evidence["wide_layers"] = {0, 2};
+  // The primary finding is a consequence at the output (the loss stays above chance).
+  const auto v = texts(propose_fixes(faulty({finding("loss_above_chance", RootCause::kInitialization, 2), wide}), t));
+  REQUIRE_FALSE(v.empty());
+  CHECK(v[0] == "reinitialize 0=he_uniform + reinitialize 2=glorot_uniform");
+}
+
 TEST_CASE("fixes: label issues propose remapping the class ids") {
   TraceBuilder b;
   Trace t = multiclass(b);

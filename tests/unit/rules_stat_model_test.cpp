@@ -321,6 +321,21 @@ TEST_CASE("rule bad_initialization: single constant layer, wide init, biases") {
     CHECK(run("bad_initialization", t, true,
               with({"bad_initialization.min_fan_in=300", "bad_initialization.max_he_ratio=20"})).empty());
   }
+  SUBCASE("several too-wide layers: the finding at the first, every one listed") {
+    TraceBuilder b;
+    Trace t = healthy(b);
+    for (size_t k : {0, 2}) {  // the weights of layers 0 and 2 (8 inputs x 3 units)
+      an::InitializerSummary& w = t.header.initializers[k];
+      w.std = 10, w.min = -30, w.max = 30;
+      if (k == 2) w.count = 24;
+    }
+    auto f = run("bad_initialization", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "wide_initialization");
+    CHECK(f[0].layer == 0);
+    CHECK(f[0].evidence["wide_layers"] == nlohmann::json::array({0, 2}));
+    CHECK(f[0].message.find("so do the weights of layer 2") != std::string::npos);
+  }
   SUBCASE("N(0, 10) on a fan-in of 4: too wide at any fan-in") {
     TraceBuilder b;
     Trace t = healthy(b);

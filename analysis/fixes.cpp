@@ -15,6 +15,8 @@ using Kind = FixAction::Kind;
 // The highest drop rate of common healthy setups (excessive_dropout's max_rate is higher:
 // a warning there needs more evidence than a candidate repair here).
 constexpr double kUsualDropRate = 0.5;
+// The batch size a batch-size repair moves to (Keras' default).
+constexpr int64_t kUsualBatch = 32;
 
 FixAction act(Kind k, int layer = -1, std::string value = "", double factor = 1, int64_t count = 0) {
   FixAction a;
@@ -39,7 +41,10 @@ struct Facts {
   bool label_issues = false;
   std::vector<int> constant_layers;  // layers whose weights start constant (all zero or all equal)
   std::vector<int> wide_layers;      // layers whose weights start far too wide (wide_initialization)
-  int64_t epochs = 10;
+  int64_t epochs = 10, batch_size = 32;
+  // A BatchNormalization over dense features (no spatial positions): it normalises each
+  // unit over the rows of the batch alone.
+  bool dense_batch_norm = false;
   double lr = 0, default_lr = 0;  // the learning rate and the optimizer's Keras default
 };
 
@@ -50,6 +55,7 @@ Facts facts_of(const Trace& t) {
   f.optimizer = ru::config(h, "optimizer", "rmsprop");
   f.logits = ru::from_logits(h);
   f.epochs = static_cast<int64_t>(ru::config_number(h, "epochs", 10));
+  f.batch_size = static_cast<int64_t>(ru::config_number(h, "batch_size", 32));
   f.lr = ru::learning_rate(h);
   f.default_lr = ru::keras_default_learning_rate(f.optimizer);
   const size_t n = h.layers.size();
@@ -66,6 +72,8 @@ Facts facts_of(const Trace& t) {
     if (p.kind != ProbeKind::kForward || p.layer < 0 || static_cast<size_t>(p.layer) >= n) continue;
     if (p.op.role == "parameterized" && p.op.units > 0 && p.op.sample_size == p.op.units) f.units[p.layer] = p.op.units;
     if (p.op.drop_rate > 0) f.drop_rate[p.layer] = std::max(f.drop_rate[p.layer], p.op.drop_rate);
+    if (p.op_type == "BatchNormalization" && p.op.units > 0 && p.op.sample_size == p.op.units)
+      f.dense_batch_norm = true;
     if (p.op.role == "activation") {
       f.activation[p.layer] = p.op_type;
       f.saturating[p.layer] = p.op.saturates;
@@ -171,6 +179,11 @@ class Proposer {
     }
   }
 
+  // Repairs that come before any cause's: a configuration that no model can train under.
+  void certain() {
+    if (facts_.dense_batch_norm) batch_size();
+  }
+
   std::vector<FixCandidate> take() { return std::move(out_); }
 
  private:
@@ -205,12 +218,23 @@ class Proposer {
       if (to_default > 0 && to_default < 0.01) add({act(Kind::kLearningRate, -1, "", to_default)}, c,
                                                    "a learning rate far above the optimizer's default: the default");
       add({act(Kind::kLearningRate, -1, "", 0.01)}, c, "unstable training: much smaller steps");
+      batch_size();
     }
     if (dir >= 0) {
       add({act(Kind::kLearningRate, -1, "", 10)}, c, "too little progress: larger steps");
       if (to_default > 100) add({act(Kind::kLearningRate, -1, "", to_default)}, c,
                                 "a learning rate far below the optimizer's default: the default");
     }
+  }
+  // A batch of one row: BatchNormalization over dense features outputs its shift alone
+  // (each unit's variance over one row is 0), and every step follows a single sample.
+  // Counted with the learning rate: the batch size and the rate set the size and noise of
+  // the steps together.
+  void batch_size() {
+    if (facts_.batch_size != 1) return;
+    add({act(Kind::kBatchSize, -1, "", 1, kUsualBatch)}, RootCause::kLearningRate,
+        facts_.dense_batch_norm ? "BatchNormalization over a batch of one row outputs only its shift"
+                                : "steps of one row are as noisy as a single sample");
   }
   bool lr_known() const { return facts_.lr > 0 && facts_.default_lr > 0 && std::isfinite(facts_.lr); }
   void data(bool primary) {
@@ -341,6 +365,7 @@ std::vector<FixCandidate> propose_fixes(const Diagnosis& d, const Trace& trace, 
   if (!d.fault || d.findings.empty()) return {};
   Proposer p(trace, d.findings, applied);
   const Finding& primary = d.findings.front();
+  p.certain();
   p.cause(primary.root_cause, primary);
   for (const Finding& f : d.findings)
     if (&f != &primary && f.consequence_of < 0) p.cause(f.root_cause, f);

@@ -235,6 +235,34 @@ TEST_CASE("fixes: every too-wide layer is re-initialised together, whichever fin
   CHECK(v[0] == "reinitialize 0=he_uniform + reinitialize 2=glorot_uniform");
 }
 
+TEST_CASE("fixes: a batch of one row tries a batch of 32, first when BatchNormalization normalises dense units") {
+  TraceBuilder b;
+  Trace t = multiclass(b);
+  t.header.config["batch_size"] = "1";
+  const Diagnosis d = faulty({finding("dead_units", RootCause::kLearningRate, 1)});
+  // Without BatchNormalization: after the smaller learning rates.
+  auto v = texts(propose_fixes(d, t));
+  REQUIRE(v.size() >= 3);
+  CHECK(v[0] == "learning_rate x0.1");
+  CHECK(has(v, "batch_size"));
+  CHECK(std::find(v.begin(), v.end(), "batch_size") > std::find(v.begin(), v.end(), "learning_rate x0.01"));
+  // A BatchNormalization over 8 dense units: a batch of one row is the first repair.
+  an::Probe bn;
+  bn.layer = 1, bn.op_type = "BatchNormalization", bn.op.normalizes = true, bn.op.units = 8, bn.op.sample_size = 8;
+  t.header.probes.push_back(bn);
+  const auto cs = propose_fixes(d, t);
+  REQUIRE_FALSE(cs.empty());
+  CHECK(text(cs[0]) == "batch_size");
+  CHECK(cs[0].actions[0].count == 32);
+  CHECK(cs[0].root_cause == RootCause::kLearningRate);
+  // Over 4x4 positions per channel it normalises 16 values per row: no collapse, no repair first.
+  t.header.probes.back().op.sample_size = 8 * 16;
+  CHECK(text(propose_fixes(d, t)[0]) == "learning_rate x0.1");
+  // A batch of 16 rows: never.
+  t.header.config["batch_size"] = "16";
+  CHECK_FALSE(has(texts(propose_fixes(d, t)), "batch_size"));
+}
+
 TEST_CASE("fixes: label issues propose remapping the class ids") {
   TraceBuilder b;
   Trace t = multiclass(b);

@@ -13,10 +13,10 @@ namespace {
 
 // -1 when a is clearly better than b (by the metric, else by a comparable loss), +1 when
 // clearly worse, 0 when neither is (then the evidence's order decides).
-int compare_after(const FixOutcome& a, const FixOutcome& b, bool higher_is_better) {
+int compare_after(const FixOutcome& a, const FixOutcome& b, bool higher_is_better, bool by_metric) {
   const double ma = a.after.metric, mb = b.after.metric;
-  if (std::isfinite(ma) != std::isfinite(mb)) return std::isfinite(ma) ? -1 : 1;
-  if (std::isfinite(ma)) {
+  if (by_metric && std::isfinite(ma) != std::isfinite(mb)) return std::isfinite(ma) ? -1 : 1;
+  if (by_metric && std::isfinite(ma)) {
     // Accuracy-like metrics: an absolute margin; error metrics (mae): a relative one.
     const double d = higher_is_better ? ma - mb : mb - ma;
     const double margin = higher_is_better ? 0.01 : 0.05 * std::max(std::fabs(ma), std::fabs(mb));
@@ -120,7 +120,7 @@ TrialJudgement judge_trial(const Diagnosis& faulty, const FixMetrics& before, co
   return {false, "no clear improvement", TrialStatus::kNoImprovement};
 }
 
-void rank_fixes(std::vector<FixOutcome>& v, bool higher_is_better) {
+void rank_fixes(std::vector<FixOutcome>& v, bool higher_is_better, bool by_metric) {
   // Verified first; among them the clearly better result; otherwise the evidence's order.
   // (A pairwise "clearly better" is not transitive, so sort by the order first and let a
   // stable insertion pass move only clear winners ahead.)
@@ -130,7 +130,7 @@ void rank_fixes(std::vector<FixOutcome>& v, bool higher_is_better) {
   });
   for (size_t i = 1; i < v.size(); ++i) {
     size_t j = i;
-    while (j > 0 && v[j].verified == v[j - 1].verified && compare_after(v[j], v[j - 1], higher_is_better) < 0) {
+    while (j > 0 && v[j].verified == v[j - 1].verified && compare_after(v[j], v[j - 1], higher_is_better, by_metric) < 0) {
       std::swap(v[j], v[j - 1]);
       --j;
     }

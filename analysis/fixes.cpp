@@ -85,12 +85,9 @@ Facts facts_of(const Trace& t) {
   const DataSummary& d = h.data_summary;
   f.sparse = f.loss == "sparse_categorical_crossentropy";
   f.regression = !d.targets_are_classes && !f.sparse;
-  double row_sum = 0;
-  for (const ColumnSummary& c : d.target_columns) row_sum += c.mean;
   if (!f.regression) {
     if (f.out_units == 1) f.binary = true;
-    else if (d.target_columns.size() > 1 && d.label_issue_count == 0 && std::fabs(row_sum - 1.0) > 0.05)
-      f.multilabel = true;
+    else if (ru::multilabel_targets(h)) f.multilabel = true;
     else f.multiclass = true;
   }
   const ru::InputScale s = ru::input_scale(h);

@@ -85,9 +85,10 @@ nlohmann::json to_json(const RepairLocalization& r, const std::vector<FixOutcome
 // by their number in `fixes`, from 1); "" when there is nothing to say.
 std::string describe_repair_localization(const Finding& f);
 
-// Ranks outcomes: verified first, then by improvement (metric gain, then loss ratio),
-// then shorter trials; stable for ties.
-void rank_fixes(std::vector<FixOutcome>& outcomes, bool higher_is_better);
+// Ranks outcomes: verified first, then by improvement (metric gain, then loss ratio; the
+// loss alone when `by_metric` is false: a metric that does not measure the task, such as
+// Keras' accuracy on multi-label targets), then the evidence's order; stable for ties.
+void rank_fixes(std::vector<FixOutcome>& outcomes, bool higher_is_better, bool by_metric = true);
 
 
 }  // namespace dl::an

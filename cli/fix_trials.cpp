@@ -1,6 +1,7 @@
 #include "cli/fix_trials.h"
 
 #include "analysis/context.h"
+#include "analysis/rules/rule_util.h"
 
 #include <algorithm>
 #include <chrono>
@@ -221,9 +222,14 @@ an::FixOutcome outcome_of(const Trial& t, const CaseResult& faulty, const an::Fi
                          (p.last_metric - p.chance_metric) / (1 - p.chance_metric) >= margins.separated;
   const double share = p.constant_loss > 0 && p.loss_finite && !separates ? p.last_loss / p.constant_loss
                                                                           : std::numeric_limits<double>::quiet_NaN();
-  const an::TrialJudgement j = an::judge_trial(faulty.diagnosis, before, t.result.diagnosis, o.after, higher,
-                                               !t.result.interrupted, !t.repaired.loss_changed, margins, share,
-                                               o.held_out);
+  // On multi-label targets Keras' accuracy is categorical (the highest output against the
+  // row's first label): it does not measure the task, so the loss alone judges the trial.
+  an::FixMetrics judged_before = before, judged_after = o.after;
+  if (an::ru::multilabel_targets(t.result.trace.header))
+    judged_before.metric = judged_after.metric = std::numeric_limits<double>::quiet_NaN();
+  const an::TrialJudgement j = an::judge_trial(faulty.diagnosis, judged_before, t.result.diagnosis, judged_after,
+                                               higher, !t.result.interrupted, !t.repaired.loss_changed, margins,
+                                               share, o.held_out);
   o.verified = j.verified;
   o.status = j.status;
   o.reason = j.reason;
@@ -318,7 +324,7 @@ void verify_fixes(const LoadedCase& c, const TrainOptions& o, const CaseRunOptio
     runner.run(round);
     for (const Trial* t : round)
       if (t->ran || !t->error.empty()) outcomes.push_back(outcome_of(*t, faulty, before, higher, runner.held_out()));
-    an::rank_fixes(outcomes, higher);
+    an::rank_fixes(outcomes, higher, !an::ru::multilabel_targets(faulty.trace.header));
     round.clear();
     // Stack: a repair that removed the primary symptom but left (or revealed) other
     // faults gets the candidates for those; a clean one, the rest of the first diagnosis'.

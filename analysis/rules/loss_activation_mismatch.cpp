@@ -83,8 +83,7 @@ class LossActivationMismatch : public Rule {
     if (!ce) return;
     // Several 1s per target row (multi-label) with a loss or output that makes classes compete.
     const DataSummary& d = h.data_summary;
-    double row_sum = 0;
-    for (const ColumnSummary& c : d.target_columns) row_sum += c.mean;
+    const double row_sum = ru::target_row_sum(d);
     const double off = std::fabs(row_sum - 1.0);
     const bool multi_label = d.target_columns.size() > 1 && d.label_issue_count == 0 &&
                              off > threshold(ctx, "row_sum_tolerance");

@@ -26,6 +26,19 @@ double config_number(const TraceHeader& h, const std::string& key, double fallba
   return end && *end == '\0' ? d : fallback;
 }
 
+double target_row_sum(const DataSummary& d) {
+  double sum = 0;
+  for (const ColumnSummary& c : d.target_columns) sum += c.mean;
+  return sum;
+}
+
+bool multilabel_targets(const TraceHeader& h, double tolerance) {
+  const DataSummary& d = h.data_summary;
+  const bool classes = d.targets_are_classes || config(h, "loss") == "sparse_categorical_crossentropy";
+  return classes && d.target_columns.size() > 1 && d.label_issue_count == 0 &&
+         std::fabs(target_row_sum(d) - 1.0) > tolerance;
+}
+
 bool from_logits(const TraceHeader& h) {
   const std::string v = config(h, "from_logits", "false");
   return v == "true" || v == "1" || v == "True";

@@ -32,6 +32,13 @@ bool is_regression_loss(const std::string& loss);
 // The configured learning rate, else the optimizer's Keras default (adam 0.001, sgd 0.01...).
 double learning_rate(const TraceHeader& h);
 double keras_default_learning_rate(const std::string& optimizer);
+// The mean over rows of the target columns' sum (one-hot targets: 1).
+double target_row_sum(const DataSummary& d);
+// Several labels per row: class targets in several columns whose mean row sum is further
+// from 1 than `tolerance` (one-hot rows sum to 1). Keras' "accuracy" on such targets is
+// categorical (does the highest output hit the first of the row's labels?): it does not
+// measure the task.
+bool multilabel_targets(const TraceHeader& h, double tolerance = 0.05);
 
 // --- the model's output ---------------------------------------------------------------
 struct OutputLayer {

@@ -13,6 +13,7 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/fixes.h"
+#include "analysis/rules/rule_util.h"
 #include "fixes_test_util.h"
 #include "trace_builder.h"
 
@@ -169,7 +170,9 @@ TEST_CASE("fixes: a softmax over one unit with binary targets proposes a sigmoid
 TEST_CASE("fixes: multi-label targets under a softmax and categorical loss propose sigmoid with binary_crossentropy") {
   TraceBuilder b;
   Trace t = b.dense("relu", 16).dense("softmax", 4).build(60);
+  CHECK_FALSE(an::ru::multilabel_targets(t.header));  // one-hot rows sum to 1
   for (an::ColumnSummary& c : t.header.data_summary.target_columns) c.mean = 0.5;  // two labels per row
+  CHECK(an::ru::multilabel_targets(t.header));
   const Diagnosis d = an::analyze(t, an::Settings(), true);
   REQUIRE(d.fault);
   CHECK(d.findings.front().symptom == "multilabel_categorical");

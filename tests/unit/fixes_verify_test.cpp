@@ -206,6 +206,13 @@ TEST_CASE("fixes: rank_fixes moves a clear metric winner ahead, otherwise keeps 
     an::rank_fixes(v, false);
     CHECK(orders(v) == std::vector<int>{1, 0, 2});
   }
+  SUBCASE("a metric that does not measure the task (multi-label accuracy): the loss decides") {
+    std::vector<FixOutcome> v = {outcome(0, true, 0.3, 0.63), outcome(1, true, 0.005, 0.56)};
+    an::rank_fixes(v, true);
+    CHECK(orders(v) == std::vector<int>{0, 1});
+    an::rank_fixes(v, true, false);
+    CHECK(orders(v) == std::vector<int>{1, 0});
+  }
   SUBCASE("no metric: a clearly lower comparable loss, never a loss of another function") {
     std::vector<FixOutcome> v = {outcome(0, true, 1.0, kNaN), outcome(1, true, 0.5, kNaN)};
     an::rank_fixes(v, true);

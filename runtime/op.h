@@ -181,8 +181,8 @@ struct FwdCtx {
   bool training = false;
   std::mt19937_64* rng = nullptr;  // seeded by the graph owner; used by Dropout
   ValueSink* out_stats = nullptr;  // set by the executor when a probe wants out[0]'s statistics
-  // Set when a probe wants in[0]'s statistics and the op reports its input
-  // (Op::reports_input): in[0] is the output of an earlier step, not yet reduced.
+  // Set when a probe wants in[Op::reported_input()]'s statistics and the op reports its
+  // input (Op::reports_input): that input is the output of an earlier step, not yet reduced.
   ValueSink* in_stats = nullptr;
   // Set when a probe wants the op's feature (Op::feature): forward() then reports the
   // feature of every row, in row order, to part 0 (or reports nothing).
@@ -220,8 +220,19 @@ class Op {
   virtual void backward(BwdCtx& ctx);
 
   virtual OpTraits traits() const { return {}; }
-  // Whether forward() reports in[0] to a light FwdCtx::in_stats (whole, or not at all).
+  // Whether forward() reports input reported_input() (in[0] unless the op says otherwise,
+  // after infer()) to a light FwdCtx::in_stats (whole, or not at all).
   virtual bool reports_input() const { return false; }
+  virtual size_t reported_input() const { return 0; }
+  // Whether, after the last forward(), out[0] holds exactly in[0]'s values (the same bits,
+  // in the same or another order: Reshape, Flatten, Squeeze, Unsqueeze, Identity,
+  // Transpose, a Dropout that dropped nothing): its statistics are in[0]'s, and a probe
+  // takes them from in[0]'s reduction instead of a pass of its own (runtime/probes.h).
+  virtual bool copies_input() const { return false; }
+  // Whether, in the last backward(), din[i] received exactly dout[0]'s values (the same
+  // bits, maybe reordered: a copy's input, either input of an Add that is not broadcast):
+  // when nothing else adds to it, its statistics are dout[0]'s.
+  virtual bool passes_gradient(size_t i) const { return i == 0 && copies_input(); }
   // Whether a gradient can flow into input i (false for indices, shapes, BN running stats).
   virtual bool differentiable_input(size_t i) const { (void)i; return true; }
   // Whether input i's values must be known at plan time because they decide output

@@ -20,18 +20,16 @@ an::TensorStats carry(an::TensorStats s) {
   s.flags |= an::TensorStats::kCarried;
   return s;
 }
-
-// The root mean square: the drift tests compare it rather than the L2 norm, which grows
-// with the batch (an epoch's last batch may be smaller).
-double rms(const an::TensorStats& s) { return s.count > 0 ? double(s.l2) / std::sqrt(double(s.count)) : 0.0; }
-
-// Whether a root mean square moved by more than ProbeRecorder::kDrift x either way, or to
-// or from exactly 0.
-bool moved(double now, double then) {
-  const double k = ProbeRecorder::kDrift;
-  return (now == 0) != (then == 0) || now > k * then || then > k * now;
-}
 }  // namespace
+
+// (An epoch's last batch may be smaller: hence the root mean square, not the L2 norm.)
+double ProbeRecorder::rms(const an::TensorStats& s) {
+  return s.count > 0 ? double(s.l2) / std::sqrt(double(s.count)) : 0.0;
+}
+
+bool ProbeRecorder::moved(double now, double then) {
+  return (now == 0) != (then == 0) || now > kDrift * then || then > kDrift * now;
+}
 
 // Parameter values cost about half as much per value as step outputs (no bands, no
 // per-unit pass): measured on MLP 784-256-128-10, batch 64, full parameter statistics
@@ -102,9 +100,10 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
   deferred_.assign(steps.size(), 0);
   for (size_t k = 0; k < steps.size(); ++k) {
     const Step& st = steps[k];
-    if (forward_probe_[k] < 0 || !st.op->reports_input() || st.inputs.empty() || st.inputs[0] < 0) continue;
+    const size_t in = st.op->reported_input();
+    if (forward_probe_[k] < 0 || !st.op->reports_input() || st.inputs.size() <= in || st.inputs[in] < 0) continue;
     const size_t j = k - 1;  // only the step right before: nothing is reduced in between
-    if (k > 0 && forward_probe_[j] >= 0 && steps[j].outputs[0] == st.inputs[0]) {
+    if (k > 0 && forward_probe_[j] >= 0 && steps[j].outputs[0] == st.inputs[in]) {
       in_probe_[k] = forward_probe_[j];
       deferred_[j] = 1;
     }
@@ -115,6 +114,7 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
   step_last_.assign(step_probes_.size(), an::TensorStats{});
   step_full_rms_.assign(step_probes_.size(), 0.0f);
   step_has_full_.assign(step_probes_.size(), 0);
+  declare_copies(graph);
   step_values_ = step_values;
   step_full_every_ = step_values <= kAlwaysFull ? 1 : kStepFullEvery;
   full_every_ = param_values <= kAlwaysFull ? 1 : std::max(full_every_for(step_values, param_values), step_full_every_);
@@ -174,46 +174,6 @@ ValueSink* ProbeRecorder::backward_sink(size_t step_index) {
   return &sink_;
 }
 
-void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands, const SinkSums* sink) {
-  const an::OpDescription* desc = with_bands ? &trace_.header.probes[size_t(probe)].op : nullptr;
-  an::TensorStats& out = current_[probe];
-  const int64_t n = t->numel();
-  // An op reduced the whole tensor as it ran (ValueSink), or nothing of it; light sums
-  // do not do for a full reduction (the iteration turned full since the sink was set).
-  bool reported = sink && n > 0 && sink->reported() == n && sink->light() == light(probe);
-  const size_t slot = size_t(step_slot_[size_t(probe)]);
-  if (light(probe) && n > 0 && t->dtype() == DType::kFloat32) {
-    stats::Sums r;
-    if (reported) r = sink->total();
-    else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
-    an::TensorStats s = stats::finish(r, n);
-    // (Sums an op reported with add_sums count no NaN/Inf: they only make the sums non-finite.)
-    if (s.finite() && std::isfinite(r.sum) && std::isfinite(r.sumsq) && !moved(rms(s), step_full_rms_[slot])) {
-      const an::TensorStats& last = step_last_[slot];
-      s.mean_abs = last.mean_abs;
-      s.zero_frac = last.zero_frac;
-      s.dead_frac = last.dead_frac;
-      s.sat_frac = last.sat_frac;
-      s.dead_units = last.dead_units;
-      s.flags |= an::TensorStats::kFractionsCarried;
-      out = s;
-      return;
-    }
-    // NaN/Inf, or a change of norm: this tensor again in full, and the rest of the iteration.
-    step_full_ = true;
-    reported = false;
-  }
-  out = reported ? stats_of(*t, sink->total(), desc, desc ? &unit_flags_ : nullptr)
-                 : reduce_stats(*t, desc, desc ? &unit_flags_ : nullptr);
-  step_last_[slot] = out;
-  step_full_rms_[slot] = float(rms(out));
-  step_has_full_[slot] = 1;
-  if (!out.finite() && !nonfinite_) {
-    nonfinite_ = true;
-    if (with_bands) reduce_previous_params();
-  }
-}
-
 const SinkSums* ProbeRecorder::take_sink(int probe) {
   const bool mine = sink_probe_ == probe;
   sink_probe_ = -1;
@@ -244,13 +204,24 @@ void ProbeRecorder::on_forward(size_t step_index, const Step& step) {
     sink_probe_ = -1;
     return;
   }
+  if (const stats::Sums* r = copy_sums(step_index, step)) {
+    sink_probe_ = -1;
+    reduce_sums(probe, step.fwd.out[0], true, r);
+    return;
+  }
   reduce_tensor(probe, step.fwd.out[0], true, take_sink(probe));
 }
 
 void ProbeRecorder::on_backward(size_t step_index, const Step& step) {
   reduce_pending();
   if (!current_ || gradient_probe_[step_index] < 0 || !step.bwd.dout[0]) return;
-  reduce_tensor(gradient_probe_[step_index], step.bwd.dout[0], false, take_sink(gradient_probe_[step_index]));
+  const int probe = gradient_probe_[step_index];
+  if (const stats::Sums* r = copy_grad_sums(step_index)) {
+    sink_probe_ = -1;
+    reduce_sums(probe, step.bwd.dout[0], false, r);
+    return;
+  }
+  reduce_tensor(probe, step.bwd.dout[0], false, take_sink(probe));
 }
 
 // A forward value of this iteration turned non-finite: if the parameters the previous

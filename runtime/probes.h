@@ -68,7 +68,13 @@ namespace dl::rt {
 //
 // Ops that read or write a step tensor anyway may reduce it on the way (FwdCtx::out_stats,
 // BwdCtx::dout_stats: Conv, MaxPool and the elementwise activations do, in their parallel
-// parts); the probe then takes their sums instead of a pass of its own.
+// parts; the binary arithmetic ops, Softmax and Dropout chunk by chunk, ChunkReporter in
+// runtime/sink_chunks.h); the probe then takes their sums instead of a pass of its own.
+// The output of an op that copies its input (Op::copies_input: Reshape, Transpose, ...)
+// takes the sums of that input's reduction in the same iteration when they were taken
+// with the same bands (light, or the same dead zone and saturation bands): the same
+// values, so the same moments, extremes and counts (a reordering copy: up to the rounding
+// of the order of the sums).
 //
 // At full iterations parameters are reduced while the optimizer updates them
 // (Optimizer::UpdateObserver), from each chunk while its gradient, old and new values
@@ -118,12 +124,35 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
 
  private:
   struct ParamState;
+  // The root mean square (the drift tests compare it rather than the L2 norm, which grows
+  // with the batch), and whether it moved by more than kDrift x either way, or to or from 0.
+  static double rms(const an::TensorStats& s);
+  static bool moved(double now, double then);
   bool full_iteration(const IterationInfo& info) const;
   bool light(int probe) const;  // reduce this step probe to moments and extremes only
   stats::Bands bands(int probe, bool with_bands) const;
   // Reduces t into this record's entry of `probe`, from `sink`'s sums when an op
   // reported the whole tensor there.
   void reduce_tensor(int probe, const Tensor* t, bool with_bands, const SinkSums* sink);
+  // The same from sums `given` of all of t under bands(probe, with_bands), or from a pass
+  // of its own when null; keeps the sums for copies (copy_sums).
+  void reduce_sums(int probe, const Tensor* t, bool with_bands, const stats::Sums* given);
+  // ---- copies (Op::copies_input) ----
+  void declare_copies(const ExecutionGraph& graph);
+  // The sums this iteration's reduction of step_index's input took, when they do for its
+  // forward probe (same bands), else null; and of the output gradient of the step whose
+  // backward pass alone gave step_index's output gradient, passed on unchanged.
+  const stats::Sums* copy_sums(size_t step_index, const Step& step) const;
+  const stats::Sums* copy_grad_sums(size_t step_index) const;
+  // The sums probe `from` kept this iteration when they do for `probe`, else null.
+  const stats::Sums* kept_sums(int from, int probe, bool with_bands) const;
+  std::vector<int> copy_source_;          // per step: the step writing its in[0], with a forward probe, or -1
+  std::vector<int> grad_copy_;            // per step: the step that alone reads its output, or -1
+  std::vector<size_t> grad_copy_in_;      // the input of that step it is
+  std::vector<const Op*> grad_copy_op_;   // and its op
+  std::vector<stats::Sums> slot_sums_;    // per step probe: the sums of its last reduction
+  std::vector<stats::Bands> slot_bands_;  // under these bands
+  std::vector<int64_t> slot_iteration_;   // at this iteration (-1: none)
   const SinkSums* take_sink(int probe);  // sink_ if it was set for `probe`
   void reduce_pending();
   void reduce_previous_params();

@@ -14,6 +14,7 @@
 #include "runtime/attrs.h"
 #include "runtime/op.h"
 #include "runtime/ops/broadcast.h"
+#include "runtime/sink_chunks.h"
 
 namespace dl::rt {
 
@@ -52,8 +53,11 @@ class BinaryBroadcast {
 template <class FwdF, class FwdI, class DA, class DB>
 class BinaryOp : public Op {
  public:
-  BinaryOp(const ir::Node& node, BinaryBroadcast bcast, OpTraits traits, FwdF ff, FwdI fi, DA da, DB db)
-      : Op(node), bcast_(bcast), traits_(traits), ff_(ff), fi_(fi), da_(da), db_(db) {}
+  // pass_a, pass_b: dy/da, dy/db are 1 (Add), so an input of the output's shape gets dy
+  // itself (Op::passes_gradient).
+  BinaryOp(const ir::Node& node, BinaryBroadcast bcast, OpTraits traits, FwdF ff, FwdI fi, DA da, DB db, bool pass_a = false,
+           bool pass_b = false)
+      : Op(node), bcast_(bcast), traits_(traits), ff_(ff), fi_(fi), da_(da), db_(db), pass_{pass_a, pass_b} {}
 
   void infer(InferCtx& ctx) override {
     if (ctx.in.size() != 2 || !ctx.in[0] || !ctx.in[1]) throw ShapeError(where() + ": expects two inputs");
@@ -66,16 +70,39 @@ class BinaryOp : public Op {
       throw ShapeError(where() + ": inputs are bool; arithmetic takes numbers (float or int64)");
     plan_ = bcast_.plan(a.shape(), b.shape(), where());
     ctx.out[0]->plan(a.dtype(), plan_.out);
+    // The input read in the output's order (not broadcast), which forward() may report.
+    const int64_t n = shape_numel(plan_.out);
+    full_input_ = a.dtype() != DType::kFloat32 ? -1 : a.numel() == n ? 0 : b.numel() == n ? 1 : -1;
+    for (size_t i = 0; i < 2; ++i) passes_[i] = pass_[i] && a.dtype() == DType::kFloat32 && ctx.in[i]->numel() == n;
   }
+  bool passes_gradient(size_t i) const override { return i < 2 && passes_[i]; }
 
+  // Float: reports out[0] (FwdCtx::out_stats) and the input read in its order
+  // (FwdCtx::in_stats) chunk by chunk as it goes, and dout[0] (BwdCtx::dout_stats) in
+  // the first gradient pass.
   void forward(FwdCtx& ctx) override {
     const Tensor& a = *ctx.in[0];
     const Tensor& b = *ctx.in[1];
-    if (a.dtype() == DType::kFloat32)
-      broadcast_apply(plan_, a.f(), b.f(), ctx.out[0]->f(), ff_);
-    else
+    if (a.dtype() != DType::kFloat32) {
       broadcast_apply(plan_, a.i(), b.i(), ctx.out[0]->i(), fi_);
+      return;
+    }
+    const int64_t n = ctx.out[0]->numel();
+    ChunkReporter out(ctx.out_stats, ctx.out[0]->f(), n);
+    ChunkReporter in(full_input_ >= 0 ? ctx.in_stats : nullptr, full_input_ == 1 ? b.f() : a.f(), n);
+    if (!out.active() && !in.active()) {
+      broadcast_apply(plan_, a.f(), b.f(), ctx.out[0]->f(), ff_);
+      return;
+    }
+    broadcast_apply(plan_, a.f(), b.f(), ctx.out[0]->f(), ff_, [&](int64_t end) {
+      out.upto(end);
+      in.upto(end);
+    });
+    out.finish();
+    in.finish();
   }
+  bool reports_input() const override { return full_input_ >= 0; }
+  size_t reported_input() const override { return full_input_ == 1 ? 1 : 0; }
 
   void backward(BwdCtx& ctx) override {
     if (!ctx.dout[0] || ctx.in[0]->dtype() != DType::kFloat32) return;
@@ -83,12 +110,20 @@ class BinaryOp : public Op {
     const float* b = ctx.in[1]->f();
     const float* y = ctx.out[0]->f();
     const float* dy = ctx.dout[0]->f();
-    if (ctx.din[0])
-      broadcast_accumulate(plan_, 0, ctx.din[0]->f(),
-                           [&](int64_t o, int64_t ia, int64_t ib) { return dy[o] * da_(a[ia], b[ib], y[o]); });
-    if (ctx.din.size() > 1 && ctx.din[1])
-      broadcast_accumulate(plan_, 1, ctx.din[1]->f(),
-                           [&](int64_t o, int64_t ia, int64_t ib) { return dy[o] * db_(a[ia], b[ib], y[o]); });
+    const bool d0 = ctx.din[0] != nullptr, d1 = ctx.din.size() > 1 && ctx.din[1];
+    ChunkReporter g(d0 || d1 ? ctx.dout_stats : nullptr, dy, ctx.dout[0]->numel());
+    auto after = [&](int64_t end) { g.upto(end); };
+    if (d0)
+      broadcast_accumulate(
+          plan_, 0, ctx.din[0]->f(), [&](int64_t o, int64_t ia, int64_t ib) { return dy[o] * da_(a[ia], b[ib], y[o]); },
+          after);
+    if (d1)
+      broadcast_accumulate(
+          plan_, 1, ctx.din[1]->f(), [&](int64_t o, int64_t ia, int64_t ib) { return dy[o] * db_(a[ia], b[ib], y[o]); },
+          [&](int64_t end) {
+            if (!d0) g.upto(end);
+          });
+    g.finish();
   }
 
   OpTraits traits() const override { return traits_; }
@@ -101,14 +136,18 @@ class BinaryOp : public Op {
   FwdI fi_;
   DA da_;
   DB db_;
+  int full_input_ = -1;  // float: the input of the output's shape (0 first), -1 none
+  bool pass_[2];
+  bool passes_[2] = {false, false};
 };
 
 template <class FwdF, class FwdI, class DA, class DB>
-std::unique_ptr<Op> make_binary(const ir::Node& node, OpTraits traits, FwdF ff, FwdI fi, DA da, DB db) {
+std::unique_ptr<Op> make_binary(const ir::Node& node, OpTraits traits, FwdF ff, FwdI fi, DA da, DB db,
+                                bool pass_a = false, bool pass_b = false) {
   Attrs attrs(node);
   BinaryBroadcast bcast(attrs, node, 7);
   attrs.finish();
-  return std::make_unique<BinaryOp<FwdF, FwdI, DA, DB>>(node, bcast, traits, ff, fi, da, db);
+  return std::make_unique<BinaryOp<FwdF, FwdI, DA, DB>>(node, bcast, traits, ff, fi, da, db, pass_a, pass_b);
 }
 
 inline OpTraits elementwise_traits(bool linear) {

@@ -85,9 +85,16 @@ void with_steps(int64_t da, int64_t db, Body&& body) {
 }
 }  // namespace detail
 
-// y[k] = f(a[.], b[.]) over the plan's output.
-template <class TA, class TB, class TY, class F>
-void broadcast_apply(const BroadcastPlan& p, const TA* a, const TB* b, TY* y, F f) {
+namespace detail {
+struct NoAfter {
+  void operator()(int64_t) const {}
+};
+}  // namespace detail
+
+// y[k] = f(a[.], b[.]) over the plan's output, front to back; after(end) once outputs
+// [0, end) are written (a ChunkReporter's upto, runtime/sink_chunks.h).
+template <class TA, class TB, class TY, class F, class After = detail::NoAfter>
+void broadcast_apply(const BroadcastPlan& p, const TA* a, const TB* b, TY* y, F f, After after = {}) {
   p.for_each_run([&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t da, int64_t db) {
     detail::with_steps(da, db, [&](auto sa, auto sb) {
       TY* yo = y + o;
@@ -95,6 +102,7 @@ void broadcast_apply(const BroadcastPlan& p, const TA* a, const TB* b, TY* y, F 
       const TB* bp = b + ib;
       for (int64_t k = 0; k < n; ++k) yo[k] = f(ap[k * sa], bp[k * sb]);
     });
+    after(o + n);
   });
 }
 
@@ -102,8 +110,9 @@ void broadcast_apply(const BroadcastPlan& p, const TA* a, const TB* b, TY* y, F 
 // elements that read it of g(out_index, a_index, b_index). This is the "reduce the
 // gradient back to the input's shape" step fused with the local derivative. Reductions
 // use 8 partial sums so they vectorise (and lose less precision than one running sum).
-template <class G>
-void broadcast_accumulate(const BroadcastPlan& p, int which, float* din, G g) {
+// Runs over the output front to back; after(end) once outputs [0, end) are done.
+template <class G, class After = detail::NoAfter>
+void broadcast_accumulate(const BroadcastPlan& p, int which, float* din, G g, After after = {}) {
   p.for_each_run([&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t da, int64_t db) {
     detail::with_steps(da, db, [&](auto sa, auto sb) {
       const bool reduce = which == 0 ? da == 0 : db == 0;
@@ -121,6 +130,7 @@ void broadcast_accumulate(const BroadcastPlan& p, int which, float* din, G g) {
       for (float v : acc) s += v;
       *d += s;
     });
+    after(o + n);
   });
 }
 

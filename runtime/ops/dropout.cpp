@@ -15,6 +15,7 @@
 #include "converter/errors.h"
 #include "runtime/attrs.h"
 #include "runtime/op.h"
+#include "runtime/sink_chunks.h"
 
 namespace dl::rt {
 namespace {
@@ -70,19 +71,28 @@ class DropoutOp : public Op {
     const float scale = 1.0f / (1.0f - ratio);
     std::mt19937_64& rng = *ctx.rng;
     for (int64_t k = 0; k < n; ++k) keep_[size_t(k)] = rng() >= threshold ? scale : 0.0f;
-    for (int64_t k = 0; k < n; ++k) y[k] = xf[k] * keep_[size_t(k)];
+    const float* keep = keep_.data();
+    chunked_loop(n, ctx.out_stats, y, [&](int64_t lo, int64_t hi) {
+      for (int64_t k = lo; k < hi; ++k) y[k] = xf[k] * keep[k];
+    });
     if (mask) fill_mask(mask, n, keep_.data());
   }
+  // Without dropping, out[0] is a copy of in[0]; else forward() reports out[0] and
+  // backward() dout[0] chunk by chunk (runtime/sink_chunks.h).
+  bool copies_input() const override { return !applied_; }
 
   void backward(BwdCtx& ctx) override {
     if (!ctx.din[0] || !ctx.dout[0]) return;
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
-    const int64_t n = ctx.in[0]->numel();
-    if (applied_)
-      for (int64_t k = 0; k < n; ++k) dx[k] += dy[k] * keep_[size_t(k)];
-    else
-      for (int64_t k = 0; k < n; ++k) dx[k] += dy[k];
+    const float* keep = keep_.data();
+    const bool applied = applied_;
+    chunked_loop(ctx.in[0]->numel(), ctx.dout_stats, dy, [&](int64_t lo, int64_t hi) {
+      if (applied)
+        for (int64_t k = lo; k < hi; ++k) dx[k] += dy[k] * keep[k];
+      else
+        for (int64_t k = lo; k < hi; ++k) dx[k] += dy[k];
+    });
   }
 
   bool differentiable_input(size_t i) const override { return i == 0; }

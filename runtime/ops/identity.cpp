@@ -5,6 +5,7 @@
 #include "converter/errors.h"
 #include "runtime/attrs.h"
 #include "runtime/op.h"
+#include "runtime/sink_chunks.h"
 
 namespace dl::rt {
 namespace {
@@ -31,9 +32,11 @@ class IdentityOp : public Op {
     if (!ctx.din[0] || !ctx.dout[0] || ctx.in[0]->dtype() != DType::kFloat32) return;
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
-    const int64_t n = ctx.in[0]->numel();
-    for (int64_t k = 0; k < n; ++k) dx[k] += dy[k];
+    chunked_loop(ctx.in[0]->numel(), ctx.dout_stats, dy, [&](int64_t lo, int64_t hi) {
+      for (int64_t k = lo; k < hi; ++k) dx[k] += dy[k];
+    });
   }
+  bool copies_input() const override { return true; }
 
   OpTraits traits() const override {
     OpTraits t;

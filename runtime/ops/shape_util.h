@@ -10,6 +10,7 @@
 
 #include "converter/errors.h"
 #include "runtime/op.h"
+#include "runtime/sink_chunks.h"
 
 namespace dl::rt {
 
@@ -87,10 +88,15 @@ class ReshapeLikeOp : public Op {
   }
 
   void forward(FwdCtx& ctx) override { copy_elems(*ctx.in[0], 0, *ctx.out[0], 0, ctx.in[0]->numel()); }
+  bool copies_input() const override { return true; }
 
+  // Reports dout[0] chunk by chunk as it goes (BwdCtx::dout_stats).
   void backward(BwdCtx& ctx) override {
     if (!ctx.din[0] || !ctx.dout[0]) return;
-    add_elems(ctx.dout[0]->f(), ctx.din[0]->f(), ctx.din[0]->numel());
+    const float* dy = ctx.dout[0]->f();
+    float* dx = ctx.din[0]->f();
+    chunked_loop(ctx.din[0]->numel(), ctx.dout_stats, dy,
+                 [&](int64_t lo, int64_t hi) { add_elems(dy + lo, dx + lo, hi - lo); });
   }
 
   OpTraits traits() const override { return shape_traits(); }

@@ -17,6 +17,7 @@
 #include "runtime/attrs.h"
 #include "runtime/op.h"
 #include "runtime/ops/softmax_rows.h"
+#include "runtime/sink_chunks.h"
 
 namespace dl::rt {
 
@@ -62,16 +63,25 @@ class SoftmaxOp : public Op {
     // The row entropies (Op::feature) only when a probe asks: one multiply-add per value.
     float* ent = ctx.feature_stats && feature().kind != an::OpFeature::kNone ? entropy_.data() : nullptr;
     if (inner_ == 1) {
-      if (ent) {
-        for (int64_t o = 0; o < outer_; ++o) ent[o] = row_forward<true>(x + o * n_, y + o * n_);
-      } else {
-        for (int64_t o = 0; o < outer_; ++o) row_forward<false>(x + o * n_, y + o * n_);
+      // Contiguous rows report y (FwdCtx::out_stats) and x (FwdCtx::in_stats) chunk by
+      // chunk as they go (runtime/sink_chunks.h).
+      const int64_t total = outer_ * n_;
+      ChunkReporter out(ctx.out_stats, y, total), in(ctx.in_stats, x, total);
+      for (int64_t o = 0; o < outer_; ++o) {
+        if (ent) ent[o] = row_forward<true>(x + o * n_, y + o * n_);
+        else row_forward<false>(x + o * n_, y + o * n_);
+        out.upto((o + 1) * n_);
+        in.upto((o + 1) * n_);
       }
+      out.finish();
+      in.finish();
     } else {
       strided_forward(x, y, ent);
     }
     if (ent) ctx.feature_stats->add(0, ent, outer_ * inner_);
   }
+
+  bool reports_input() const override { return inner_ == 1; }
 
   // A Softmax over rows of 2 values or more reports each row's entropy over log(n).
   OpFeatureInfo feature() const override {
@@ -89,8 +99,13 @@ class SoftmaxOp : public Op {
     const float* y = ctx.out[0]->f();
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
-    if (inner_ == 1) {
-      for (int64_t o = 0; o < outer_; ++o) row_backward(y + o * n_, dy + o * n_, dx + o * n_);
+    if (inner_ == 1) {  // reports dy (BwdCtx::dout_stats) chunk by chunk
+      ChunkReporter g(ctx.dout_stats, dy, outer_ * n_);
+      for (int64_t o = 0; o < outer_; ++o) {
+        row_backward(y + o * n_, dy + o * n_, dx + o * n_);
+        g.upto((o + 1) * n_);
+      }
+      g.finish();
       return;
     }
     float* s = scratch_a_.data();

@@ -172,6 +172,7 @@ class Transpose : public Op {
   }
 
   OpTraits traits() const override { return shape_traits(); }
+  bool copies_input() const override { return true; }  // reordered
 
  private:
   bool has_perm_ = false;

@@ -1,0 +1,143 @@
+// The reduction of a step probe's tensor (light or full, from an op's sums or a pass of
+// its own), and the probes of copies (Op::copies_input: Reshape, Flatten, Squeeze,
+// Unsqueeze, Identity, Transpose, a Dropout that dropped nothing): their output holds
+// their input's values, so its reduction takes the sums of the input's, taken in the
+// same iteration under the same bands, instead of a pass of its own. Part of
+// ProbeRecorder (runtime/probes.h).
+#include <cmath>
+#include <unordered_map>
+
+#include "runtime/probes.h"
+
+namespace dl::rt {
+namespace {
+// Whether sums taken under bands a are the ones bands b would take: light sums are the
+// moments and extremes only (a NaN/Inf turns the iteration full), full ones count the
+// same dead zone and saturation bands.
+bool same_sums(const stats::Bands& a, const stats::Bands& b) {
+  if (a.light != b.light) return false;
+  if (a.light) return true;
+  return a.dead == b.dead && a.sat == b.sat && a.nonneg == b.nonneg && (!a.dead || a.dead_at == b.dead_at) &&
+         (!a.sat || (a.sat_lo == b.sat_lo && a.sat_hi == b.sat_hi));
+}
+}  // namespace
+
+void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands, const SinkSums* sink) {
+  // An op reduced the whole tensor as it ran (ValueSink), or nothing of it; light sums
+  // do not do for a full reduction (the iteration turned full since the sink was set).
+  const int64_t n = t->numel();
+  if (sink && n > 0 && sink->reported() == n && sink->light() == light(probe)) {
+    const stats::Sums r = sink->total();
+    reduce_sums(probe, t, with_bands, &r);
+  } else {
+    reduce_sums(probe, t, with_bands, nullptr);
+  }
+}
+
+void ProbeRecorder::reduce_sums(int probe, const Tensor* t, bool with_bands, const stats::Sums* given) {
+  const an::OpDescription* desc = with_bands ? &trace_.header.probes[size_t(probe)].op : nullptr;
+  an::TensorStats& out = current_[probe];
+  const int64_t n = t->numel();
+  bool reported = given != nullptr;
+  const size_t slot = size_t(step_slot_[size_t(probe)]);
+  const bool floats = n > 0 && t->dtype() == DType::kFloat32;
+  if (light(probe) && floats) {
+    stats::Sums r;
+    if (reported) r = *given;
+    else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
+    an::TensorStats s = stats::finish(r, n);
+    // (Sums an op reported with add_sums count no NaN/Inf: they only make the sums non-finite.)
+    if (s.finite() && std::isfinite(r.sum) && std::isfinite(r.sumsq) && !moved(rms(s), step_full_rms_[slot])) {
+      const an::TensorStats& last = step_last_[slot];
+      s.mean_abs = last.mean_abs;
+      s.zero_frac = last.zero_frac;
+      s.dead_frac = last.dead_frac;
+      s.sat_frac = last.sat_frac;
+      s.dead_units = last.dead_units;
+      s.flags |= an::TensorStats::kFractionsCarried;
+      out = s;
+      slot_sums_[slot] = r;
+      slot_bands_[slot] = bands(probe, with_bands);
+      slot_iteration_[slot] = iteration_;
+      return;
+    }
+    // NaN/Inf, or a change of norm: this tensor again in full, and the rest of the iteration.
+    step_full_ = true;
+    reported = false;
+  }
+  if (floats) {
+    stats::Sums r;
+    if (reported) r = *given;
+    else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
+    out = stats_of(*t, r, desc, desc ? &unit_flags_ : nullptr);
+    slot_sums_[slot] = r;
+    slot_bands_[slot] = bands(probe, with_bands);
+    slot_iteration_[slot] = iteration_;
+  } else {
+    out = reduce_stats(*t, desc, desc ? &unit_flags_ : nullptr);
+  }
+  step_last_[slot] = out;
+  step_full_rms_[slot] = float(rms(out));
+  step_has_full_[slot] = 1;
+  if (!out.finite() && !nonfinite_) {
+    nonfinite_ = true;
+    if (with_bands) reduce_previous_params();
+  }
+}
+
+void ProbeRecorder::declare_copies(const ExecutionGraph& graph) {
+  const auto& steps = graph.steps();
+  std::unordered_map<int, int> producer;  // value slot -> the step writing it, with a forward probe
+  std::unordered_map<int, int> readers;   // value slot -> how many times steps and the outputs read it
+  for (const std::string& name : graph.output_names()) ++readers[graph.slot_of(name)];
+  for (const Step& st : steps)
+    for (int v : st.inputs)
+      if (v >= 0) ++readers[v];
+  copy_source_.assign(steps.size(), -1);
+  grad_copy_.assign(steps.size(), -1);
+  grad_copy_in_.assign(steps.size(), 0);
+  grad_copy_op_.assign(steps.size(), nullptr);
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const Step& st = steps[k];
+    for (size_t i = 0; i < st.inputs.size(); ++i) {
+      const auto it = st.inputs[i] >= 0 ? producer.find(st.inputs[i]) : producer.end();
+      if (it == producer.end()) continue;
+      const size_t j = size_t(it->second);
+      if (i == 0 && forward_probe_[k] >= 0) copy_source_[k] = int(j);
+      // j's output gradient is all from k's backward when k is its one reader.
+      if (gradient_probe_[k] >= 0 && gradient_probe_[j] >= 0 && readers[st.inputs[i]] == 1) {
+        grad_copy_[j] = int(k);
+        grad_copy_in_[j] = i;
+        grad_copy_op_[j] = st.op.get();
+      }
+    }
+    if (forward_probe_[k] >= 0) producer[st.outputs[0]] = int(k);
+  }
+  slot_sums_.assign(step_probes_.size(), stats::Sums{});
+  slot_bands_.assign(step_probes_.size(), stats::Bands{});
+  slot_iteration_.assign(step_probes_.size(), -1);
+}
+
+const stats::Sums* ProbeRecorder::kept_sums(int from, int probe, bool with_bands) const {
+  const size_t slot = size_t(step_slot_[size_t(from)]);
+  if (slot_iteration_[slot] != iteration_ || !same_sums(slot_bands_[slot], bands(probe, with_bands))) return nullptr;
+  return &slot_sums_[slot];
+}
+
+const stats::Sums* ProbeRecorder::copy_sums(size_t step_index, const Step& step) const {
+  const int src = copy_source_[step_index];
+  if (src < 0 || !fused_ || !step.op->copies_input()) return nullptr;
+  const Tensor* in = step.fwd.in.empty() ? nullptr : step.fwd.in[0];
+  if (!in || in->numel() != step.fwd.out[0]->numel() || in->dtype() != DType::kFloat32) return nullptr;
+  return kept_sums(forward_probe_[size_t(src)], forward_probe_[step_index], true);
+}
+
+// The input gradient an op passed on unchanged (Op::passes_gradient) holds its dY's
+// values (added once onto zeros: a -0 turns +0, which no statistic tells apart).
+const stats::Sums* ProbeRecorder::copy_grad_sums(size_t step_index) const {
+  const int k = grad_copy_[step_index];
+  if (k < 0 || !fused_ || !grad_copy_op_[step_index]->passes_gradient(grad_copy_in_[step_index])) return nullptr;
+  return kept_sums(gradient_probe_[size_t(k)], gradient_probe_[step_index], false);
+}
+
+}  // namespace dl::rt

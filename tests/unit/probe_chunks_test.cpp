@@ -1,0 +1,243 @@
+// Ops that report their tensors to the probes' sinks chunk by chunk (ChunkReporter,
+// runtime/sink_chunks.h): the binary arithmetic ops (output, the input read in the
+// output's order, the output gradient), Softmax, Dropout and the copies' backward
+// passes, against a separate reduction of the same tensor (count, extremes, zeros exact;
+// sums to float rounding), light and full; and a network of them and of copies
+// (Op::copies_input, whose records take their input's sums) trained with probes: every
+// record equals a separate reduction, and the parameters equal a run without probes.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "runtime/attrs.h"
+#include "runtime/probe_stats.h"
+#include "runtime/probes.h"
+#include "tests/unit/op_harness.h"
+#include "tests/unit/small_cnn.h"
+
+namespace {
+
+using dl::rt::SinkSums;
+using dl::rt::Tensor;
+using dl::test::OpRun;
+using dl::test::random_values;
+
+dl::rt::stats::Bands bands_of(bool light) {
+  dl::rt::stats::Bands b;
+  b.light = light;
+  return b;
+}
+
+// What the op reported against a pass of the probe's own over t (light: the moments
+// and extremes only).
+void check_reported(const SinkSums& sink, const Tensor& t, bool light, const std::string& what) {
+  INFO(what);
+  INFO((light ? "light" : "full"));
+  REQUIRE(sink.reported() == t.numel());
+  dl::rt::stats::Sums want;
+  dl::rt::stats::add_values_parallel(t.f(), t.numel(), bands_of(light), want);
+  const dl::an::TensorStats got_s = dl::rt::stats::finish(sink.total(), t.numel()),
+                            want_s = dl::rt::stats::finish(want, t.numel());
+  dl::test::check_same_stats(got_s, want_s);
+}
+
+// Runs node on `in` with sinks on out[0] (when the op reports it: copies do not), the
+// reported input (when the op reports one) and dout[0]; checks the sums and that the
+// outputs and gradients are those of a run without sinks.
+void check_op(const dl::ir::Node& node, const std::vector<Tensor>& in, bool training, const std::string& label,
+              bool reports_in, bool reports_out = true) {
+  for (const bool light : {true, false}) {
+    OpRun fused(node, in, training), plain(node, in, training);
+    CHECK(fused.op->reports_input() == reports_in);
+    SinkSums y, x, dy;
+    y.reset(bands_of(light));
+    x.reset(bands_of(light));
+    dy.reset(bands_of(light));
+    fused.out_stats = &y;
+    if (reports_in) fused.in_stats = &x;
+    fused.dout_stats = &dy;
+    fused.forward();
+    plain.forward();
+    CHECK(fused.outputs[0].fvec() == plain.outputs[0].fvec());
+    if (reports_out) check_reported(y, fused.outputs[0], light, label + " Y");
+    else CHECK(y.reported() == 0);
+    if (reports_in) check_reported(x, in[fused.op->reported_input()], light, label + " X");
+    const Tensor g = Tensor::floats(fused.outputs[0].shape(), random_values(fused.outputs[0].numel(), 71));
+    std::vector<bool> want(in.size(), false);
+    want[0] = true;
+    if (in.size() > 1 && node.op_type != "Dropout") want[1] = true;
+    const std::vector<Tensor> d = fused.backward({&g}, want), d_plain = plain.backward({&g}, want);
+    for (size_t i = 0; i < d.size(); ++i)
+      if (want[i]) CHECK(d[i].fvec() == d_plain[i].fvec());
+    check_reported(dy, g, light, label + " dY");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("binary ops and Softmax report Y, X and dY chunk by chunk; the same outputs") {
+  // 3 x 5000: chunks that straddle rows, a tail shorter than a chunk.
+  const int64_t rows = 3, cols = 5000, n = rows * cols;
+  const Tensor x = Tensor::floats({rows, cols}, random_values(n, 72)), x2 = Tensor::floats({rows, cols}, random_values(n, 73)),
+               bias = Tensor::floats({cols}, random_values(cols, 74));
+  for (const char* type : {"Add", "Mul", "Sub", "Div"}) {
+    const auto node = dl::rt::sample_node(type, 2, 1, {}, 14);
+    check_op(node, {x, x2}, true, std::string(type) + " same shapes", true);
+    check_op(node, {bias, x}, true, std::string(type) + " bias first", true);  // reports in[1]
+    OpRun run(node, {bias, x}, true);
+    CHECK(run.op->reported_input() == 1);
+  }
+  // Both inputs broadcast: no input is read in the output's order.
+  check_op(dl::rt::sample_node("Add", 2, 1, {}, 14),
+           {Tensor::floats({rows, 1}, random_values(rows, 75)), Tensor::floats({1, cols}, random_values(cols, 76))},
+           true, "Add outer", false);
+  check_op(dl::rt::sample_node("Softmax", 1, 1, {}, 13), {Tensor::floats({40, 300}, random_values(12000, 77))}, true,
+           "Softmax", true);
+}
+
+TEST_CASE("Dropout reports Y and dY; copies report dY and say they copy their input") {
+  const int64_t n = 3 * 4096 + 100;
+  const Tensor x = Tensor::floats({n}, random_values(n, 78));
+  const auto dropout = dl::rt::sample_node("Dropout", 1, 1, {{"ratio", dl::rt::attr_f(0.3f)}}, 7);
+  check_op(dropout, {x}, true, "Dropout", false);
+  OpRun dropping(dropout, {x}, true), inference(dropout, {x}, false);
+  dropping.forward();
+  inference.forward();
+  CHECK(!dropping.op->copies_input());
+  CHECK(inference.op->copies_input());
+  const auto flatten = dl::rt::sample_node("Flatten", 1, 1, {}, 13);
+  check_op(flatten, {Tensor::floats({4, 3, n / 4 / 3 + 1}, random_values(4 * 3 * (n / 12 + 1), 79))}, true, "Flatten",
+           false, false);
+  check_op(dl::rt::sample_node("Identity", 1, 1, {}, 14), {x}, true, "Identity", false, false);
+  for (const char* type : {"Flatten", "Identity"}) {
+    OpRun run(dl::rt::sample_node(type, 1, 1, {}, 13), {Tensor::floats({2, 3}, random_values(6, 80))}, true);
+    CHECK(run.op->copies_input());
+  }
+  OpRun t(dl::rt::sample_node("Transpose", 1, 1, {{"perm", dl::rt::attr_ints({1, 0})}}, 13),
+          {Tensor::floats({2, 3}, random_values(6, 81))}, true);
+  CHECK(t.op->copies_input());
+}
+
+namespace {
+
+// x [N, 2, 16, 16] -> Reshape [N, 32, 16] -> Transpose [N, 16, 32] -> MatMul W1 [32, 32]
+// -> Add (bias first) -> Softmax -> Dropout -> Identity -> Add (the MatMul's output: a
+// residual, both inputs of the output's shape) -> Flatten -> Gemm 4 (mse, sgd): the
+// copies take their input's sums, forward and backward; Add and Softmax report what they
+// read and write. At batch 64 each tensor holds 32k values: light iterations from the
+// 9th on.
+dl::ir::Model attention_like() {
+  using namespace dl;
+  ir::Model m = dl::test::sgd_mse_model("attention_like");
+  m.opset = m.original_opset = 13;
+  ir::Graph& g = m.graph;
+  ir::ValueInfo x, y;
+  x.name = "x", y.name = "y";
+  x.has_shape = y.has_shape = true;
+  x.dims = {ir::Dim{-1, "N"}, ir::Dim{2, ""}, ir::Dim{16, ""}, ir::Dim{16, ""}};
+  y.dims = {ir::Dim{-1, "N"}, ir::Dim{4, ""}};
+  g.inputs = {x};
+  g.outputs = {y};
+  auto tensor = [&](const std::string& name, std::vector<int64_t> dims, float scale, unsigned seed) {
+    ir::TensorData t;
+    t.name = name;
+    t.dims = dims;
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    t.floats = random_values(n, seed);
+    for (float& v : t.floats) v *= scale;
+    g.initializers[name] = t;
+  };
+  tensor("W1", {32, 32}, 0.3f, 91);
+  tensor("b1", {32}, 0.1f, 92);
+  tensor("W2", {4, 512}, 0.05f, 93);
+  tensor("b2", {4}, 0.05f, 94);
+  ir::TensorData shape;
+  shape.name = "shape";
+  shape.dtype = ir::DType::kInt64;
+  shape.dims = {3};
+  shape.ints = {0, 32, 16};
+  g.initializers["shape"] = shape;
+  auto node = [&](const std::string& name, const std::string& type, std::vector<std::string> in, const std::string& out,
+                  std::map<std::string, ir::Attribute> attrs) {
+    ir::Node n;
+    n.name = name, n.op_type = type, n.since_version = type == "Dropout" ? 7 : 13;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.attrs = std::move(attrs);
+    g.nodes.push_back(n);
+  };
+  node("/0/Reshape", "Reshape", {"x", "shape"}, "r", {});
+  node("/0/Transpose", "Transpose", {"r"}, "t", {{"perm", dl::rt::attr_ints({0, 2, 1})}});
+  node("/1/MatMul", "MatMul", {"t", "W1"}, "m", {});
+  node("/1/Add", "Add", {"b1", "m"}, "a", {});
+  node("/1/Softmax", "Softmax", {"a"}, "s", {});
+  node("/1/Dropout", "Dropout", {"s"}, "d", {{"ratio", dl::rt::attr_f(0.25f)}});
+  node("/1/Identity", "Identity", {"d"}, "i", {});
+  node("/1/Add_1", "Add", {"i", "m"}, "s2", {});
+  node("/2/Flatten", "Flatten", {"s2"}, "f", {});
+  node("/2/Gemm", "Gemm", {"f", "W2", "b2"}, "y", {{"transB", dl::rt::attr_i(1)}});
+  return m;
+}
+
+// After each update: every record against a separate reduction of its tensor.
+struct Records : dl::rt::TrainListener {
+  const dl::an::Trace* trace = nullptr;
+  int light = 0, full = 0;
+  void after_update(const dl::rt::ExecutionGraph& g, const dl::rt::IterationInfo& info) override {
+    dl::test::for_each_step_probe(*trace, g, [&](size_t k, const dl::an::Probe& p, const Tensor&,
+                                                 const dl::an::TensorStats& want) {
+      const dl::an::TensorStats& got = trace->at(trace->size() - 1, k);
+      INFO("iteration " << info.iteration << ", " << p.node << (p.kind == dl::an::ProbeKind::kForward ? " forward" : " gradient"));
+      CHECK(got.count == want.count);
+      CHECK(got.min == want.min);
+      CHECK(got.max == want.max);
+      CHECK(got.mean == doctest::Approx(want.mean).epsilon(1e-5));
+      CHECK(got.l2 == doctest::Approx(want.l2).epsilon(1e-5));
+      CHECK(got.nan == want.nan);
+      CHECK(got.inf == want.inf);
+      if (got.fractions_carried()) {
+        ++light;
+      } else {
+        dl::test::check_same_stats(got, want);
+        ++full;
+      }
+    });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("probes through chunked reports and copies: every record is a separate reduction's; training unchanged") {
+  const dl::ir::Model model = attention_like();
+  const dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, 16, 95);
+  dl::test::on_two_then_one([&](int threads) {
+    INFO(threads << " thread(s)");
+    std::vector<std::vector<float>> params[2];
+    for (int with_probes = 0; with_probes < 2; ++with_probes) {
+      dl::rt::Trainer trainer(model, setup.config, setup.data, dl::rt::Dataset{});
+      dl::an::Trace trace;
+      dl::rt::ProbeRecorder probes(trainer.graph(), trace);
+      REQUIRE(probes.step_values() > dl::rt::ProbeRecorder::kAlwaysFull);
+      trace.set_capacity_bytes(16 << 20);
+      Records check;
+      check.trace = &trace;
+      if (with_probes) {
+        trainer.set_observer(&probes);
+        trainer.add_listener(&probes);
+        trainer.add_listener(&check);
+      }
+      trainer.run();
+      if (with_probes) {
+        REQUIRE(trace.size() == 16);
+        CHECK(check.light >= 6 * 10);  // iterations 9-14, forward and gradient probes
+        CHECK(check.full >= 9 * 10);
+      }
+      for (dl::rt::Param& p : trainer.graph().params())
+        params[with_probes].emplace_back(p.value->f(), p.value->f() + p.value->numel());
+    }
+    REQUIRE(params[0].size() == params[1].size());
+    for (size_t k = 0; k < params[0].size(); ++k) CHECK(params[0][k] == params[1][k]);
+  });
+}

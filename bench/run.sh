@@ -72,7 +72,7 @@ native=$(sed -n 's/^DL_NATIVE:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
 flags=$(sed -n 's/^CMAKE_CXX_FLAGS:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
 echo "cpu vector ISA: $isa; $BUILD configured with DL_NATIVE=${native:-ON} (ON: -march=native, the kernels use $isa)," \
   "CMAKE_CXX_FLAGS '${flags}'"
-echo "PyTorch's ISA: ${TORCH_ISA:-the CPU's widest}${TORCH_ISA:+ (ONEDNN_MAX_CPU_ISA=$ONEDNN_MAX_CPU_ISA ATEN_CPU_CAPABILITY=$ATEN_CPU_CAPABILITY OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE)}"
+echo "PyTorch's ISA: ${TORCH_ISA:-the widest of the CPU}${TORCH_ISA:+ (ONEDNN_MAX_CPU_ISA=$ONEDNN_MAX_CPU_ISA ATEN_CPU_CAPABILITY=$ATEN_CPU_CAPABILITY OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE)}"
 
 if [ "$MICRO" = 1 ] && [ -x "$MICROBIN" ]; then
   "$MICROBIN" --benchmark_filter='BM_(Eigen|Kernel)Gemm' --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \

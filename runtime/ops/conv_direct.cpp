@@ -80,27 +80,37 @@ void forward_maps(const Window& w, const RowTaps& t, const float* x, const float
 // serves NM maps, each dY load NK taps (NM * NK accumulators).
 template <int NM, int NK, int NV>
 void dw_taps(const Window& w, const RowTaps& t, const float* x, const float* dy, int64_t kh, int64_t kw0, float* dw) {
-  Vec acc[NM][NK];
+  // Rows in blocks of kRows (56 products per lane and block): the blocks' sums are added
+  // at their end, so no lane's running sum grows over more than ~56 terms whatever the width.
+  constexpr int64_t kRows = std::max(1, 56 / NV);
+  Vec total[NM][NK];
   for (int j = 0; j < NM; ++j)
-    for (int i = 0; i < NK; ++i) acc[j][i] = zero();
+    for (int i = 0; i < NK; ++i) total[j][i] = zero();
   const int64_t ow_n = w.out[2], plane = w.out_size(), ks = w.k_size();
-  for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-    const int64_t ih = oh + kh - w.pad_begin[1];
-    if (ih < 0 || ih >= w.in[1]) continue;
-    const float* xr = x + ih * w.in[2];
-    Vec d[NM][NV];
+  for (int64_t oh0 = 0; oh0 < w.out[1]; oh0 += kRows) {
+    Vec acc[NM][NK];
     for (int j = 0; j < NM; ++j)
-      for (int v = 0; v < NV; ++v) d[j][v] = load(t.out[v], dy + j * plane + oh * ow_n + kLanes * v);
-    for (int i = 0; i < NK; ++i) {
-      const int64_t kw = kw0 + i;
-      for (int v = 0; v < NV; ++v) {
-        const Vec xv = load(t.in[kw][v], xr + t.shift[kw] + kLanes * v);
-        for (int j = 0; j < NM; ++j) acc[j][i] = fmadd(d[j][v], xv, acc[j][i]);
+      for (int i = 0; i < NK; ++i) acc[j][i] = zero();
+    for (int64_t oh = oh0; oh < std::min(oh0 + kRows, w.out[1]); ++oh) {
+      const int64_t ih = oh + kh - w.pad_begin[1];
+      if (ih < 0 || ih >= w.in[1]) continue;
+      const float* xr = x + ih * w.in[2];
+      Vec d[NM][NV];
+      for (int j = 0; j < NM; ++j)
+        for (int v = 0; v < NV; ++v) d[j][v] = load(t.out[v], dy + j * plane + oh * ow_n + kLanes * v);
+      for (int i = 0; i < NK; ++i) {
+        const int64_t kw = kw0 + i;
+        for (int v = 0; v < NV; ++v) {
+          const Vec xv = load(t.in[kw][v], xr + t.shift[kw] + kLanes * v);
+          for (int j = 0; j < NM; ++j) acc[j][i] = fmadd(d[j][v], xv, acc[j][i]);
+        }
       }
     }
+    for (int j = 0; j < NM; ++j)
+      for (int i = 0; i < NK; ++i) total[j][i] = add(total[j][i], acc[j][i]);
   }
   for (int j = 0; j < NM; ++j)
-    for (int i = 0; i < NK; ++i) dw[j * ks + kh * w.k[2] + kw0 + i] += lane_sum(acc[j][i]);
+    for (int i = 0; i < NK; ++i) dw[j * ks + kh * w.k[2] + kw0 + i] += lane_sum(total[j][i]);
 }
 
 template <int N, class F>

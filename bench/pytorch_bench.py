@@ -20,6 +20,7 @@ training mode (BatchNorm with batch statistics); the sequence nets (lstm_cls,
 transformer) likewise from bench/seq_nets.py. The kernel paths PyTorch was built
 with (oneDNN/MKL-DNN for convolutions, the BLAS) are printed from torch.__config__."""
 import argparse
+import ctypes
 import os
 import statistics
 import sys
@@ -138,6 +139,15 @@ def kernel_paths():
     blas = next((kv.split("=", 1)[1] for kv in cfg.replace(",", " ").split() if kv.startswith("BLAS_INFO=")), "?")
     lib = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
     parts.append(f"BLAS_INFO={blas} -> {os.path.basename(os.path.dirname(lib))}/{os.path.basename(lib)}")
+    try:  # the kernel set OpenBLAS picked for this CPU (or OPENBLAS_CORETYPE's)
+        core = ctypes.CDLL(lib).openblas_get_corename
+        core.restype = ctypes.c_char_p
+        parts.append(f"OpenBLAS core {core().decode()}")
+    except (OSError, AttributeError):
+        pass
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA")
+    if cap:  # bench/run.sh TORCH_ISA=...; ONEDNN_VERBOSE=1 shows the jit:ISA each primitive runs
+        parts.append(f"oneDNN capped at {cap}")
     return "; ".join(parts)
 
 

@@ -12,6 +12,11 @@
 # autoencoder (bench/ae_net.py)),
 # MICRO=0 skips the Google Benchmark GEMM peak, PROFILE=0 skips the per-op-type
 # profile of the torchvision nets and of the probes' cost on them.
+# TORCH_ISA=avx2 runs PyTorch as on an AVX2+FMA machine without AVX-512 (oneDNN's
+# convolutions, ATen's kernels and OpenBLAS capped at AVX2; the header names the cap):
+# pair it with a deeplocalize build for such a machine, e.g.
+#   cmake -S . -B build-avx2 -DDL_NATIVE=OFF -DCMAKE_CXX_FLAGS='-march=x86-64-v3'
+#   TORCH_ISA=avx2 bench/run.sh build-avx2
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-build}
@@ -24,6 +29,12 @@ CASES=${CASES:-a b c r m s l t e}
 MICRO=${MICRO:-1}
 PROFILE=${PROFILE:-1}
 PY=/usr/bin/python3
+TORCH_ISA=${TORCH_ISA:-}
+case $TORCH_ISA in
+  "") ;;
+  avx2) export ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=Haswell ;;
+  *) echo "TORCH_ISA: only avx2 (or unset: PyTorch picks the CPU's widest ISA)" >&2; exit 2 ;;
+esac
 DRIVER=$BUILD/bench/dl_bench_train
 MICROBIN=$BUILD/bench/dl_micro_bench
 
@@ -58,7 +69,10 @@ echo "torch $($PY -c 'import torch; print(torch.__version__)' 2>/dev/null), BLAS
 # The widest vector ISA of this CPU (a native build targets it; DL_NATIVE=OFF builds do not).
 isa=sse2; grep -qw avx2 /proc/cpuinfo && isa="avx2+fma"; grep -qw avx512f /proc/cpuinfo && isa=avx512f
 native=$(sed -n 's/^DL_NATIVE:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
-echo "cpu vector ISA: $isa; $BUILD configured with DL_NATIVE=${native:-ON} (ON: -march=native, the kernels use $isa)"
+flags=$(sed -n 's/^CMAKE_CXX_FLAGS:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
+echo "cpu vector ISA: $isa; $BUILD configured with DL_NATIVE=${native:-ON} (ON: -march=native, the kernels use $isa)," \
+  "CMAKE_CXX_FLAGS '${flags}'"
+echo "PyTorch's ISA: ${TORCH_ISA:-the widest of the CPU}${TORCH_ISA:+ (ONEDNN_MAX_CPU_ISA=$ONEDNN_MAX_CPU_ISA ATEN_CPU_CAPABILITY=$ATEN_CPU_CAPABILITY OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE)}"
 
 if [ "$MICRO" = 1 ] && [ -x "$MICROBIN" ]; then
   "$MICROBIN" --benchmark_filter='BM_(Eigen|Kernel)Gemm' --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \

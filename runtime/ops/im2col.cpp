@@ -3,9 +3,7 @@
 
 #include <algorithm>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
+#include "runtime/ops/row_vec.h"
 
 namespace dl::rt {
 namespace {
@@ -58,41 +56,42 @@ void walk_columns(const Window& w, const RowOrigins& o, int64_t channels, int64_
 }
 
 // Rows are short (the output width, 10 to 28 values in LeNet), so per-row overhead is
-// what im2col costs: rows are copied in 16-float pieces with masked AVX-512 loads and
-// stores for the tail (no memmove/memset call, no scalar epilogue), or plain loops.
-#if defined(__AVX512F__)
-inline __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+// what im2col costs: rows are copied in vectors of the target's width (runtime/ops/row_vec.h)
+// with masked loads and stores for the tail (no memmove/memset call, no scalar
+// epilogue), or plain loops.
+#if defined(DL_ROW_VEC)
+using namespace rowvec;
 inline void copy_row(float* dst, const float* src, int64_t n) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
+  for (; i + kLanes <= n; i += kLanes) store(dst + i, load(src + i));
   if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
-    _mm512_mask_storeu_ps(dst + i, m, _mm512_maskz_loadu_ps(m, src + i));
+    const Mask m = head(n - i);
+    store(dst + i, m, load(m, src + i));
   }
 }
 // copy_row, allowed to store up to `room` floats (>= n) from dst: the tail is one full
 // store when it fits (a masked store costs more), the lanes past n are zeros.
 inline void copy_row_room(float* dst, const float* src, int64_t n, int64_t room) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
+  for (; i + kLanes <= n; i += kLanes) store(dst + i, load(src + i));
   if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
-    const __m512 v = _mm512_maskz_loadu_ps(m, src + i);
-    if (i + 16 <= room) _mm512_storeu_ps(dst + i, v);
-    else _mm512_mask_storeu_ps(dst + i, m, v);
+    const Mask m = head(n - i);
+    const Vec v = load(m, src + i);
+    if (i + kLanes <= room) store(dst + i, v);
+    else store(dst + i, m, v);
   }
 }
 inline void zero_row(float* dst, int64_t n) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_setzero_ps());
-  if (i < n) _mm512_mask_storeu_ps(dst + i, tail_mask(n - i), _mm512_setzero_ps());
+  for (; i + kLanes <= n; i += kLanes) store(dst + i, zero());
+  if (i < n) store(dst + i, head(n - i), zero());
 }
 inline void add_row(float* dst, const float* src, int64_t n) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_add_ps(_mm512_loadu_ps(dst + i), _mm512_loadu_ps(src + i)));
+  for (; i + kLanes <= n; i += kLanes) store(dst + i, add(load(dst + i), load(src + i)));
   if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
-    _mm512_mask_storeu_ps(dst + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst + i), _mm512_maskz_loadu_ps(m, src + i)));
+    const Mask m = head(n - i);
+    store(dst + i, m, add(load(m, dst + i), load(m, src + i)));
   }
 }
 #else

@@ -6,11 +6,9 @@
 // Forward records each output's argmax (plane-local) in a member buffer sized in
 // infer(); backward routes the gradient there.
 #include <limits>
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include "runtime/attrs.h"
+#include "runtime/ops/row_vec.h"
 #include "runtime/ops/shape_util.h"
 #include "runtime/ops/window.h"
 #include "runtime/parallel.h"
@@ -187,7 +185,7 @@ class MaxPool : public Op {
 
   // 2-D 2x2 windows (depth 1), stride 2, inside the input: per output row, the two input rows are
   // split into even and odd columns, and the four taps compared in row-major order
-  // (AVX-512: 16 outputs at a time, masked at the row's end).
+  // (runtime/ops/row_vec.h: 16 or 8 outputs at a time, masked at the row's end).
   void planes_2x2(const float* x, float* y, int64_t pl0, int64_t pl1) {
     const Window& w = win_;
     const int64_t S = w.in_size(), P = w.out_size(), W = w.in[2], oh_n = w.out[1], ow_n = w.out[2];
@@ -198,43 +196,40 @@ class MaxPool : public Op {
         float* __restrict yr = y + pl * P + oh * ow_n;
         int32_t* __restrict ar = argmax_.data() + pl * P + oh * ow_n;
         int64_t ow = 0;
-#if defined(__AVX512F__)
-        const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-        const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-        for (; ow < ow_n; ow += 16) {
-          const int64_t n = std::min<int64_t>(16, ow_n - ow);
-          const __mmask16 m = static_cast<__mmask16>((1u << n) - 1u);
-          const int64_t in_n = std::min<int64_t>(32, W - 2 * ow);  // inputs of these windows in each row
-          const __mmask16 lo = static_cast<__mmask16>(in_n >= 16 ? 0xffffu : (1u << in_n) - 1u);
-          const __mmask16 hi = static_cast<__mmask16>(in_n >= 32 ? 0xffffu : in_n > 16 ? (1u << (in_n - 16)) - 1u : 0u);
+#if defined(DL_ROW_VEC)
+        using namespace rowvec;
+        for (; ow < ow_n; ow += kLanes) {
+          const int64_t n = std::min<int64_t>(kLanes, ow_n - ow);
+          const int64_t in_n = std::min<int64_t>(2 * kLanes, W - 2 * ow);  // inputs of these windows in each row
+          const Mask lo = head(in_n), hi = lanes(0, in_n - kLanes);
           const float* p0 = a + 2 * ow;
           const float* p1 = p0 + W;
-          const __m512 u0 = _mm512_maskz_loadu_ps(lo, p0), u1 = _mm512_maskz_loadu_ps(hi, p0 + 16);
-          const __m512 v0 = _mm512_maskz_loadu_ps(lo, p1), v1 = _mm512_maskz_loadu_ps(hi, p1 + 16);
-          const __m512i col = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int32_t>(2 * ow)), even);
+          Vec e0, o0, e1, o1;  // the even and odd columns of the two rows
+          deinterleave(load(lo, p0), load(hi, p0 + kLanes), e0, o0);
+          deinterleave(load(lo, p1), load(hi, p1 + kLanes), e1, o1);
+          const VecI arg_r0 = iota(static_cast<int32_t>(r0 + 2 * ow), 2), arg_r1 = add(arg_r0, r1 - r0);
           // From -inf with the first tap's index, as the general loop (a NaN tap is skipped).
-          const __m512i arg_r0 = _mm512_add_epi32(col, _mm512_set1_epi32(r0));
-          const __m512i arg_r1 = _mm512_add_epi32(col, _mm512_set1_epi32(r1));
-          const __m512i one = _mm512_set1_epi32(1);
-          __m512 best = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-          __m512i arg = arg_r0;
-          __m512 v = _mm512_permutex2var_ps(u0, even, u1);
-          __mmask16 t = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
-          best = _mm512_mask_mov_ps(best, t, v);
-          v = _mm512_permutex2var_ps(u0, odd, u1);
-          t = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
-          best = _mm512_mask_mov_ps(best, t, v);
-          arg = _mm512_mask_add_epi32(arg, t, arg_r0, one);
-          v = _mm512_permutex2var_ps(v0, even, v1);
-          t = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
-          best = _mm512_mask_mov_ps(best, t, v);
-          arg = _mm512_mask_mov_epi32(arg, t, arg_r1);
-          v = _mm512_permutex2var_ps(v0, odd, v1);
-          t = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
-          best = _mm512_mask_mov_ps(best, t, v);
-          arg = _mm512_mask_add_epi32(arg, t, arg_r1, one);
-          _mm512_mask_storeu_ps(yr + ow, m, best);
-          _mm512_mask_storeu_epi32(ar + ow, m, arg);
+          Vec best = set1(-std::numeric_limits<float>::infinity());
+          VecI arg = arg_r0;
+          Mask t = greater(e0, best);
+          best = select(t, e0, best);
+          t = greater(o0, best);
+          best = select(t, o0, best);
+          arg = select(t, add(arg_r0, 1), arg);
+          t = greater(e1, best);
+          best = select(t, e1, best);
+          arg = select(t, arg_r1, arg);
+          t = greater(o1, best);
+          best = select(t, o1, best);
+          arg = select(t, add(arg_r1, 1), arg);
+          if (n == kLanes) {
+            store(yr + ow, best);
+            store(ar + ow, arg);
+          } else {
+            const Mask m = head(n);
+            store(yr + ow, m, best);
+            store(ar + ow, m, arg);
+          }
         }
 #endif
         for (; ow < ow_n; ++ow) {

@@ -247,8 +247,10 @@ an::TensorStats finish(const Sums& r, int64_t n) {
   s.nan = r.nan;
   s.inf = r.inf;
   if (finite > 0) {
-    s.min = r.mn;
-    s.max = r.mx;
+    // +0 for a zero extreme whatever its sign: which of -0 and +0 a min keeps depends on
+    // the order the values were met in (a copy's reused sums, a transposed read).
+    s.min = r.mn == 0 ? 0.0f : r.mn;
+    s.max = r.mx == 0 ? 0.0f : r.mx;
     const double mean = r.sum / double(finite);
     s.mean = float(mean);
     s.std = float(std::sqrt(std::max(0.0, r.sumsq / double(finite) - mean * mean)));

@@ -216,7 +216,7 @@ void ProbeRecorder::on_backward(size_t step_index, const Step& step) {
   reduce_pending();
   if (!current_ || gradient_probe_[step_index] < 0 || !step.bwd.dout[0]) return;
   const int probe = gradient_probe_[step_index];
-  if (const stats::Sums* r = copy_grad_sums(step_index)) {
+  if (const stats::Sums* r = copy_grad_sums(step_index, *step.bwd.dout[0])) {
     sink_probe_ = -1;
     reduce_sums(probe, step.bwd.dout[0], false, r);
     return;

@@ -143,14 +143,15 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   // forward probe (same bands), else null; and of the output gradient of the step whose
   // backward pass alone gave step_index's output gradient, passed on unchanged.
   const stats::Sums* copy_sums(size_t step_index, const Step& step) const;
-  const stats::Sums* copy_grad_sums(size_t step_index) const;
+  const stats::Sums* copy_grad_sums(size_t step_index, const Tensor& grad) const;
   // The sums probe `from` kept this iteration when they do for `probe`, else null.
-  const stats::Sums* kept_sums(int from, int probe, bool with_bands) const;
+  const stats::Sums* kept_sums(int from, int probe, bool with_bands, int64_t count) const;
   std::vector<int> copy_source_;          // per step: the step writing its in[0], with a forward probe, or -1
   std::vector<int> grad_copy_;            // per step: the step that alone reads its output, or -1
   std::vector<size_t> grad_copy_in_;      // the input of that step it is
   std::vector<const Op*> grad_copy_op_;   // and its op
   std::vector<stats::Sums> slot_sums_;    // per step probe: the sums of its last reduction
+  std::vector<int64_t> slot_count_;       // ... over this many values
   std::vector<stats::Bands> slot_bands_;  // under these bands
   std::vector<int64_t> slot_iteration_;   // at this iteration (-1: none)
   const SinkSums* take_sink(int probe);  // sink_ if it was set for `probe`

@@ -57,6 +57,7 @@ void ProbeRecorder::reduce_sums(int probe, const Tensor* t, bool with_bands, con
       s.flags |= an::TensorStats::kFractionsCarried;
       out = s;
       slot_sums_[slot] = r;
+      slot_count_[slot] = n;
       slot_bands_[slot] = bands(probe, with_bands);
       slot_iteration_[slot] = iteration_;
       return;
@@ -71,6 +72,7 @@ void ProbeRecorder::reduce_sums(int probe, const Tensor* t, bool with_bands, con
     else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
     out = stats_of(*t, r, desc, desc ? &unit_flags_ : nullptr);
     slot_sums_[slot] = r;
+    slot_count_[slot] = n;
     slot_bands_[slot] = bands(probe, with_bands);
     slot_iteration_[slot] = iteration_;
   } else {
@@ -114,13 +116,16 @@ void ProbeRecorder::declare_copies(const ExecutionGraph& graph) {
     if (forward_probe_[k] >= 0) producer[st.outputs[0]] = int(k);
   }
   slot_sums_.assign(step_probes_.size(), stats::Sums{});
+  slot_count_.assign(step_probes_.size(), -1);
   slot_bands_.assign(step_probes_.size(), stats::Bands{});
   slot_iteration_.assign(step_probes_.size(), -1);
 }
 
-const stats::Sums* ProbeRecorder::kept_sums(int from, int probe, bool with_bands) const {
+const stats::Sums* ProbeRecorder::kept_sums(int from, int probe, bool with_bands, int64_t count) const {
   const size_t slot = size_t(step_slot_[size_t(from)]);
-  if (slot_iteration_[slot] != iteration_ || !same_sums(slot_bands_[slot], bands(probe, with_bands))) return nullptr;
+  if (slot_iteration_[slot] != iteration_ || slot_count_[slot] != count ||
+      !same_sums(slot_bands_[slot], bands(probe, with_bands)))
+    return nullptr;
   return &slot_sums_[slot];
 }
 
@@ -129,15 +134,17 @@ const stats::Sums* ProbeRecorder::copy_sums(size_t step_index, const Step& step)
   if (src < 0 || !fused_ || !step.op->copies_input()) return nullptr;
   const Tensor* in = step.fwd.in.empty() ? nullptr : step.fwd.in[0];
   if (!in || in->numel() != step.fwd.out[0]->numel() || in->dtype() != DType::kFloat32) return nullptr;
-  return kept_sums(forward_probe_[size_t(src)], forward_probe_[step_index], true);
+  return kept_sums(forward_probe_[size_t(src)], forward_probe_[step_index], true, in->numel());
 }
 
 // The input gradient an op passed on unchanged (Op::passes_gradient) holds its dY's
 // values (added once onto zeros: a -0 turns +0, which no statistic tells apart).
-const stats::Sums* ProbeRecorder::copy_grad_sums(size_t step_index) const {
+// The sums must cover as many values (the op asked is the main graph's: a last, smaller
+// batch runs another graph, where an input could broadcast that does not here).
+const stats::Sums* ProbeRecorder::copy_grad_sums(size_t step_index, const Tensor& grad) const {
   const int k = grad_copy_[step_index];
   if (k < 0 || !fused_ || !grad_copy_op_[step_index]->passes_gradient(grad_copy_in_[step_index])) return nullptr;
-  return kept_sums(gradient_probe_[size_t(k)], gradient_probe_[step_index], false);
+  return kept_sums(gradient_probe_[size_t(k)], gradient_probe_[step_index], false, grad.numel());
 }
 
 }  // namespace dl::rt

@@ -11,12 +11,14 @@
 // allocation per call), running the innermost dimension as a tight loop.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "runtime/parallel.h"
 #include "runtime/tensor.h"
 
 namespace dl::rt {
@@ -93,14 +95,22 @@ struct NoAfter {
 
 // y[k] = f(a[.], b[.]) over the plan's output, front to back; after(end) once outputs
 // [0, end) are written (a ChunkReporter's upto, runtime/sink_chunks.h).
+// A run longer than a chunk (same shapes, a scalar operand: one run) is cut at kChunk
+// boundaries when someone waits for its chunks, so that each is reported while in cache.
 template <class TA, class TB, class TY, class F, class After = detail::NoAfter>
 void broadcast_apply(const BroadcastPlan& p, const TA* a, const TB* b, TY* y, F f, After after = {}) {
+  constexpr bool pieces = !std::is_same<After, detail::NoAfter>::value;
   p.for_each_run([&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t da, int64_t db) {
     detail::with_steps(da, db, [&](auto sa, auto sb) {
-      TY* yo = y + o;
-      const TA* ap = a + ia;
-      const TB* bp = b + ib;
-      for (int64_t k = 0; k < n; ++k) yo[k] = f(ap[k * sa], bp[k * sb]);
+      for (int64_t lo = 0; lo < n;) {
+        const int64_t hi = pieces ? std::min(n, (o + lo) / kChunk * kChunk + kChunk - o) : n;
+        TY* yo = y + o;
+        const TA* ap = a + ia;
+        const TB* bp = b + ib;
+        for (int64_t k = lo; k < hi; ++k) yo[k] = f(ap[k * sa], bp[k * sb]);
+        if (hi < n) after(o + hi);
+        lo = hi;
+      }
     });
     after(o + n);
   });
@@ -118,7 +128,13 @@ void broadcast_accumulate(const BroadcastPlan& p, int which, float* din, G g, Af
       const bool reduce = which == 0 ? da == 0 : db == 0;
       float* d = din + (which == 0 ? ia : ib);
       if (!reduce) {
-        for (int64_t k = 0; k < n; ++k) d[k] += g(o + k, ia + k * sa, ib + k * sb);
+        constexpr bool pieces = !std::is_same<After, detail::NoAfter>::value;
+        for (int64_t lo = 0; lo < n;) {  // in kChunk pieces, as broadcast_apply
+          const int64_t hi = pieces ? std::min(n, (o + lo) / kChunk * kChunk + kChunk - o) : n;
+          for (int64_t k = lo; k < hi; ++k) d[k] += g(o + k, ia + k * sa, ib + k * sb);
+          if (hi < n) after(o + hi);
+          lo = hi;
+        }
         return;
       }
       float acc[8] = {};

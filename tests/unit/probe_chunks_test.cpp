@@ -211,33 +211,10 @@ struct Records : dl::rt::TrainListener {
 
 TEST_CASE("probes through chunked reports and copies: every record is a separate reduction's; training unchanged") {
   const dl::ir::Model model = attention_like();
-  const dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, 16, 95);
-  dl::test::on_two_then_one([&](int threads) {
-    INFO(threads << " thread(s)");
-    std::vector<std::vector<float>> params[2];
-    for (int with_probes = 0; with_probes < 2; ++with_probes) {
-      dl::rt::Trainer trainer(model, setup.config, setup.data, dl::rt::Dataset{});
-      dl::an::Trace trace;
-      dl::rt::ProbeRecorder probes(trainer.graph(), trace);
-      REQUIRE(probes.step_values() > dl::rt::ProbeRecorder::kAlwaysFull);
-      trace.set_capacity_bytes(16 << 20);
-      Records check;
-      check.trace = &trace;
-      if (with_probes) {
-        trainer.set_observer(&probes);
-        trainer.add_listener(&probes);
-        trainer.add_listener(&check);
-      }
-      trainer.run();
-      if (with_probes) {
+  dl::test::probes_leave_training_unchanged<Records>(
+      model, dl::test::cnn_setup(model, 64, 16, 95), [](const dl::an::Trace& trace, const Records& check) {
         REQUIRE(trace.size() == 16);
         CHECK(check.light >= 6 * 10);  // iterations 9-14, forward and gradient probes
         CHECK(check.full >= 9 * 10);
-      }
-      for (dl::rt::Param& p : trainer.graph().params())
-        params[with_probes].emplace_back(p.value->f(), p.value->f() + p.value->numel());
-    }
-    REQUIRE(params[0].size() == params[1].size());
-    for (size_t k = 0; k < params[0].size(); ++k) CHECK(params[0][k] == params[1][k]);
-  });
+      });
 }

@@ -12,6 +12,7 @@
 #include "analysis/trace.h"
 #include "runtime/attrs.h"
 #include "runtime/probe_stats.h"
+#include "runtime/probes.h"
 #include "runtime/train_config.h"
 #include "runtime/trainer.h"
 #include "tests/unit/parallel_test_util.h"
@@ -124,6 +125,38 @@ void for_each_step_probe(const an::Trace& trace, const rt::ExecutionGraph& g, F 
     std::vector<uint8_t> flags;
     f(k, p, *t, rt::reduce_stats(*t, fwd ? &p.op : nullptr, fwd ? &flags : nullptr));
   }
+}
+
+// Trains `model` on `setup` without probes and with them (on two threads, then on one):
+// with probes, a fresh `Listener` (a TrainListener with a `trace` pointer) checks each
+// record as it is written and `after(trace, listener)` checks the run; the parameters
+// must come out bit-identical either way.
+template <class Listener, class After>
+void probes_leave_training_unchanged(const ir::Model& model, const CnnSetup& setup, After after) {
+  on_two_then_one([&](int threads) {
+    INFO(threads << " thread(s)");
+    std::vector<std::vector<float>> params[2];
+    for (int with_probes = 0; with_probes < 2; ++with_probes) {
+      rt::Trainer trainer(model, setup.config, setup.data, rt::Dataset{});
+      an::Trace trace;
+      rt::ProbeRecorder probes(trainer.graph(), trace);
+      REQUIRE(probes.step_values() > rt::ProbeRecorder::kAlwaysFull);
+      trace.set_capacity_bytes(16 << 20);
+      Listener check;
+      check.trace = &trace;
+      if (with_probes) {
+        trainer.set_observer(&probes);
+        trainer.add_listener(&probes);
+        trainer.add_listener(&check);
+      }
+      trainer.run();
+      if (with_probes) after(trace, check);
+      for (rt::Param& p : trainer.graph().params())
+        params[with_probes].emplace_back(p.value->f(), p.value->f() + p.value->numel());
+    }
+    REQUIRE(params[0].size() == params[1].size());
+    for (size_t k = 0; k < params[0].size(); ++k) CHECK(params[0][k] == params[1][k]);
+  });
 }
 
 }  // namespace dl::test

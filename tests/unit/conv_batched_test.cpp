@@ -5,6 +5,7 @@
 // leave a partial last batch of images; and the same bits on 1 and 2 threads.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -54,7 +55,9 @@ TEST_CASE("Conv batched images: reference values for groups, strides, padding, d
     const auto got = run_conv(g, x, w, b, dy);
     check_close(got[0], ref.y, 1e-5);
     check_close(got[1], ref.dx, 1e-5);
-    check_close(got[2], ref.dw, 1e-5);
+    // dW sums n * oh * ow products per weight: float32 rounding grows with sqrt of that count
+    // (LeNet-5's 4 x 28 x 28 = 3136 terms are 2.3e-5 off on a portable SSE2 build's GEMM).
+    check_close(got[2], ref.dw, 1e-5 * std::max(1.0, std::sqrt(double(g.n * g.oh() * g.ow())) / 32));
     check_close(got[3], ref.db, 1e-5);
   }
 }

@@ -12,6 +12,15 @@
 
 namespace dl::an {
 
+bool advise_huge_pages(void* p, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  return madvise(p, bytes, MADV_HUGEPAGE) == 0;
+#else
+  (void)p, (void)bytes;
+  return false;
+#endif
+}
+
 std::string label_issue_text(const LabelIssueRecord& r, int64_t classes) {
   char value[32];
   std::snprintf(value, sizeof value, "%.9g", r.value);
@@ -76,7 +85,7 @@ void Trace::plan_capacity() {
     // Planned again before recording (the history was reserved after the cap): give
     // back the larger reservation.
     std::vector<IterationRecord>().swap(records);
-    std::vector<TensorStats>().swap(stats);
+    decltype(stats)().swap(stats);
   }
   records.reserve(static_cast<size_t>(max_records_));
   stats.reserve(static_cast<size_t>(max_records_) * header.probes.size());
@@ -99,11 +108,13 @@ void Trace::populate_stats(size_t bytes) {
     populated_ = stats.size() * sizeof(TensorStats);
   }
   if (bytes <= populated_) return;
-  constexpr size_t kAhead = size_t(1) << 20;
+  constexpr uintptr_t kAhead = LargePageAllocator<TensorStats>::kPage;  // a huge page
   const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t cap_end = base + stats.capacity() * sizeof(TensorStats);
   const uintptr_t from = (base + populated_ + page - 1) / page * page;  // (a page written in is mapped)
-  const uintptr_t to = std::min(cap_end, base + std::max(bytes, populated_ + kAhead)) / page * page;
+  // Up to the huge page boundary past what the record needs and a huge page more.
+  const uintptr_t want = (base + std::max(bytes, populated_ + kAhead) + kAhead - 1) / kAhead * kAhead;
+  const uintptr_t to = std::min(cap_end / page * page, want);
   if (to > from && madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE) != 0) {
     populate_failed_ = true;  // (older kernels: EINVAL; the pages fault in as written)
     return;

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/large_pages.h"
+
 namespace dl::an {
 
 // Statistics of one tensor at one iteration, reduced in a single pass.
@@ -241,7 +243,7 @@ class Trace {
   int64_t bytes() const;
 
   std::vector<IterationRecord> records;  // recorded iterations
-  std::vector<TensorStats> stats;        // records.size() x probes.size()
+  std::vector<TensorStats, LargePageAllocator<TensorStats>> stats;  // records.size() x probes.size()
   std::vector<float> loss, metric;       // every iteration
   std::vector<EpochRecord> epochs;
   bool complete = true;                  // false when training was interrupted
@@ -250,10 +252,11 @@ class Trace {
   void decimate();
   void plan_capacity();
   // Maps the pages of `stats`' reserved storage up to `bytes` ahead of their first
-  // write, a megabyte at a time in one call (Linux: MADV_POPULATE_WRITE). A record
-  // spans several fresh pages (~1200 probes in shufflenet_v2: 17 pages), and a page
-  // faulted in one by one by the zeroing costs ~11 us on a virtual machine (20x a
-  // populated one), which each recorded iteration paid (bench/README.md, run 19).
+  // write, 2 MB at a time in one call (Linux: MADV_POPULATE_WRITE), on 2 MB boundaries:
+  // the storage is on huge pages where the system gives them (large_pages.h). A record
+  // spans several fresh pages (~1000 probes in shufflenet_v2: 14 pages), and a 4 KB page
+  // faulted in by the zeroing costs ~11 us on a virtual machine, which each recorded
+  // iteration paid (bench/README.md, runs 19 and 22).
   void populate_stats(size_t bytes);
   const void* populated_base_ = nullptr;  // stats.data() when populated_ was counted
   size_t populated_ = 0;                  // bytes of it known mapped

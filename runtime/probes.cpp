@@ -108,6 +108,8 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
       deferred_[j] = 1;
     }
   }
+  probe_bands_.resize(probes.size());
+  for (size_t i = 0; i < probes.size(); ++i) probe_bands_[i] = stats::Bands::of(&probes[i].op);
   step_rms_.assign(step_probes_.size(), 0.0f);
   step_slot_.assign(probes.size(), -1);
   for (size_t i = 0; i < step_probes_.size(); ++i) step_slot_[size_t(step_probes_[i])] = int(i);
@@ -147,7 +149,7 @@ bool ProbeRecorder::light(int probe) const {
 }
 
 stats::Bands ProbeRecorder::bands(int probe, bool with_bands) const {
-  stats::Bands b = stats::Bands::of(with_bands ? &trace_.header.probes[size_t(probe)].op : nullptr);
+  stats::Bands b = with_bands ? probe_bands_[size_t(probe)] : stats::Bands{};
   b.light = light(probe);
   return b;
 }

@@ -131,6 +131,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   bool full_iteration(const IterationInfo& info) const;
   bool light(int probe) const;  // reduce this step probe to moments and extremes only
   stats::Bands bands(int probe, bool with_bands) const;
+  std::vector<stats::Bands> probe_bands_;  // per probe: Bands::of its op description
   // Reduces t into this record's entry of `probe`, from `sink`'s sums when an op
   // reported the whole tensor there.
   void reduce_tensor(int probe, const Tensor* t, bool with_bands, const SinkSums* sink);

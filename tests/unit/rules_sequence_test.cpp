@@ -23,7 +23,7 @@ size_t add_probe(Trace& t, Probe p, const std::function<TensorStats(size_t recor
     s.push_back(stats(r));
   }
   t.header.probes.push_back(p);
-  t.stats = std::move(s);
+  t.stats.assign(s.begin(), s.end());
   return old;
 }
 

@@ -110,7 +110,7 @@ TEST_CASE("trace file: the recurrent and embedding probes and traits round trip"
     p.op.embedding = kind == an::ProbeKind::kRows;
     t.header.probes.push_back(p);
   }
-  t.stats = stats;
+  t.stats.assign(stats.begin(), stats.end());
   const an::Trace back = an::read_trace_bytes(an::trace_bytes(t), "mem");
   test::trace_io::check_equal(t, back);
   CHECK(back.header.probes[old].kind == an::ProbeKind::kGates);

@@ -1,24 +1,37 @@
 #!/usr/bin/env python3
-# Interleaved A/B of the probe overhead: base vs new dl_bench_train, per case and thread count.
-# Usage: bench/probe_ab.py CASES THREADS [REPS [ROUNDS]], e.g. bench/probe_ab.py t,s 1,2 2 5 (from the repo root;
-# cases as in bench/run.sh spec, data in /work/bench-data, base binary in /work/base-bin).
-import subprocess, sys, re, statistics
-D = "/work/bench-data"
-BINS = {"base": "/work/base-bin/dl_bench_train", "new": "build/bench/dl_bench_train"}
-CASES = {"t": ("transformer.onnx", "seq1k.npy", 16, 16, 2), "s": ("shufflenet_v2_x0_5.onnx", "cifar1k.npy", 16, 16, 2),
-         "l": ("lstm_cls.onnx", "seq1k.npy", 32, 16, 2), "a": ("mlp_a.onnx", "mnist60k.npy", 64, 300, 20),
-         "r": ("resnet18.onnx", "cifar1k.npy", 16, 16, 2), "m": ("mobilenet_v2.onnx", "cifar1k.npy", 16, 16, 2)}
+# The probe overhead of one build, or of two side by side (A/B): per case and thread count,
+# REPS invocations of dl_bench_train per binary (alternating, and the order of the binaries
+# reversed every other time), each ROUNDS rounds of probes off and on in one process; the
+# figure is the median of every per-round paired ratio (probes on against off, process CPU
+# time per step), with the quartiles of those ratios.
+# Usage: bench/probe_ab.py CASES THREADS [REPS [ROUNDS]], e.g. bench/probe_ab.py t,s 1,2 2 5
+# (from the repo root; cases as in bench/run.sh's spec). Environment: NEW (default
+# build/bench/dl_bench_train), BASE (default /work/base-bin/dl_bench_train; empty: NEW alone),
+# DATA (default /work/bench-data).
+import os, re, statistics, subprocess, sys
+
+D = os.environ.get("DATA", "/work/bench-data")
+BINS = {"new": os.environ.get("NEW", "build/bench/dl_bench_train")}
+if os.environ.get("BASE", "/work/base-bin/dl_bench_train"):
+    BINS = {"base": os.environ.get("BASE", "/work/base-bin/dl_bench_train"), **BINS}
+# model, data, batch, steps, warm-up: bench/run.sh's spec
+CASES = {"a": ("mlp_a.onnx", "mnist60k.npy", 64, 300, 20), "b": ("lenet5.onnx", "mnist60k.npy", 64, 200, 20),
+         "c": ("wide_c.onnx", "wide4096.npy", 256, 20, 3), "r": ("resnet18.onnx", "cifar1k.npy", 16, 16, 2),
+         "m": ("mobilenet_v2.onnx", "cifar1k.npy", 16, 16, 2), "s": ("shufflenet_v2_x0_5.onnx", "cifar1k.npy", 16, 16, 2),
+         "l": ("lstm_cls.onnx", "seq1k.npy", 32, 16, 2), "t": ("transformer.onnx", "seq1k.npy", 16, 16, 2),
+         "e": ("conv_ae.onnx", "ae1k.npy", 16, 16, 2)}
 cases = sys.argv[1].split(",")
 threads = [int(t) for t in sys.argv[2].split(",")]
 reps = int(sys.argv[3]) if len(sys.argv) > 3 else 2
 rounds = sys.argv[4] if len(sys.argv) > 4 else "5"
+names = list(BINS)
 for c in cases:
     m, d, b, s, w = CASES[c]
     for t in threads:
-        ratios = {"base": [], "new": []}
-        offs = {"base": [], "new": []}
+        ratios = {n: [] for n in names}
+        offs = {n: [] for n in names}
         for rep in range(reps):
-            for name in (["base", "new"] if rep % 2 == 0 else ["new", "base"]):
+            for name in (names if rep % 2 == 0 else names[::-1]):
                 cmd = [BINS[name], f"{D}/{m}", f"{D}/{d}", "--batch", str(b), "--steps", str(s), "--warmup", str(w),
                        "--threads", str(t), "--rounds", rounds, "--modes", "off,probes", "--peak-n", "0"]
                 out = subprocess.run(cmd, capture_output=True, text=True).stdout
@@ -30,6 +43,11 @@ for c in cases:
                     if "off" in v and "probes" in v:
                         ratios[name].append(v["probes"] / v["off"] - 1)
                         offs[name].append(v["off"])
-        print(f"{m} threads {t}: " + "  ".join(
-            f"{n}: overhead median {100*statistics.median(ratios[n]):+.1f}% over {len(ratios[n])} paired rounds "
-            f"(off {statistics.median(offs[n])/1000:.2f} ms CPU/step)" for n in ("base", "new")), flush=True)
+
+        def summary(n):
+            r = sorted(ratios[n])
+            if not r: return f"{n}: no rounds"
+            q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0], r[0], r[0]]
+            return (f"{n}: overhead median {100*statistics.median(r):+.1f}% (quartiles {100*q[0]:+.1f}% "
+                    f"{100*q[2]:+.1f}%) over {len(r)} paired rounds (off {statistics.median(offs[n])/1000:.2f} ms CPU/step)")
+        print(f"{m} threads {t}: " + "  ".join(summary(n) for n in names), flush=True)

@@ -26,9 +26,23 @@ import statistics
 import sys
 import time
 
-import numpy as np
-import onnx
-import torch
+
+def _threads_from_argv(default=2):
+    for k, a in enumerate(sys.argv):
+        if a == "--threads" and k + 1 < len(sys.argv): return sys.argv[k + 1]
+        if a.startswith("--threads="): return a.split("=", 1)[1]
+    return str(default)
+
+
+# The BLAS's own thread pool follows --threads too: torch.set_num_threads does not reach
+# Debian's OpenBLAS (openblas-pthread), which otherwise multiplies on every core, so a
+# "1 thread" run of the MLP, the LSTM or the TransformerEncoder used both cores (process
+# CPU time ~2x wall time; bench/README.md, run 23). Read when the library loads: set before
+# importing numpy (Debian's links the same OpenBLAS) and torch.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", _threads_from_argv())
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import torch  # noqa: E402
 from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "analysis/trace.h"
 
@@ -86,4 +87,26 @@ TEST_CASE("trace: a cap smaller than one record still keeps 16 records") {
   CHECK(t.size() <= 16);
   CHECK(t.size() >= 8);
   CHECK(t.records.front().iteration == 0);
+}
+
+TEST_CASE("trace: records of a large capacity sit on 2 MB-aligned storage, mapped ahead, every value kept") {
+  using Alloc = dl::an::LargePageAllocator<TensorStats>;
+  // Small storage: plain operator new; large: aligned to a huge page (and advised).
+  std::vector<TensorStats, Alloc> small(10), large(Alloc::kFrom / sizeof(TensorStats) + 1);
+  CHECK(small.size() == 10);
+  CHECK(reinterpret_cast<uintptr_t>(large.data()) % Alloc::kPage == 0);
+  CHECK(large.back().count == 0);  // value-initialised like std::vector's
+  // A 32 MB trace of 1000 probes (56 KB records): 300 records cross several 2 MB pages
+  // mapped ahead of the writes; each keeps what was written.
+  Trace t;
+  t.header.probes.resize(1000);
+  t.set_capacity_bytes(int64_t(32) << 20);
+  record_run(t, 300, 1000);
+  REQUIRE(t.size() == 300);
+  CHECK(reinterpret_cast<uintptr_t>(t.stats.data()) % Alloc::kPage == 0);
+  for (size_t r = 0; r < t.size(); r += 37) {
+    CHECK(t.at(r, 0).mean == float(r));
+    CHECK(t.at(r, 999).count == 999u);
+  }
+  CHECK(t.bytes() <= int64_t(32) << 20);
 }

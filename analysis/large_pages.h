@@ -2,7 +2,7 @@
 // megabytes is aligned to 2 MB and advised for transparent huge pages (Linux:
 // MADV_HUGEPAGE), so that the trace maps it ahead of its writes 2 MB at a time
 // (Trace::populate_stats). The records are written once each, into fresh memory, at every
-// recorded iteration: on the 2-core virtual machine of bench/README.md (run 22) the first
+// recorded iteration: on the 2-core virtual machine of bench/README.md ("h13-pages") the first
 // write to each fresh 4 KB page cost ~10 us even after MADV_POPULATE_WRITE, ~0.2 ms of an
 // 8 ms shufflenet_v2 step (a 56 KB record), while 2 MB pages mapped ahead cost ~0.1 to 3 ms
 // per 2 MB (37 such records) and nothing at the writes. Smaller storage comes from plain

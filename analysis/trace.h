@@ -256,7 +256,7 @@ class Trace {
   // the storage is on huge pages where the system gives them (large_pages.h). A record
   // spans several fresh pages (~1000 probes in shufflenet_v2: 14 pages), and a 4 KB page
   // faulted in by the zeroing costs ~11 us on a virtual machine, which each recorded
-  // iteration paid (bench/README.md, runs 19 and 22).
+  // iteration paid (bench/README.md, run 19 and "h13-pages").
   void populate_stats(size_t bytes);
   const void* populated_base_ = nullptr;  // stats.data() when populated_ was counted
   size_t populated_ = 0;                  // bytes of it known mapped

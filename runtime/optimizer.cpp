@@ -11,6 +11,7 @@
 
 #include "converter/errors.h"
 #include "runtime/optimizer_impl.h"
+#include "runtime/parallel.h"
 
 namespace dl::rt {
 
@@ -47,7 +48,8 @@ int64_t Optimizer::state_bytes(const std::vector<Param>& params) const {
     largest = std::max(largest, p.value->numel());
   }
   const int64_t scratch = config_.clipnorm || config_.clipvalue ? largest : 0;
-  return (total * slots_ + scratch + std::min<int64_t>(largest, int64_t(kChunk))) * int64_t(sizeof(float));
+  return (total * slots_ + scratch + kMaxElementwiseParts * std::min<int64_t>(largest, int64_t(kChunk))) *
+         int64_t(sizeof(float));
 }
 
 void Optimizer::allocate(const std::vector<Param>& params) {
@@ -60,7 +62,7 @@ void Optimizer::allocate(const std::vector<Param>& params) {
     for (int k = 0; k < slots_; ++k) state_[i][static_cast<size_t>(k)].assign(n, init_slot(k));
   }
   if (config_.clipnorm || config_.clipvalue) scratch_.assign(largest, 0.0f);
-  before_.assign(std::min(largest, kChunk), 0.0f);
+  before_.assign(size_t(kMaxElementwiseParts) * std::min(largest, kChunk), 0.0f);
   slot_ptrs_.assign(static_cast<size_t>(std::max(slots_, 1)), nullptr);
   allocated_ = true;
 }
@@ -109,30 +111,50 @@ void Optimizer::step(std::vector<Param>& params, UpdateObserver* observer) {
                           "') changed size between steps");
     for (int k = 0; k < slots_; ++k) slot_ptrs_[static_cast<size_t>(k)] = state_[i][static_cast<size_t>(k)].data();
     float* w = p.value->f();
+    const int64_t parts = elementwise_parts(n);
     if (frozen(p.name)) {  // learning rate 0: no change, and its state stays as it was
-      for (int64_t off = 0; observer && off < n; off += int64_t(kChunk)) {
-        const int64_t len = std::min<int64_t>(int64_t(kChunk), n - off);
-        observer->on_chunk(i, off, p.grad->f() + off, w + off, w + off, len);
+      for (int64_t part = 0; observer && part < parts; ++part) {
+        int64_t lo, hi;
+        part_range(n, parts, part, lo, hi);
+        for (int64_t off = lo; off < hi; off += int64_t(kChunk)) {
+          const int64_t len = std::min<int64_t>(int64_t(kChunk), hi - off);
+          observer->on_chunk(i, part, off, p.grad->f() + off, w + off, w + off, len);
+        }
       }
       continue;
     }
-    const float* g = transform(p);
-    if (!observer) {
-      update(w, g, slot_ptrs_.data(), n, lr_t);
+    const Part job{this, i, w, transform(p), p.grad->f(), n, parts, lr_t, observer};
+    const int threads = observer && !observer->concurrent_parts(i) ? 1 : loop_threads(n, kParallelValues);
+    if (parts == 1 || threads == 1) {
+      for (int64_t part = 0; part < parts; ++part) update_part(job, part);
       continue;
     }
-    // The rules are element-wise, so updating chunk by chunk is the same update.
-    const float* raw = p.grad->f();
-    float* chunk_slots[8];
-    for (int64_t off = 0; off < n; off += int64_t(kChunk)) {
-      const int64_t len = std::min<int64_t>(int64_t(kChunk), n - off);
-      std::memcpy(before_.data(), w + off, size_t(len) * sizeof(float));
-      for (int k = 0; k < slots_; ++k) chunk_slots[k] = slot_ptrs_[static_cast<size_t>(k)] + off;
-      update(w + off, g + off, chunk_slots, len, lr_t);
-      observer->on_chunk(i, off, raw + off, before_.data(), w + off, len);
-    }
+    parallel_blocks(parts, threads, [](const void* ctx, int64_t part) {
+      const Part& job = *static_cast<const Part*>(ctx);
+      job.self->update_part(job, part);
+    }, &job);
   }
   ++iterations_;
+}
+
+// The rules are element-wise, so updating part by part, chunk by chunk, is the same update.
+void Optimizer::update_part(const Part& p, int64_t part) {
+  int64_t lo, hi;
+  part_range(p.n, p.parts, part, lo, hi);
+  float* slots[8];
+  for (int k = 0; k < slots_; ++k) slots[k] = slot_ptrs_[static_cast<size_t>(k)] + lo;
+  if (!p.observer) {
+    update(p.w + lo, p.g + lo, slots, hi - lo, p.lr_t);
+    return;
+  }
+  float* before = before_.data() + part * int64_t(kChunk);
+  for (int64_t off = lo; off < hi; off += int64_t(kChunk)) {
+    const int64_t len = std::min<int64_t>(int64_t(kChunk), hi - off);
+    std::memcpy(before, p.w + off, size_t(len) * sizeof(float));
+    for (int k = 0; k < slots_; ++k) slots[k] = slot_ptrs_[static_cast<size_t>(k)] + off;
+    update(p.w + off, p.g + off, slots, len, p.lr_t);
+    p.observer->on_chunk(p.param, part, off, p.raw + off, before, p.w + off, len);
+  }
 }
 
 const char* valid_optimizer_names() { return "sgd, adam, rmsprop, adagrad, adadelta, adamax, nadam"; }

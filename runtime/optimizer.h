@@ -71,17 +71,25 @@ class Optimizer {
   // (sizes are checked: InternalError if they change). Allocates state on the first call
   // only. Gradients are read, never modified.
   //
-  // With an observer, each parameter is updated in chunks of at most kChunk values and
-  // the observer sees every chunk right after its update, while the chunk's gradient,
-  // old and new values are in L1 (see UpdateObserver): statistics of weights, gradients
-  // and updates cost no extra pass over memory and no copy of the parameters.
+  // A large parameter is updated in the fixed parts of elementwise_parts(n)
+  // (runtime/parallel.h: from its size alone) on the compute threads: the rules are
+  // element-wise, so the update is the same for any thread count.
+  //
+  // With an observer, each part is updated in chunks of at most kChunk values and the
+  // observer sees every chunk right after its update, while the chunk's gradient, old
+  // and new values are in L1 (see UpdateObserver): statistics of weights, gradients and
+  // updates cost no extra pass over memory and no copy of the parameters.
   class UpdateObserver {
    public:
     virtual ~UpdateObserver() = default;
-    // Values [offset, offset + n) of parameter `param` (index into params): the raw
-    // gradient (before clipping), the values before and after this update.
-    virtual void on_chunk(size_t param, int64_t offset, const float* grad, const float* before, const float* after,
-                          int64_t n) = 0;
+    // Values [offset, offset + n) of parameter `param` (index into params), in its part
+    // `part` (< kMaxElementwiseParts): the raw gradient (before clipping), the values
+    // before and after this update. The chunks of one part come in order, on one thread;
+    // different parts of a parameter may come at once from different threads when
+    // concurrent_parts(param), else all in order on the calling thread.
+    virtual void on_chunk(size_t param, int64_t part, int64_t offset, const float* grad, const float* before,
+                          const float* after, int64_t n) = 0;
+    virtual bool concurrent_parts(size_t /*param*/) const { return false; }
   };
   static constexpr size_t kChunk = 2048;  // floats (8 KiB)
   void step(std::vector<Param>& params, UpdateObserver* observer = nullptr);
@@ -111,6 +119,18 @@ class Optimizer {
  private:
   void allocate(const std::vector<Param>& params);
   const float* transform(const Param& p);
+  // One parameter's update, part `part` of `parts` (see step()).
+  struct Part {
+    Optimizer* self;
+    size_t param;
+    float* w;
+    const float* g;    // the transformed gradient
+    const float* raw;  // the gradient the observer sees
+    int64_t n, parts;
+    double lr_t;
+    UpdateObserver* observer;
+  };
+  void update_part(const Part& p, int64_t part);
 
   std::string name_;
   std::set<std::string> frozen_;  // config_.frozen, split
@@ -119,7 +139,7 @@ class Optimizer {
   int64_t iterations_ = 0;
   std::vector<std::vector<std::vector<float>>> state_;  // [param][slot][element]
   std::vector<float> scratch_;                          // transformed gradient
-  std::vector<float> before_;                           // one chunk of weights before its update
+  std::vector<float> before_;                           // per part: one chunk of weights before its update
   std::vector<float*> slot_ptrs_;                       // the current parameter's slots
   bool allocated_ = false;
 };

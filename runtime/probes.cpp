@@ -1,5 +1,7 @@
 #include "runtime/probes.h"
 
+#include "runtime/parallel.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -9,9 +11,12 @@ namespace dl::rt {
 // One parameter's sums of this iteration, gathered chunk by chunk by the optimizer, and
 // its last full statistics (weight, param_grad, update), carried into the other records.
 struct ProbeRecorder::ParamState {
-  stats::Sums grad, weight;
-  stats::UpdateSums update;
-  bool seen = false;
+  struct alignas(64) Part {  // (a cache line of its own: parts come from different threads)
+    stats::Sums grad, weight;
+    stats::UpdateSums update;
+    bool seen = false;
+  };
+  Part parts[kMaxElementwiseParts];
   an::TensorStats last[3];
 };
 
@@ -279,21 +284,17 @@ void ProbeRecorder::before_update(const ExecutionGraph&, const IterationInfo& in
   full_ = current_ && full_iteration(info);
   if (!full_) return;
   for (size_t k = 0; k < weight_probe_.size(); ++k) {
-    ParamState& p = params_[k];
-    p.grad = stats::Sums{};
-    p.weight = stats::Sums{};
-    p.update = stats::UpdateSums{};
-    p.seen = false;
+    for (ParamState::Part& part : params_[k].parts) part = ParamState::Part{};
   }
 }
 
 Optimizer::UpdateObserver* ProbeRecorder::update_observer(const IterationInfo&) { return full_ ? this : nullptr; }
 
-// Runs on the optimizer's thread right after it updated the chunk, which is in L1.
-void ProbeRecorder::on_chunk(size_t param, int64_t offset, const float* grad, const float* before, const float* after,
-                             int64_t n) {
+// Runs on an optimizer thread right after it updated the chunk, which is in L1.
+void ProbeRecorder::on_chunk(size_t param, int64_t part, int64_t offset, const float* grad, const float* before,
+                             const float* after, int64_t n) {
   if (param >= weight_probe_.size()) return;
-  ParamState& p = params_[param];
+  ParamState::Part& p = params_[param].parts[part];
   p.seen = true;
   const stats::Bands none;
   stats::add_update(before, after, n, p.update);
@@ -308,6 +309,9 @@ void ProbeRecorder::on_chunk(size_t param, int64_t offset, const float* grad, co
     }
 }
 
+// An embedding table's changed rows are marked from every part: its parts in turn.
+bool ProbeRecorder::concurrent_parts(size_t param) const { return param >= rows_.size() || rows_[param].probe < 0; }
+
 void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInfo& info) {
   trace_.add_loss(info.iteration, float(info.loss), float(info.metric));
   if (!current_) return;
@@ -320,7 +324,18 @@ void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInf
   for (size_t k = 0; k < params.size() && k < weight_probe_.size(); ++k) {
     ParamState& p = params_[k];
     an::TensorStats* out = current_ + weight_probe_[k];  // weight, param_grad, update
-    record_rows(k, full_ && p.seen);
+    stats::Sums weight, grad;
+    stats::UpdateSums update;
+    bool seen = false;
+    for (const ParamState::Part& part : p.parts) {  // in part order: the same sums for any thread count
+      if (!part.seen) continue;
+      seen = true;
+      weight.merge(part.weight);
+      grad.merge(part.grad);
+      update.sq += part.update.sq;
+      update.nonfinite += part.update.nonfinite;
+    }
+    record_rows(k, full_ && seen);
     if (!full_) {
       for (int j = 0; j < 3; ++j) out[j] = carry(p.last[j]);
       continue;
@@ -328,13 +343,13 @@ void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInf
     const int64_t n = param_numel_[k];
     an::TensorStats u;
     u.count = static_cast<uint32_t>(std::min<int64_t>(n, UINT32_MAX));
-    if (p.seen) {
-      out[0] = stats::finish(p.weight, n);
-      out[1] = stats::finish(p.grad, n);
-      const double sq = p.update.sq, wn = out[0].l2;
+    if (seen) {
+      out[0] = stats::finish(weight, n);
+      out[1] = stats::finish(grad, n);
+      const double sq = update.sq, wn = out[0].l2;
       u.l2 = float(std::sqrt(sq));
       u.mean = float(wn > 0 ? std::sqrt(sq) / wn : (sq > 0 ? INFINITY : 0.0));
-      u.nan = p.update.nonfinite;
+      u.nan = update.nonfinite;
     } else {
       // The optimizer showed the update to another observer: the gradient (unchanged
       // by the update) and the new weights are still here; the change is not.

@@ -78,7 +78,8 @@ namespace dl::rt {
 //
 // At full iterations parameters are reduced while the optimizer updates them
 // (Optimizer::UpdateObserver), from each chunk while its gradient, old and new values
-// are in L1, so no copy of the weights is kept. Other iterations attach no observer:
+// are in L1, so no copy of the weights is kept; into sums per fixed part of the
+// parameter (the optimizer's threads update parts at once), merged in part order. Other iterations attach no observer:
 // the optimizer runs its plain loop.
 class ProbeRecorder : public Observer, public TrainListener, public Optimizer::UpdateObserver {
  public:
@@ -103,8 +104,9 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   void on_backward(size_t step_index, const Step& step) override;
   void before_update(const ExecutionGraph& graph, const IterationInfo& info) override;
   Optimizer::UpdateObserver* update_observer(const IterationInfo& info) override;
-  void on_chunk(size_t param, int64_t offset, const float* grad, const float* before, const float* after,
-                int64_t n) override;
+  void on_chunk(size_t param, int64_t part, int64_t offset, const float* grad, const float* before,
+                const float* after, int64_t n) override;
+  bool concurrent_parts(size_t param) const override;
   void after_update(const ExecutionGraph& graph, const IterationInfo& info) override;
   ValueSink* forward_sink(size_t step_index) override;
   ValueSink* backward_sink(size_t step_index) override;

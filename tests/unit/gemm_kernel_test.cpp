@@ -14,6 +14,7 @@
 #include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/gemm_scratch.h"
 #include "runtime/optimizer.h"
+#include "runtime/parallel.h"
 #include "runtime/probes.h"
 #include "runtime/threads.h"
 
@@ -101,14 +102,40 @@ TEST_CASE("gemm kernel: products split across threads match the serial result") 
 namespace {
 
 // Records what the optimizer shows an update observer.
+// Records what the optimizer shows an update observer that takes the chunks of a
+// parameter's parts in turn (not concurrent_parts).
 struct ChunkLog : dl::rt::Optimizer::UpdateObserver {
   std::vector<std::vector<float>> grad, before, after;
-  void on_chunk(size_t param, int64_t offset, const float* g, const float* b, const float* a, int64_t n) override {
+  void on_chunk(size_t param, int64_t part, int64_t offset, const float* g, const float* b, const float* a,
+                int64_t n) override {
     if (grad.size() <= param) grad.resize(param + 1), before.resize(param + 1), after.resize(param + 1);
     REQUIRE(int64_t(after[param].size()) == offset);  // chunks in order, no gaps
+    REQUIRE(part >= 0);
+    REQUIRE(part < dl::rt::kMaxElementwiseParts);
     grad[param].insert(grad[param].end(), g, g + n);
     before[param].insert(before[param].end(), b, b + n);
     after[param].insert(after[param].end(), a, a + n);
+  }
+};
+
+// One that takes the parts of a parameter at once (on the compute threads): each part's
+// chunks in order, within the part's fixed range; records the update per value.
+struct PartLog : dl::rt::Optimizer::UpdateObserver {
+  explicit PartLog(int64_t n) : n(n), change(size_t(n), 0.0f), next(size_t(dl::rt::kMaxElementwiseParts), -1) {}
+  int64_t n;
+  std::vector<float> change;
+  std::vector<int64_t> next;  // per part: where its next chunk starts
+  std::vector<int> bad = std::vector<int>(size_t(dl::rt::kMaxElementwiseParts), 0);  // per part (threads)
+  bool concurrent_parts(size_t) const override { return true; }
+  void on_chunk(size_t, int64_t part, int64_t offset, const float*, const float* b, const float* a,
+                int64_t len) override {
+    int64_t lo, hi;
+    dl::rt::part_range(n, dl::rt::elementwise_parts(n), part, lo, hi);
+    int64_t& at = next[size_t(part)];
+    if (at < 0) at = lo;
+    bad[size_t(part)] |= offset != at || offset + len > hi;  // (REQUIRE is not thread-safe)
+    at = offset + len;
+    for (int64_t k = 0; k < len; ++k) change[size_t(offset + k)] = a[k] - b[k];
   }
 };
 
@@ -142,6 +169,45 @@ TEST_CASE("optimizer: chunked update with an observer is the same update, observ
       CHECK(log.after[1] == v2.fvec());
     }
   }
+}
+
+TEST_CASE("optimizer: a large parameter's parts on two threads are the serial update, each part observed in order") {
+  const int64_t n = 300000;  // several parts (runtime/parallel.h)
+  REQUIRE(dl::rt::elementwise_parts(n) > 1);
+  dl::rt::OptimizerConfig cfg;
+  cfg.name = "adam";
+  cfg.learning_rate = 0.01;
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 2}) {
+    dl::rt::set_compute_threads(threads);
+    for (bool observed : {false, true}) {
+      auto opt = dl::rt::make_optimizer(cfg);
+      dl::rt::Tensor w = dl::rt::Tensor::floats({n}, random_values(size_t(n), 9)),
+                     g = dl::rt::Tensor::floats({n}, random_values(size_t(n), 10));
+      std::vector<dl::rt::Param> p = {{"w", &w, &g}};
+      for (int step = 0; step < 2; ++step) {
+        const std::vector<float> before = w.fvec();
+        PartLog log(n);
+        opt->step(p, observed ? &log : nullptr);
+        if (!observed) continue;
+        for (int b : log.bad) CHECK(b == 0);
+        int64_t seen = 0;
+        for (int64_t part = 0; part < dl::rt::elementwise_parts(n); ++part) {
+          int64_t lo, hi;
+          dl::rt::part_range(n, dl::rt::elementwise_parts(n), part, lo, hi);
+          CHECK(log.next[size_t(part)] == hi);  // every chunk of every part
+          seen += hi - lo;
+        }
+        CHECK(seen == n);
+        bool exact = true;
+        for (int64_t k = 0; k < n; ++k) exact = exact && log.change[size_t(k)] == w.f()[k] - before[size_t(k)];
+        CHECK(exact);
+      }
+      results.push_back(w.fvec());
+    }
+  }
+  dl::rt::set_compute_threads(0);
+  for (const auto& r : results) CHECK(r == results[0]);  // bit-identical for any thread count, observed or not
 }
 
 TEST_CASE("reduce_stats: vectorised path equals the exact reduction; NaN/Inf counted") {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <optional>
 
 #include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/shape_util.h"
@@ -225,8 +226,11 @@ void RnnOp::forward(FwdCtx& ctx) {
     for (int64_t b = 0; b < batch_; ++b)
       for (int64_t j = 0; j < h; ++j) dir.hs[b * h + j] = h0 ? h0->f()[state_at(d, b) + j] : 0.0f;
     begin_forward(ctx, dir);
+    std::optional<InnerPass> inner;
+    if (ctx.inner) inner.emplace(inner_pass(dir, float(ctx.inner->margin)));
     for (int64_t s = 0; s < seq_; ++s) {
       step_forward(dir, s);
+      if (inner) reduce_inner_step(dir, s, *inner);
       if (!y) continue;
       const float* hn = dir.hs + (s + 1) * batch_ * h;
       for (int64_t b = 0; b < batch_; ++b) {
@@ -241,7 +245,7 @@ void RnnOp::forward(FwdCtx& ctx) {
       for (int64_t b = 0; b < batch_; ++b) std::copy(last + b * h, last + (b + 1) * h, yh->f() + state_at(d, b));
     }
     end_forward(ctx, dir);
-    if (ctx.inner) reduce_inner(dir, *ctx.inner);
+    if (inner) finish_inner(dir, *inner, *ctx.inner);
   }
 }
 

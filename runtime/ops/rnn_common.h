@@ -177,7 +177,16 @@ class RnnOp : public Op {
   // Index (within one direction's activations) of the activation that bounds the hidden
   // state: LSTM's h (2), GRU's candidate g (1), RNN's f (0).
   virtual int64_t state_act() const { return 0; }
-  void reduce_inner(const Dir& dir, InnerStats& st) const;
+  // The inner statistics of one direction's forward pass (FwdCtx::inner), step by step
+  // right after each step's gates are final, while they are in cache
+  // (runtime/ops/rnn_inner.cpp).
+  struct InnerPass {
+    PartReducer gates, cands;
+    bool gate_sat, cand_sat;
+  };
+  InnerPass inner_pass(const Dir& dir, float margin) const;
+  void reduce_inner_step(const Dir& dir, int64_t s, InnerPass& pass) const;
+  void finish_inner(const Dir& dir, InnerPass& pass, InnerStats& st) const;
 
   int64_t gates_ = 1;
   int64_t seq_ = 0, batch_ = 0, input_ = 0, hidden_ = 0;

@@ -1,4 +1,5 @@
-// RnnOp::reduce_inner (runtime/ops/rnn_common.h) and its part reducer: the statistics
+// RnnOp's inner statistics (inner_pass, reduce_inner_step, finish_inner in
+// runtime/ops/rnn_common.h) and their part reducer: the statistics
 // of the gates and candidates a recurrent op keeps for backward, at every recorded
 // iteration. Value by value in double they were ~15% of the LSTM classifier's step with
 // probes on (bench/README.md, run 14); the moments now run on the probes' native-width
@@ -61,26 +62,32 @@ void PartReducer::finish(InnerStats::Part& into) {
     for (int64_t j = 0; j < n; ++j) add_value(into, p[j], near_bounds(act_, p[j], margin_));
 }
 
-// One pass over the gates the cells kept for backward (rows past their length skipped:
-// their gates are not written), and over the states after the first and last step.
-void RnnOp::reduce_inner(const Dir& dir, InnerStats& st) const {
-  const int64_t h = hidden_, n = gh(), cand = (gates_ - 1) * h;
+// The gates the cells keep for backward, step by step as each step's are final (rows
+// past their length skipped: their gates are not written), then the states after the
+// first and last step. The same values in the same order as one pass after the forward
+// pass, so the same sums; a step's gates are still in cache.
+RnnOp::InnerPass RnnOp::inner_pass(const Dir& dir, float margin) const {
   const Gate& ga = dir.acts[0];
   const Gate& ca = dir.acts[gates_ > 1 ? 1 : 0];
-  const bool gate_sat = gates_ > 1 && saturates(ga.act), cand_sat = saturates(ca.act);
-  const float m = float(st.margin);
-  PartReducer gates(ga.act, m), cands(ca.act, m);
-  for (int64_t s = 0; s < seq_; ++s) {
-    const float* g = step_gates(dir, s);
-    for (int64_t b = 0; b < batch_; ++b) {
-      if (time_of(dir, s, b) < 0) continue;
-      const float* gb = g + b * n;
-      if (gate_sat) gates.add_row(gb, cand);
-      if (cand_sat) cands.add_row(gb + cand, n - cand);
-    }
+  return {PartReducer(ga.act, margin), PartReducer(ca.act, margin), gates_ > 1 && saturates(ga.act),
+          saturates(ca.act)};
+}
+
+void RnnOp::reduce_inner_step(const Dir& dir, int64_t s, InnerPass& pass) const {
+  const int64_t n = gh(), cand = (gates_ - 1) * hidden_;
+  const float* g = step_gates(dir, s);
+  for (int64_t b = 0; b < batch_; ++b) {
+    if (time_of(dir, s, b) < 0) continue;
+    const float* gb = g + b * n;
+    if (pass.gate_sat) pass.gates.add_row(gb, cand);
+    if (pass.cand_sat) pass.cands.add_row(gb + cand, n - cand);
   }
-  gates.finish(st.gates);
-  cands.finish(st.candidates);
+}
+
+void RnnOp::finish_inner(const Dir& dir, InnerPass& pass, InnerStats& st) const {
+  const int64_t h = hidden_;
+  pass.gates.finish(st.gates);
+  pass.cands.finish(st.candidates);
   for (int64_t b = 0; b < batch_; ++b) {
     if (lens_[size_t(b)] <= 0) continue;
     for (int64_t j = 0; j < h; ++j) {

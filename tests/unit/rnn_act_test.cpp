@@ -73,7 +73,7 @@ TEST_CASE("recurrent activations: a row gives each value act_apply's bits, at an
 
 namespace {
 
-// The value-by-value reduction reduce_inner ran before PartReducer (the reference).
+// The value-by-value reduction the inner statistics ran before PartReducer (the reference).
 void reference(rnn::Act a, float m, const std::vector<float>& v, int64_t row, dl::rt::InnerStats::Part& p) {
   for (size_t k = 0; k < v.size(); k += size_t(row))
     for (size_t j = k; j < std::min(v.size(), k + size_t(row)); ++j) {

@@ -230,7 +230,7 @@ void add_values_parallel(const float* x, int64_t n, const Bands& b, Sums& total)
   } c{x, n, parts, &b, nullptr};
   Sums sums[kMaxElementwiseParts];
   c.sums = sums;
-  parallel_blocks(parts, loop_threads(n, int64_t(1) << 20), [](const void* p, int64_t part) {
+  parallel_blocks(parts, loop_threads(n, kParallelStats), [](const void* p, int64_t part) {
     const Ctx& c = *static_cast<const Ctx*>(p);
     int64_t lo, hi;
     part_range(c.n, c.parts, part, lo, hi);

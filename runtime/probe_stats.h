@@ -48,8 +48,12 @@ struct UpdateSums {
 void add_values(const float* x, int64_t n, const Bands& b, Sums& total);
 
 // add_values over the fixed parts of a large tensor (elementwise_parts, on 4096-value
-// block boundaries, runtime/parallel.h) on the compute threads, merged in part order:
-// the same sums for any thread count. Small tensors: add_values.
+// block boundaries, runtime/parallel.h), merged in part order: the same sums for any
+// thread count. From kParallelStats values on the compute threads: the pass reduces ~8
+// values per cycle, so below that a helper's wake-up and spin cost more CPU than its
+// share of the pass (the transformer's ~200 tensors of 2K to 262K values a step: probe
+// overhead +8.6% -> +2.9% at 2 threads, bench/README.md run 27). Small tensors: add_values.
+constexpr int64_t kParallelStats = int64_t{1} << 20;
 void add_values_parallel(const float* x, int64_t n, const Bands& b, Sums& total);
 
 // The update after - before of one chunk (sum of squares).

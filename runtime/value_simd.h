@@ -138,7 +138,8 @@ inline void light_pass(int64_t n, Vec vec, Scalar scalar, Sums& out) {
 // light_pass's sums of values that come in pieces (the rows of one channel, ...): four
 // vectors at once through put4() (over the chains in turn: with constant chain indices
 // the compiler keeps the chains in registers), single vectors through put() (chain 0),
-// single values (a row's tail) through put_scalar(); flushed every kBlock values or so;
+// single values (a row's tail) through put_scalar() (kLanes at a time, as a vector);
+// flushed every kBlock values or so;
 // finish() once after the last piece. The grouping differs from one light_pass over
 // the same values, so the sums differ in rounding only; count, min and max are the same.
 class LightSums {
@@ -156,7 +157,17 @@ class LightSums {
     m_.add(0, v);
     counted(kLanes);
   }
-  void put_scalar(float v) { add_scalar(out_, v); }
+  // Single values wait in a vector's worth of lanes and go in as one vector (short rows
+  // (BatchNormalization over 2x2 maps, a row's tail) cost a few double adds per value
+  // on one dependency chain when added one by one: mobilenet_v2's BatchNormalization
+  // probes 0.7 ms a step, bench/README.md run 27); finish() adds what is left.
+  void put_scalar(float v) {
+    stage_[staged_] = v;
+    if (++staged_ == kLanes) {
+      put(loadv(stage_));
+      staged_ = 0;
+    }
+  }
   // Every value of [p, p + n), in order.
   void put_row(const float* p, int64_t n) {
     int64_t k = 0;
@@ -176,6 +187,8 @@ class LightSums {
     for (; k < n; ++k) put_scalar(p[k] + b);
   }
   const Sums& finish() {
+    for (int j = 0; j < staged_; ++j) add_scalar(out_, stage_[j]);
+    staged_ = 0;
     m_.flush(out_);
     m_.finish(out_);
     return out_;
@@ -188,6 +201,8 @@ class LightSums {
   Moments<kChains> m_;
   Sums out_;
   int64_t in_block_ = 0;
+  float stage_[kLanes];
+  int staged_ = 0;
 };
 
 // light_pass over two streams at once: vec(k, a, b) sets the kLanes values of each at

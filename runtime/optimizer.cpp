@@ -54,6 +54,8 @@ int64_t Optimizer::state_bytes(const std::vector<Param>& params) const {
 
 void Optimizer::allocate(const std::vector<Param>& params) {
   state_.assign(params.size(), {});
+  sizes_.assign(params.size(), 0);
+  for (size_t i = 0; i < params.size(); ++i) sizes_[i] = params[i].value->numel();
   size_t largest = 0;
   for (size_t i = 0; i < params.size(); ++i) {
     const size_t n = static_cast<size_t>(params[i].value->numel());
@@ -106,7 +108,7 @@ void Optimizer::step(std::vector<Param>& params, UpdateObserver* observer) {
   for (size_t i = 0; i < params.size(); ++i) {
     Param& p = params[i];
     const int64_t n = p.value->numel();
-    if (slots_ > 0 && static_cast<int64_t>(state_[i][0].size()) != n)
+    if (sizes_[i] != n)  // (the chunk buffers are sized for the first call's parameters)
       throw InternalError("optimizer " + name_ + ": parameter " + std::to_string(i) + " ('" + p.name +
                           "') changed size between steps");
     for (int k = 0; k < slots_; ++k) slot_ptrs_[static_cast<size_t>(k)] = state_[i][static_cast<size_t>(k)].data();

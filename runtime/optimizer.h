@@ -138,6 +138,7 @@ class Optimizer {
   int slots_;
   int64_t iterations_ = 0;
   std::vector<std::vector<std::vector<float>>> state_;  // [param][slot][element]
+  std::vector<int64_t> sizes_;                          // [param]: its values at the first step
   std::vector<float> scratch_;                          // transformed gradient
   std::vector<float> before_;                           // per part: one chunk of weights before its update
   std::vector<float*> slot_ptrs_;                       // the current parameter's slots

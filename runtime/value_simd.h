@@ -201,7 +201,7 @@ class LightSums {
   Moments<kChains> m_;
   Sums out_;
   int64_t in_block_ = 0;
-  float stage_[kLanes];
+  float stage_[kLanes] = {};
   int staged_ = 0;
 };
 

@@ -316,6 +316,27 @@ TEST_CASE("probe schedule: full iterations, carried records in between") {
   }
 }
 
+// The optimizer updates a large parameter's parts on the compute threads and the probes
+// merge each part's sums in part order: every record the same bits at 1 and 2 threads.
+TEST_CASE("probe records: the same bits for any thread count (parameters updated in parts)") {
+  std::vector<an::Trace> traces;
+  dl::test::on_two_then_one([&](int) { traces.push_back(train_wide(1).trace); });
+  REQUIRE(traces.size() == 2);
+  const an::Trace &a = traces[0], &b = traces[1];
+  REQUIRE(a.size() == b.size());
+  REQUIRE(rt::elementwise_parts(512 * 512) > 1);  // W1 goes in parts
+  bool same = true;
+  for (size_t r = 0; r < a.size(); ++r)
+    for (size_t k = 0; k < a.header.probes.size(); ++k) {
+      const an::TensorStats &x = a.at(r, k), &y = b.at(r, k);
+      same = same && x.count == y.count && x.nan == y.nan && x.inf == y.inf && x.flags == y.flags &&
+             x.min == y.min && x.max == y.max && x.mean == y.mean && x.std == y.std && x.l2 == y.l2 &&
+             x.mean_abs == y.mean_abs && x.zero_frac == y.zero_frac && x.dead_frac == y.dead_frac &&
+             x.sat_frac == y.sat_frac;
+    }
+  CHECK(same);
+}
+
 TEST_CASE("probe schedule: a NaN in the forward pass fills in the update that caused it") {
   // Iteration 20 is not a full one; the weight it leaves holds an Inf, so iteration 21's
   // forward pass turns non-finite.

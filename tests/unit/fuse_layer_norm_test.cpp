@@ -219,7 +219,8 @@ TEST_CASE("fuse layer norm: near misses are left as they are") {
       {"Sqrt replaced by Exp", [](ir::Model& m) { named(m, "/1/Sqrt").op_type = "Exp"; }},
   };
   for (const auto& [what, edit] : misses) {
-    INFO(std::string(what));
+    const std::string label(what);  // (INFO's lambda cannot capture a structured binding in C++17)
+    INFO(label);
     ir::Model m = decomposed(edit);
     const size_t n = m.graph.nodes.size();
     CHECK(conv::fuse_layer_norms(m.graph).empty());
@@ -275,7 +276,8 @@ TEST_CASE("fuse layer norm: torch 1.13's opset-13 exports import with every Laye
   const std::vector<std::pair<std::string, size_t>> files = {{"layernorm_gelu_mlp_opset13_scce_adam.onnx", 1},
                                                              {"transformer_encoder_opset13_scce_sgd.onnx", 4}};
   for (const auto& [file, norms] : files) {
-    INFO(file);
+    const std::string label = file;  // (INFO's lambda cannot capture a structured binding in C++17)
+    INFO(label);
     ir::Model m = conv::import_model(dir + file);
     CHECK(m.opset == 13);
     size_t fused = 0;
@@ -285,7 +287,8 @@ TEST_CASE("fuse layer norm: torch 1.13's opset-13 exports import with every Laye
     const auto params = rt::model_params(m);
     for (const auto& [name, t] : m.graph.initializers) {
       if (name.find("norm") == std::string::npos || t.dtype != ir::DType::kFloat32) continue;
-      INFO(name);
+      const std::string param = name;
+      INFO(param);
       REQUIRE(params.count(name));
       CHECK(params.at(name).trainable());
     }

@@ -135,7 +135,9 @@ void check_summary(const std::string& name, const Summary& ref, const std::vecto
   CHECK(std::fabs(sum - ref.sum) <= 1e-4 * (n + ref.abs_sum));
   CHECK(std::fabs(abs_sum - ref.abs_sum) <= 1e-4 * (n + ref.abs_sum));
   CHECK(std::fabs(std::sqrt(sq) - ref.l2) <= 1e-4 * (std::sqrt(n) + ref.l2));
-  for (const auto& [at, expected] : ref.samples) {
+  for (const auto& sample : ref.samples) {
+    const auto at = sample.first;  // (plain names: doctest's message lambdas cannot capture a
+    const auto expected = sample.second;  // structured binding in C++17, clang rejects it)
     REQUIRE(at < got.size());
     INFO("element " << at << ": " << got[at] << " vs torch " << expected);
     CHECK(std::fabs(double(got[at]) - expected) <= 1e-4 * (1.0 + std::fabs(expected)));
@@ -194,7 +196,9 @@ TEST_CASE("pytorch parity: resnet18 and mobilenet_v3_small at opsets 13 and 17 t
       const auto trainer = train_and_compare(file, opset, (compared + 1) / 2, std::nullopt, ref.loss, compared);
       if (compared == static_cast<int>(ref.loss.size())) {  // the weights are the reference's after all 20 steps
         size_t floats = 0;
-        for (const auto& [key, t] : trainer->store()->values) {
+        for (const auto& entry : trainer->store()->values) {
+          const std::string& key = entry.first;  // (see check_summary)
+          const auto& t = entry.second;
           if (t.dtype() != dl::rt::DType::kFloat32) continue;
           ++floats;
           auto it = ref.params.find(key);

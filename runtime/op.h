@@ -224,6 +224,11 @@ class Op {
   // after infer()) to a light FwdCtx::in_stats (whole, or not at all).
   virtual bool reports_input() const { return false; }
   virtual size_t reported_input() const { return 0; }
+  // Whether forward() reports out[0] whole to a light FwdCtx::out_stats in a training
+  // pass from what it computes anyway, at less cost than a later step that reports its
+  // input would (BatchNormalization: from its batch statistics): the probes then leave
+  // the output to it rather than to the step that reads it next (runtime/probes.h).
+  virtual bool reports_output() const { return false; }
   // Whether, after the last forward(), out[0] holds exactly in[0]'s values (the same bits,
   // in the same or another order: Reshape, Flatten, Squeeze, Unsqueeze, Identity,
   // Transpose, a Dropout that dropped nothing): its statistics are in[0]'s, and a probe

@@ -100,7 +100,7 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
   declare_inner_probes(graph);
   // A step whose op reports its input (an activation with vector loops) reduces, at
   // light iterations, the output of the step right before it when it reads that (in[0])
-  // in its own loop.
+  // in its own loop, unless that step reports its output itself (Op::reports_output).
   in_probe_.assign(steps.size(), -1);
   deferred_.assign(steps.size(), 0);
   for (size_t k = 0; k < steps.size(); ++k) {
@@ -108,7 +108,7 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
     const size_t in = st.op->reported_input();
     if (forward_probe_[k] < 0 || !st.op->reports_input() || st.inputs.size() <= in || st.inputs[in] < 0) continue;
     const size_t j = k - 1;  // only the step right before: nothing is reduced in between
-    if (k > 0 && forward_probe_[j] >= 0 && steps[j].outputs[0] == st.inputs[in]) {
+    if (k > 0 && forward_probe_[j] >= 0 && steps[j].outputs[0] == st.inputs[in] && !steps[j].op->reports_output()) {
       in_probe_[k] = forward_probe_[j];
       deferred_[j] = 1;
     }

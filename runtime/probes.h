@@ -41,7 +41,8 @@ namespace dl::rt {
 // that an activation with vector loops reads next (Conv -> Relu, Gemm -> Relu) is
 // therefore not reduced when written but by that activation when it is the very next
 // step (FwdCtx::in_stats): the probe waits for it, and reduces the tensor itself if it
-// does not report it.
+// does not report it. A step that reports its own output for less (Op::reports_output:
+// BatchNormalization, from its batch statistics) keeps it.
 //
 // Parameters (weight, param_grad and update probes) can hold most of the values a step
 // would reduce (MLP 784-256-128-10, batch 64: 3 x 235k against ~100k step outputs and

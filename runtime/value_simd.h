@@ -205,6 +205,40 @@ class LightSums {
   int staged_ = 0;
 };
 
+// The extremes alone of values that come in pieces, through LightSums' interface (put4,
+// put, put_scalar): for an op whose probe sums come from moments it computes anyway
+// (BatchNormalization's batch statistics) and need only min and max besides. Two
+// chains per extreme; NaN is never taken (as Moments).
+class Extremes {
+ public:
+  Extremes() { lo_[0] = lo_[1] = VecF{} + INFINITY, hi_[0] = hi_[1] = VecF{} - INFINITY; }
+  void put4(VecF a, VecF b, VecF c, VecF d) {
+    lo_[0] = vmin(a, lo_[0]), hi_[0] = vmax(a, hi_[0]), lo_[1] = vmin(b, lo_[1]), hi_[1] = vmax(b, hi_[1]);
+    lo_[0] = vmin(c, lo_[0]), hi_[0] = vmax(c, hi_[0]), lo_[1] = vmin(d, lo_[1]), hi_[1] = vmax(d, hi_[1]);
+  }
+  void put(VecF v) { lo_[0] = vmin(v, lo_[0]), hi_[0] = vmax(v, hi_[0]); }
+  void put_scalar(float v) {
+    lo1_ = v < lo1_ ? v : lo1_;
+    hi1_ = v > hi1_ ? v : hi1_;
+  }
+  float lo() const {
+    const VecF l = vmin(lo_[0], lo_[1]);
+    float r = lo1_;
+    for (int j = 0; j < kLanes; ++j) r = std::min(r, l[j]);
+    return r;
+  }
+  float hi() const {
+    const VecF h = vmax(hi_[0], hi_[1]);
+    float r = hi1_;
+    for (int j = 0; j < kLanes; ++j) r = std::max(r, h[j]);
+    return r;
+  }
+
+ private:
+  VecF lo_[2], hi_[2];
+  float lo1_ = INFINITY, hi1_ = -INFINITY;
+};
+
 // light_pass over two streams at once: vec(k, a, b) sets the kLanes values of each at
 // k, scalar(k, a, b) the values at k for the last n % kLanes. 2 chains per stream and
 // statistic (so the sums differ in rounding from light_pass's), for an op that holds

@@ -22,9 +22,11 @@
 // moving variance takes the Bessel-corrected batch variance, var * n / (n - 1) with n the
 // values per channel (as torch.nn.BatchNorm2d does too); for 2-D/3-D X (Keras' non-fused
 // path, tf.nn.moments) the population variance. The ONNX outputs keep the spec's rule.
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/attrs.h"
+#include "runtime/ops/batch_norm_sums.h"
 #include "runtime/ops/eigen_map.h"
 #include "runtime/ops/shape_util.h"
 #include "runtime/parallel.h"
@@ -81,30 +83,36 @@ class BatchNormalization : public Op {
   // Channels are independent: each is computed whole by one thread, in the same order
   // whatever the thread count, so the bits do not depend on it.
   //
-  // A light probe sink (ValueSink::light) gets the light sums of Y from the registers of
-  // the loop that writes it, and those of X (FwdCtx::in_stats, the previous step's
-  // output) from the pass that reads it first; each channel sums its own, and the
-  // channels' sums are merged in channel order afterwards (the same for any thread
-  // count). The values computed are the same with or without (a unit test). Only where
-  // each channel holds enough values (fuses_sums()); otherwise nothing is reported.
+  // Light probe sinks (ValueSink::light) get the light sums of Y (out_stats) and X
+  // (FwdCtx::in_stats, the previous step's output): with batch statistics, derived from
+  // each channel's sums and extremes of X (runtime/ops/batch_norm_sums.h) for any shape;
+  // without, from the registers of the loop that writes Y, where channels are long
+  // (fuses_sums()). Each channel's are merged in channel order afterwards (the same for
+  // any thread count). The values computed are the same with or without (a unit test).
   void forward(FwdCtx& ctx) override {
     batch_stats_ = training_mode_ || legacy_training_ || ctx.training;
     Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), ctx.in[2]->f(), ctx.in[3]->f(), ctx.in[4]->f(),
               ctx.out[0]->f()};
-    const bool out_light = fuses_sums() && ctx.out_stats && ctx.out_stats->light();
-    const bool in_light = fuses_sums() && ctx.in_stats && ctx.in_stats->light();
+    const bool reports = batch_stats_ || fuses_sums();
+    const bool out_light = reports && ctx.out_stats && ctx.out_stats->light();
+    const bool in_light = reports && ctx.in_stats && ctx.in_stats->light();
     pass.sums = out_light ? out_sums_.data() : nullptr;
     pass.in_sums = in_light ? in_sums_.data() : nullptr;
     parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
       const Pass& ps = *static_cast<const Pass*>(p);
       ps.op->forward_channel(ps, c);
     }, &pass);
-    if (out_light) report(out_sums_, ctx.out_stats);
-    if (in_light) report(in_sums_, ctx.in_stats);
+    if (out_light) report(out_sums_, c_, ctx.out_stats);
+    if (in_light) report(in_sums_, c_, ctx.in_stats);
     write_statistics(ctx);
   }
+  // (With batch statistics its output's light sums cost next to nothing: a later step
+  // should not reduce it instead.)
+  bool reports_output() const override { return true; }
   bool reports_input() const override { return true; }
 
+  // dY's light sums come from the pass that sums it, over fixed groups of channels
+  // (channel_group()), each group's merged in group order: the same for any thread count.
   void backward(BwdCtx& ctx) override {
     if (!ctx.dout[0]) return;
     Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), nullptr, nullptr, nullptr, nullptr};
@@ -112,14 +120,18 @@ class BatchNormalization : public Op {
     pass.dx = ctx.din[0] ? ctx.din[0]->f() : nullptr;
     pass.dscale = ctx.din[1] ? ctx.din[1]->f() : nullptr;
     pass.dbias = ctx.din[2] ? ctx.din[2]->f() : nullptr;
-    // dY's light sums from the pass that sums it (as forward: per channel, merged in order).
-    const bool light = fuses_sums() && ctx.dout_stats && ctx.dout_stats->light();
+    const bool light = ctx.dout_stats && ctx.dout_stats->light();
     pass.sums = light ? out_sums_.data() : nullptr;
-    parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
+    pass.group = light ? channel_group() : 1;
+    const int64_t groups = (c_ + pass.group - 1) / pass.group;
+    parallel_blocks(groups, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t g) {
       const Pass& ps = *static_cast<const Pass*>(p);
-      ps.op->backward_channel(ps, c);
+      simd::LightSums acc;
+      const int64_t end = std::min(ps.op->c_, (g + 1) * ps.group);
+      for (int64_t c = g * ps.group; c < end; ++c) ps.op->backward_channel(ps, c, acc);
+      if (ps.sums) ps.sums[g] = acc.finish();
     }, &pass);
-    if (light) report(out_sums_, ctx.dout_stats);
+    if (light) report(out_sums_, groups, ctx.dout_stats);
   }
 
   OpTraits traits() const override {
@@ -157,45 +169,52 @@ class BatchNormalization : public Op {
     }
     return s;
   }
-  // Light sinks are served from the channel loops only where a channel holds many
-  // values in long rows: each channel's sums cost a set-up and a finish (folding 16-lane
-  // vectors in double) and rows shorter than a vector go value by value in double. On
-  // the small maps of CIFAR-sized nets (mobilenet_v2, resnet18, shufflenet_v2 at 32x32:
-  // 8x8 down to 1x1) that made a light iteration's BatchNormalization cost 8x a full one
-  // (bench/README.md, run 19: mobilenet_v2 +2.5 ms light against +0.25 full); there the
-  // probe's own pass over the tensor (light, vectorised, in L2) reduces it instead.
+  // Without batch statistics, light sinks are served from the channel loops only where
+  // each channel holds many values in long rows: each channel's sums cost a set-up and a
+  // finish (folding 16-lane vectors in double), and rows shorter than a vector go value by
+  // value. Elsewhere the probe's own pass (light, vectorised) reduces the tensors.
   static constexpr int64_t kFusedChannelValues = 4096;
   bool fuses_sums() const { return outer_ * inner_ >= kFusedChannelValues && inner_ >= 4 * simd::kLanes; }
+  // Backward's channels per group of light sums: about kFusedChannelValues values a group
+  // (short channels, e.g. 2x2 maps, share their set-up and finish), from the shapes alone.
+  int64_t channel_group() const {
+    const int64_t per = std::max<int64_t>(1, outer_ * inner_);
+    return std::max<int64_t>(1, std::min(c_, (kFusedChannelValues + per - 1) / per));
+  }
   struct Pass {
     const BatchNormalization* op;
     const float *x, *scale, *bias, *in_mean, *in_var;
     float* y;
     const float* dy = nullptr;
     float *dx = nullptr, *dscale = nullptr, *dbias = nullptr;
-    stats::Sums* sums = nullptr;     // per channel: Y's (forward) or dY's (backward) light sums, or null
+    stats::Sums* sums = nullptr;     // per channel: Y's (forward), per group: dY's (backward) light sums, or null
     stats::Sums* in_sums = nullptr;  // per channel: X's (forward), or null
+    int64_t group = 1;               // backward's channels per group
   };
 
-  // The channels' sums, in channel order, as one report of the whole tensor.
-  void report(const std::vector<stats::Sums>& per_channel, ValueSink* sink) const {
+  // The first `parts` sums, in order, as one report of the whole tensor.
+  void report(const std::vector<stats::Sums>& parts, int64_t count, ValueSink* sink) const {
     stats::Sums total;
-    for (const stats::Sums& s : per_channel) total.merge(s);
+    for (int64_t k = 0; k < count; ++k) total.merge(parts[size_t(k)]);
     sink->add_sums(0, total, outer_ * c_ * inner_);
   }
 
   void forward_channel(const Pass& ps, int64_t c) const {
     const double count = static_cast<double>(outer_ * inner_);
     double mean = ps.in_mean[c], var = ps.in_var[c];
-    simd::LightSums in_acc, acc;
+    const bool derive = batch_stats_ && (ps.sums || ps.in_sums);  // light sums from the moments
+    bn_sums::Channel ch;
     if (batch_stats_) {  // two passes: the variance from deviations, not E[x^2] - mean^2
       double s;
-      if (ps.in_sums) {  // the same sums, and X's light sums from the same loads
+      if (derive) {  // the same sums, and X's extremes from the same loads
+        simd::Extremes ext;
         s = rows_sum(
-            ps.x + c * inner_, [&in_acc](const float* r, int64_t len) { return double(sum_of_light(r, len, in_acc)); },
-            [&in_acc](const float* r, int64_t k) {
-              in_acc.put_scalar(r[k]);
+            ps.x + c * inner_, [&ext](const float* r, int64_t len) { return double(sum_of_light(r, len, ext)); },
+            [&ext](const float* r, int64_t k) {
+              ext.put_scalar(r[k]);
               return double(r[k]);
             });
+        ch.lo = ext.lo(), ch.hi = ext.hi();
       } else {
         s = rows_sum(ps.x + c * inner_, [](const float* r, int64_t len) { return double(sum_of(r, len)); },
                      [](const float* r, int64_t k) { return double(r[k]); });
@@ -209,18 +228,24 @@ class BatchNormalization : public Op {
             return d * d;
           });
       var = count > 0 ? ss / count : 0.0;
-      if (ps.in_sums) ps.in_sums[c] = in_acc.finish();  // (done with: its registers are free for Y's)
+      ch.n = count, ch.s = s, ch.ss = ss, ch.m = m;
     }
     mean_[c] = static_cast<float>(mean);
     var_[c] = static_cast<float>(var);
     invstd_[c] = static_cast<float>(1.0 / std::sqrt(var + epsilon_));
     const float a = ps.scale[c] * invstd_[c];
     const float b = ps.bias[c] - mean_[c] * a;
-    const bool in_here = ps.in_sums && !batch_stats_;  // X not read before: its sums here
+    if (derive) {
+      if (ps.in_sums) ps.in_sums[c] = bn_sums::of_x(ch);
+      if (ps.sums) ps.sums[c] = bn_sums::of_y(ch, a, b);
+    }
+    const bool out_here = ps.sums && !derive;
+    const bool in_here = ps.in_sums && !derive;  // no batch statistics: X's sums here
+    simd::LightSums in_acc, acc;
     for (int64_t n = 0; n < outer_; ++n) {
       const float* xp = ps.x + (n * c_ + c) * inner_;
       float* yp = ps.y + (n * c_ + c) * inner_;
-      if (!ps.sums && !in_here) {
+      if (!out_here && !in_here) {
         for (int64_t k = 0; k < inner_; ++k) yp[k] = xp[k] * a + b;
         continue;
       }
@@ -237,29 +262,29 @@ class BatchNormalization : public Op {
       int64_t k = 0;
       for (; k + 4 * kL <= inner_; k += 4 * kL) {
         const VecF w0 = y_of(k), w1 = y_of(k + kL), w2 = y_of(k + 2 * kL), w3 = y_of(k + 3 * kL);
-        if (ps.sums) acc.put4(w0, w1, w2, w3);
+        if (out_here) acc.put4(w0, w1, w2, w3);
         if (in_here) in_acc.put_row(xp + k, 4 * kL);
       }
       for (; k + kL <= inner_; k += kL) {
         const VecF w = y_of(k);
-        if (ps.sums) acc.put(w);
+        if (out_here) acc.put(w);
         if (in_here) in_acc.put(simd::loadv(xp + k));
       }
       for (; k < inner_; ++k) {
         yp[k] = xp[k] * a + b;
         if (in_here) in_acc.put_scalar(xp[k]);
-        if (ps.sums) acc.put_scalar(yp[k]);
+        if (out_here) acc.put_scalar(yp[k]);
       }
     }
-    if (ps.sums) ps.sums[c] = acc.finish();
+    if (out_here) ps.sums[c] = acc.finish();
     if (in_here) ps.in_sums[c] = in_acc.finish();
   }
 
-  void backward_channel(const Pass& ps, int64_t c) const {
+  // One channel; dY's values go into `acc` (its group's light sums) when ps.sums.
+  void backward_channel(const Pass& ps, int64_t c, simd::LightSums& acc) const {
     const float count = static_cast<float>(outer_ * inner_);
     float s = 0.0f, sx = 0.0f;  // sum dy, sum dy * xhat
     const float m = mean_[c];
-    simd::LightSums acc;  // dY's, when ps.sums
     if (inner_ >= kShortRow) {
       for (int64_t n = 0; n < outer_; ++n) {
         const int64_t off = (n * c_ + c) * inner_;
@@ -278,7 +303,6 @@ class BatchNormalization : public Op {
       }
       s = float(sd), sx = float(sxd);
     }
-    if (ps.sums) ps.sums[c] = acc.finish();
     sx *= invstd_[c];
     if (ps.dscale) ps.dscale[c] += sx;
     if (ps.dbias) ps.dbias[c] += s;

@@ -54,9 +54,11 @@ inline float lane_sum(int64_t n, Term term) {
 inline float sum_of(const float* p, int64_t n) {
   return reduce_detail::lane_sum(n, [p](int64_t k) { return p[k]; });
 }
-// sum_of(p, n), the same bits, putting every value into `acc` from the same loads (for
-// an op that sums a tensor's rows a probe wants anyway: BatchNormalization's X and dY).
-inline float sum_of_light(const float* p, int64_t n, simd::LightSums& acc) {
+// sum_of(p, n), the same bits, putting every value into `acc` (simd::LightSums or
+// simd::Extremes) from the same loads (for an op that sums a tensor's rows a probe wants
+// anyway: BatchNormalization's X and dY).
+template <class Acc>
+inline float sum_of_light(const float* p, int64_t n, Acc& acc) {
   using simd::VecF;
   constexpr int kL = simd::kLanes, kParts = reduce_detail::kLanes / kL;
   static_assert(kParts * kL == reduce_detail::kLanes && kParts <= 4, "sum_of's lanes are at most 4 vectors");

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <iterator>
 #include <string>
 
 #include "runtime/probe_stats.h"
@@ -90,13 +91,16 @@ TEST_CASE("BatchNormalization reports Y and X (forward) and dY (backward) to lig
   struct Case {
     int64_t n, c, h, w;
     bool training;
-    bool reports;  // channels of 4096 values or more in rows of 4 vectors or more
+    bool reports;  // Y and X: with batch statistics (training) always; else channels of 4096 values or more in long rows
   };
   // 16x16 rows (4096 values per channel), training and inference statistics; smaller
   // channels (12x12, 5x5; 2x2 and 1x1 rows, shorter than sum_of's lanes: mobilenet_v2's
-  // last maps) are left to the probe's own pass, which costs less there.
-  const Case cases[] = {{16, 8, 16, 16, true, true}, {16, 6, 20, 20, false, true}, {16, 32, 12, 12, true, false},
-                        {4, 6, 5, 5, true, false},   {8, 16, 2, 2, true, false},   {8, 16, 1, 1, true, false}};
+  // last maps): training derives the sums from the batch statistics (forward) and sums
+  // dY over groups of channels (backward); inference leaves Y and X to the probe's own pass.
+  const Case cases[] = {{16, 8, 16, 16, true, true},  {16, 6, 20, 20, false, true}, {16, 32, 12, 12, true, true},
+                        {4, 6, 5, 5, true, true},     {8, 16, 2, 2, true, true},    {8, 16, 1, 1, true, true},
+                        {16, 32, 12, 12, false, false}, {8, 16, 2, 2, false, false}};
+  dl::rt::stats::Sums first[std::size(cases)][3];
   dl::test::on_two_then_one([&](int threads) {
     for (const Case& cs : cases) {
       const std::string label = std::to_string(cs.n) + "x" + std::to_string(cs.c) + "x" + std::to_string(cs.h) + "x" +
@@ -130,11 +134,23 @@ TEST_CASE("BatchNormalization reports Y and X (forward) and dY (backward) to lig
       if (cs.reports) {
         check_light(y, fused.outputs[0], "Y " + label);
         check_light(x, in[0], "X " + label);
-        check_light(dy, g, "dY " + label);
       } else {
         CHECK(y.reported() == 0);
         CHECK(x.reported() == 0);
-        CHECK(dy.reported() == 0);
+      }
+      check_light(dy, g, "dY " + label);  // (any shape: channels summed in groups)
+      // The same sums, bit for bit, at 2 threads (first) and 1.
+      const size_t at = size_t(&cs - cases);
+      const dl::rt::stats::Sums got[3] = {y.total(), x.total(), dy.total()};
+      for (int k = 0; k < 3; ++k) {
+        if (threads == 2) {
+          first[at][k] = got[k];
+          continue;
+        }
+        CHECK(got[k].sum == first[at][k].sum);
+        CHECK(got[k].sumsq == first[at][k].sumsq);
+        CHECK(got[k].mn == first[at][k].mn);
+        CHECK(got[k].mx == first[at][k].mx);
       }
       // A full (not light) sink is left to the probe's own pass: nothing reported.
       SinkSums full;
@@ -145,6 +161,42 @@ TEST_CASE("BatchNormalization reports Y and X (forward) and dY (backward) to lig
       CHECK(full.reported() == 0);
     }
   });
+}
+
+TEST_CASE("BatchNormalization's light sums from its batch statistics are not finite when a value is not") {
+  const int64_t n = 8, c = 4, hw = 9, numel = n * c * hw;
+  const auto node = dl::rt::sample_node("BatchNormalization", 5, 1, {}, 15);
+  auto run = [&](std::vector<float> x, float scale, SinkSums& y, SinkSums& xs) {
+    const std::vector<Tensor> in = {Tensor::floats({n, c, 3, 3}, std::move(x)), Tensor::floats({c}, std::vector<float>(c, scale)),
+                                    Tensor::floats({c}, std::vector<float>(c, 0.5f)), Tensor::floats({c}, std::vector<float>(c, 0.0f)),
+                                    Tensor::floats({c}, std::vector<float>(c, 1.0f))};
+    OpRun op(node, in, true);
+    y.reset(light_bands());
+    xs.reset(light_bands());
+    op.out_stats = &y;
+    op.in_stats = &xs;
+    op.forward();
+    return op.outputs[0];
+  };
+  SinkSums y, x;
+  std::vector<float> values = random_values(numel, 57);
+  const Tensor ok = run(values, 1.5f, y, x);
+  check_light(y, ok, "finite Y");
+  CHECK(std::isfinite(y.total().sum));
+  CHECK(std::isfinite(x.total().sum));
+  // X holds an Inf: both tensors' sums are not finite (the probe then counts in full).
+  values[5] = INFINITY;
+  run(values, 1.5f, y, x);
+  CHECK_FALSE(std::isfinite(x.total().sum));
+  CHECK_FALSE(std::isfinite(y.total().sum));
+  // X finite, Y overflows (a huge scale): Y's sums are not finite, X's are.
+  values[5] = 3.0f;
+  const Tensor big = run(values, 3e38f, y, x);
+  bool overflowed = false;
+  for (float v : big.fvec()) overflowed = overflowed || !std::isfinite(v);
+  REQUIRE(overflowed);
+  CHECK_FALSE(std::isfinite(y.total().sum));
+  CHECK(std::isfinite(x.total().sum));
 }
 
 namespace {

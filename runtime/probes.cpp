@@ -199,6 +199,8 @@ void ProbeRecorder::reduce_pending() {
 }
 
 void ProbeRecorder::on_forward(size_t step_index, const Step& step) {
+  // (Two steps ahead: the next step's sinks are set up before its op runs.)
+  if (step_index + 2 < forward_probe_.size()) prefetch_probe(forward_probe_[step_index + 2]);
   if (current_) reduce_feature(step_index);
   record_inner(step_index);
   if (!current_ || forward_probe_[step_index] < 0) return;
@@ -220,6 +222,7 @@ void ProbeRecorder::on_forward(size_t step_index, const Step& step) {
 }
 
 void ProbeRecorder::on_backward(size_t step_index, const Step& step) {
+  if (step_index > 1) prefetch_probe(gradient_probe_[step_index - 2]);
   reduce_pending();
   if (!current_ || gradient_probe_[step_index] < 0 || !step.bwd.dout[0]) return;
   const int probe = gradient_probe_[step_index];
@@ -324,6 +327,12 @@ void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInf
   for (size_t k = 0; k < params.size() && k < weight_probe_.size(); ++k) {
     ParamState& p = params_[k];
     an::TensorStats* out = current_ + weight_probe_[k];  // weight, param_grad, update
+    if (!full_) {  // (no observer saw this update: its parts were not touched)
+      if (k + 2 < params.size()) __builtin_prefetch(&params_[k + 2].last[1]);  // (a ParamState spans many lines)
+      record_rows(k, false);
+      for (int j = 0; j < 3; ++j) out[j] = carry(p.last[j]);
+      continue;
+    }
     stats::Sums weight, grad;
     stats::UpdateSums update;
     bool seen = false;
@@ -335,11 +344,7 @@ void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInf
       update.sq += part.update.sq;
       update.nonfinite += part.update.nonfinite;
     }
-    record_rows(k, full_ && seen);
-    if (!full_) {
-      for (int j = 0; j < 3; ++j) out[j] = carry(p.last[j]);
-      continue;
-    }
+    record_rows(k, seen);
     const int64_t n = param_numel_[k];
     an::TensorStats u;
     u.count = static_cast<uint32_t>(std::min<int64_t>(n, UINT32_MAX));

@@ -159,6 +159,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   std::vector<stats::Bands> slot_bands_;  // under these bands
   std::vector<int64_t> slot_iteration_;   // at this iteration (-1: none)
   const SinkSums* take_sink(int probe);  // sink_ if it was set for `probe`
+  void prefetch_probe(int probe) const;  // warms the cache lines a probe's reduction touches
   void reduce_pending();
   void reduce_previous_params();
   void declare_features(const ExecutionGraph& graph);

@@ -4,12 +4,15 @@
 // gradients; int64 forward (12+ allows integer types). Missing bounds are +-infinity
 // rather than the spec's +-FLT_MAX so an overflowed inf stays visible to the analysis.
 // When lo > hi every output is hi, as the spec requires. Given light probe sinks
-// (ValueSink::light), float Clip reduces Y and X (forward) and dY (backward) in its loops.
+// (ValueSink::light), float Clip reduces Y and X (forward) and dY (backward) in its loops;
+// full ones get Y, X and dY chunk by chunk.
+#include <algorithm>
 #include <limits>
 
 #include "converter/errors.h"
 #include "runtime/attrs.h"
 #include "runtime/op.h"
+#include "runtime/sink_chunks.h"
 #include "runtime/value_simd.h"
 
 namespace dl::rt {
@@ -66,12 +69,21 @@ class ClipOp : public Op {
     float* y = ctx.out[0]->f();
     ValueSink* out_light = ctx.out_stats && ctx.out_stats->light() ? ctx.out_stats : nullptr;
     ValueSink* in_light = ctx.in_stats && ctx.in_stats->light() ? ctx.in_stats : nullptr;
-    // Written so a NaN input stays NaN (both comparisons are false).
+    // Written so a NaN input stays NaN (both comparisons are false). Full sinks get Y and
+    // X chunk by chunk, while in cache (runtime/sink_chunks.h).
     if (!out_light && !in_light) {
-      for (int64_t k = 0; k < n; ++k) {
-        const float v = xf[k] < lo ? lo : xf[k];
-        y[k] = v > hi ? hi : v;
+      ChunkReporter ry(ctx.out_stats, y, n), rx(ctx.in_stats, xf, n);
+      for (int64_t from = 0; from < n; from += kChunk) {
+        const int64_t to = std::min(n, from + kChunk);
+        for (int64_t k = from; k < to; ++k) {
+          const float v = xf[k] < lo ? lo : xf[k];
+          y[k] = v > hi ? hi : v;
+        }
+        ry.upto(to);
+        rx.upto(to);
       }
+      ry.finish();
+      rx.finish();
       return;
     }
     // The light sums of Y and of X (the previous step's output) from the loop's
@@ -136,8 +148,10 @@ class ClipOp : public Op {
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
     const int64_t n = ctx.in[0]->numel();
-    if (!ctx.dout_stats || !ctx.dout_stats->light()) {
-      for (int64_t k = 0; k < n; ++k) dx[k] += (x[k] >= lo && x[k] <= hi) ? dy[k] : 0.0f;
+    if (!ctx.dout_stats || !ctx.dout_stats->light()) {  // (a full sink: dY chunk by chunk)
+      chunked_loop(n, ctx.dout_stats, dy, [&](int64_t from, int64_t to) {
+        for (int64_t k = from; k < to; ++k) dx[k] += (x[k] >= lo && x[k] <= hi) ? dy[k] : 0.0f;
+      });
       return;
     }
     // dY's light sums from the loop's registers (the same dx, lane by lane).

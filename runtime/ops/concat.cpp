@@ -2,6 +2,7 @@
 // (negative axis from 11); every other dimension must match.
 #include "runtime/attrs.h"
 #include "runtime/ops/shape_util.h"
+#include "runtime/sink_chunks.h"
 
 namespace dl::rt {
 namespace {
@@ -47,25 +48,34 @@ class Concat : public Op {
   }
 
   // Output row o is input 0's row o, then input 1's row o, ... (rows = outer indices).
+  // Y is written and dY read front to back: a probe's sink gets them chunk by chunk, while
+  // in cache (runtime/sink_chunks.h).
   void forward(FwdCtx& ctx) override {
     Tensor& y = *ctx.out[0];
+    const bool floats = y.dtype() == DType::kFloat32;
+    ChunkReporter report(floats ? ctx.out_stats : nullptr, floats ? y.f() : nullptr, y.numel());
     int64_t at = 0;
     for (int64_t o = 0; o < outer_; ++o)
       for (size_t k = 0; k < chunk_.size(); ++k) {
         copy_elems(*ctx.in[k], o * chunk_[k], y, at, chunk_[k]);
         at += chunk_[k];
+        report.upto(at);
       }
+    report.finish();
   }
 
   void backward(BwdCtx& ctx) override {
     if (!ctx.dout[0]) return;
     const float* dy = ctx.dout[0]->f();
+    ChunkReporter report(ctx.dout_stats, dy, ctx.dout[0]->numel());
     int64_t at = 0;
     for (int64_t o = 0; o < outer_; ++o)
       for (size_t k = 0; k < chunk_.size(); ++k) {
         if (ctx.din[k]) add_elems(dy + at, ctx.din[k]->f() + o * chunk_[k], chunk_[k]);
         at += chunk_[k];
+        report.upto(at);
       }
+    report.finish();
   }
 
   OpTraits traits() const override {

@@ -11,6 +11,7 @@
 
 #include "runtime/op.h"
 #include "runtime/ops/shape_util.h"
+#include "runtime/sink_chunks.h"
 
 namespace dl::rt {
 
@@ -26,9 +27,10 @@ class StridedWalk {
   }
 
   // Calls f(output offset, input offset) for every element in output order: an odometer
-  // over the outer axes, a strided run over the innermost one.
-  template <class F>
-  void walk(F f) {
+  // over the outer axes, a strided run over the innermost one; after each run,
+  // done(output offset past it).
+  template <class F, class Done>
+  void walk(F f, Done done) {
     const size_t r = dims_.size();
     if (total_ == 0) return;
     if (r == 0) {
@@ -44,6 +46,7 @@ class StridedWalk {
       } else {
         for (int64_t k = 0; k < inner; ++k) f(o + k, at + k * inner_stride);
       }
+      done(o + inner);
       for (size_t ax = r - 1; ax-- > 0;) {
         at += strides_[ax];
         if (++counter_[ax] < dims_[ax]) break;
@@ -53,12 +56,20 @@ class StridedWalk {
     }
   }
 
-  // y[o] = x[view(o)] for float32 or int64 tensors of the same dtype.
-  void gather(const Tensor& x, Tensor& y) {
+  template <class F>
+  void walk(F f) {
+    walk(f, [](int64_t) {});
+  }
+
+  // y[o] = x[view(o)] for float32 or int64 tensors of the same dtype; a float y goes to
+  // `sink` (may be null) chunk by chunk as it is written (runtime/sink_chunks.h).
+  void gather(const Tensor& x, Tensor& y, ValueSink* sink = nullptr) {
     if (x.dtype() == DType::kFloat32) {
       const float* src = x.f();
       float* dst = y.f();
-      walk([&](int64_t o, int64_t i) { dst[o] = src[i]; });
+      ChunkReporter report(sink, dst, total_);
+      walk([&](int64_t o, int64_t i) { dst[o] = src[i]; }, [&](int64_t end) { report.upto(end); });
+      report.finish();
     } else {
       const int64_t* src = x.i();
       int64_t* dst = y.i();
@@ -66,9 +77,11 @@ class StridedWalk {
     }
   }
 
-  // dx[view(o)] += dy[o]: the gradient of gather().
-  void scatter_add(const float* dy, float* dx) {
-    walk([&](int64_t o, int64_t i) { dx[i] += dy[o]; });
+  // dx[view(o)] += dy[o]: the gradient of gather(); dy goes to `sink` (may be null) as read.
+  void scatter_add(const float* dy, float* dx, ValueSink* sink = nullptr) {
+    ChunkReporter report(sink, dy, total_);
+    walk([&](int64_t o, int64_t i) { dx[i] += dy[o]; }, [&](int64_t end) { report.upto(end); });
+    report.finish();
   }
 
  private:
@@ -81,10 +94,10 @@ class StridedWalk {
 class StridedViewOp : public Op {
  public:
   using Op::Op;
-  void forward(FwdCtx& ctx) override { walk_.gather(*ctx.in[0], *ctx.out[0]); }
+  void forward(FwdCtx& ctx) override { walk_.gather(*ctx.in[0], *ctx.out[0], ctx.out_stats); }
   void backward(BwdCtx& ctx) override {
     if (!ctx.din[0] || !ctx.dout[0]) return;
-    walk_.scatter_add(ctx.dout[0]->f(), ctx.din[0]->f());
+    walk_.scatter_add(ctx.dout[0]->f(), ctx.din[0]->f(), ctx.dout_stats);
   }
   OpTraits traits() const override {
     OpTraits t;

@@ -45,8 +45,9 @@ void check_reported(const SinkSums& sink, const Tensor& t, bool light, const std
 // Runs node on `in` with sinks on out[0] (when the op reports it: copies do not), the
 // reported input (when the op reports one) and dout[0]; checks the sums and that the
 // outputs and gradients are those of a run without sinks.
+// (Gradients for in[0], and for in[1] too when second_grad and the op is not Dropout.)
 void check_op(const dl::ir::Node& node, const std::vector<Tensor>& in, bool training, const std::string& label,
-              bool reports_in, bool reports_out = true) {
+              bool reports_in, bool reports_out = true, bool second_grad = true) {
   for (const bool light : {true, false}) {
     OpRun fused(node, in, training), plain(node, in, training);
     CHECK(fused.op->reports_input() == reports_in);
@@ -66,7 +67,7 @@ void check_op(const dl::ir::Node& node, const std::vector<Tensor>& in, bool trai
     const Tensor g = Tensor::floats(fused.outputs[0].shape(), random_values(fused.outputs[0].numel(), 71));
     std::vector<bool> want(in.size(), false);
     want[0] = true;
-    if (in.size() > 1 && node.op_type != "Dropout") want[1] = true;
+    if (in.size() > 1 && node.op_type != "Dropout" && second_grad) want[1] = true;
     const std::vector<Tensor> d = fused.backward({&g}, want), d_plain = plain.backward({&g}, want);
     for (size_t i = 0; i < d.size(); ++i)
       if (want[i]) CHECK(d[i].fvec() == d_plain[i].fvec());
@@ -117,6 +118,26 @@ TEST_CASE("Dropout reports Y and dY; copies report dY and say they copy their in
   OpRun t(dl::rt::sample_node("Transpose", 1, 1, {{"perm", dl::rt::attr_ints({1, 0})}}, 13),
           {Tensor::floats({2, 3}, random_values(6, 81))}, true);
   CHECK(t.op->copies_input());
+}
+
+TEST_CASE("Concat, the strided views (Slice, Expand) and Clip report Y and dY chunk by chunk; the same outputs") {
+  // Rows of 3000 and 2500 values: chunks straddle the inputs' runs; a tail.
+  const Tensor a = Tensor::floats({3, 3000}, random_values(9000, 82)), b = Tensor::floats({3, 2500}, random_values(7500, 83));
+  check_op(dl::rt::sample_node("Concat", 2, 1, {{"axis", dl::rt::attr_i(1)}}, 13), {a, b}, true, "Concat axis 1", false);
+  check_op(dl::rt::sample_node("Concat", 2, 1, {{"axis", dl::rt::attr_i(0)}}, 13), {a, Tensor::floats({1, 3000}, random_values(3000, 84))},
+           true, "Concat axis 0", false);
+  const Tensor x = Tensor::floats({6, 5000}, random_values(30000, 85));
+  auto ints = [](std::vector<int64_t> v) { return Tensor::ints({int64_t(v.size())}, std::move(v)); };
+  // Contiguous runs (step 1 on the last axis) and strided ones (step 3).
+  check_op(dl::rt::sample_node("Slice", 5, 1, {}, 13), {x, ints({1, 3}), ints({5, 4990}), ints({0, 1}), ints({1, 1})}, true,
+           "Slice runs", false, true, false);
+  check_op(dl::rt::sample_node("Slice", 5, 1, {}, 13), {x, ints({0, 2}), ints({6, 4999}), ints({0, 1}), ints({2, 3})}, true,
+           "Slice strided", false, true, false);
+  check_op(dl::rt::sample_node("Expand", 2, 1, {}, 13), {Tensor::floats({1, 4500}, random_values(4500, 86)), ints({3, 4500})},
+           true, "Expand", false, true, false);
+  // Clip: light sinks from its vector loops (probe_fused_test.cpp), full ones by chunks.
+  check_op(dl::rt::sample_node("Clip", 1, 1, {{"min", dl::rt::attr_f(-0.5f)}, {"max", dl::rt::attr_f(0.6f)}}, 6),
+           {Tensor::floats({3, 4500}, random_values(13500, 87))}, true, "Clip", true);
 }
 
 namespace {

@@ -30,8 +30,12 @@
 #include "runtime/ops/eigen_map.h"
 #include "runtime/ops/shape_util.h"
 #include "runtime/parallel.h"
+#include "runtime/sink_chunks.h"
 
 namespace dl::rt {
+
+std::vector<OpSample> batch_normalization_samples();  // batch_normalization_samples.cpp
+
 namespace {
 
 class BatchNormalization : public Op {
@@ -85,34 +89,40 @@ class BatchNormalization : public Op {
   //
   // Light probe sinks (ValueSink::light) get the light sums of Y (out_stats) and X
   // (FwdCtx::in_stats, the previous step's output): with batch statistics, derived from
-  // each channel's sums and extremes of X (runtime/ops/batch_norm_sums.h) for any shape;
-  // without, from the registers of the loop that writes Y, where channels are long
-  // (fuses_sums()). Each channel's are merged in channel order afterwards (the same for
+  // each channel's sums and extremes of X (runtime/ops/batch_norm_sums.h) where rows are
+  // a vector long or more (derives_sums()); without, from the registers of the loop that
+  // writes Y, where channels are long (fuses_sums()). Each channel's are merged in channel order afterwards (the same for
   // any thread count). The values computed are the same with or without (a unit test).
   void forward(FwdCtx& ctx) override {
     batch_stats_ = training_mode_ || legacy_training_ || ctx.training;
     Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), ctx.in[2]->f(), ctx.in[3]->f(), ctx.in[4]->f(),
               ctx.out[0]->f()};
-    const bool reports = batch_stats_ || fuses_sums();
+    const bool reports = (batch_stats_ && derives_sums()) || fuses_sums();
     const bool out_light = reports && ctx.out_stats && ctx.out_stats->light();
     const bool in_light = reports && ctx.in_stats && ctx.in_stats->light();
     pass.sums = out_light ? out_sums_.data() : nullptr;
     pass.in_sums = in_light ? in_sums_.data() : nullptr;
-    parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
-      const Pass& ps = *static_cast<const Pass*>(p);
-      ps.op->forward_channel(ps, c);
-    }, &pass);
+    if (ctx.out_stats && !ctx.out_stats->light()) {  // a full sink: Y's rows as written (report_channel_parts)
+      report_channel_parts(ctx.out_stats, pass.y, outer_, c_, inner_, loop_threads(outer_ * c_ * inner_, kParallelWork),
+                           [&pass](int64_t c) { pass.op->forward_channel(pass, c); });
+    } else {
+      parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
+        const Pass& ps = *static_cast<const Pass*>(p);
+        ps.op->forward_channel(ps, c);
+      }, &pass);
+    }
     if (out_light) report(out_sums_, c_, ctx.out_stats);
     if (in_light) report(in_sums_, c_, ctx.in_stats);
     write_statistics(ctx);
   }
   // (With batch statistics its output's light sums cost next to nothing: a later step
   // should not reduce it instead.)
-  bool reports_output() const override { return true; }
+  bool reports_output() const override { return derives_sums(); }
   bool reports_input() const override { return true; }
 
-  // dY's light sums come from the pass that sums it, over fixed groups of channels
-  // (channel_group()), each group's merged in group order: the same for any thread count.
+  // dY's light sums come from the pass that sums it where channels are long
+  // (fuses_sums(); as forward: per channel, merged in channel order); a full sink gets dY
+  // by parts of whole channels (report_channel_parts).
   void backward(BwdCtx& ctx) override {
     if (!ctx.dout[0]) return;
     Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), nullptr, nullptr, nullptr, nullptr};
@@ -120,18 +130,19 @@ class BatchNormalization : public Op {
     pass.dx = ctx.din[0] ? ctx.din[0]->f() : nullptr;
     pass.dscale = ctx.din[1] ? ctx.din[1]->f() : nullptr;
     pass.dbias = ctx.din[2] ? ctx.din[2]->f() : nullptr;
-    const bool light = ctx.dout_stats && ctx.dout_stats->light();
+    const int threads = loop_threads(outer_ * c_ * inner_, kParallelWork);
+    if (ctx.dout_stats && !ctx.dout_stats->light()) {
+      report_channel_parts(ctx.dout_stats, pass.dy, outer_, c_, inner_, threads,
+                           [&pass](int64_t c) { pass.op->backward_channel(pass, c); });
+      return;
+    }
+    const bool light = fuses_sums() && ctx.dout_stats;
     pass.sums = light ? out_sums_.data() : nullptr;
-    pass.group = light ? channel_group() : 1;
-    const int64_t groups = (c_ + pass.group - 1) / pass.group;
-    parallel_blocks(groups, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t g) {
+    parallel_blocks(c_, threads, [](const void* p, int64_t c) {
       const Pass& ps = *static_cast<const Pass*>(p);
-      simd::LightSums acc;
-      const int64_t end = std::min(ps.op->c_, (g + 1) * ps.group);
-      for (int64_t c = g * ps.group; c < end; ++c) ps.op->backward_channel(ps, c, acc);
-      if (ps.sums) ps.sums[g] = acc.finish();
+      ps.op->backward_channel(ps, c);
     }, &pass);
-    if (light) report(out_sums_, groups, ctx.dout_stats);
+    if (light) report(out_sums_, c_, ctx.dout_stats);
   }
 
   OpTraits traits() const override {
@@ -174,23 +185,21 @@ class BatchNormalization : public Op {
   // finish (folding 16-lane vectors in double), and rows shorter than a vector go value by
   // value. Elsewhere the probe's own pass (light, vectorised) reduces the tensors.
   static constexpr int64_t kFusedChannelValues = 4096;
+  // With batch statistics from rows of kShortRow values: shorter rows are summed value by
+  // value, where a min and max more per value cost more than the probes' vector passes
+  // (mobilenet_v2's and shufflenet_v2's 2x2 and 1x1 maps, bench/README.md run 29).
+  bool derives_sums() const { return inner_ >= kShortRow; }
   bool fuses_sums() const { return outer_ * inner_ >= kFusedChannelValues && inner_ >= 4 * simd::kLanes; }
-  // Backward's channels per group of light sums: about kFusedChannelValues values a group
-  // (short channels, e.g. 2x2 maps, share their set-up and finish), from the shapes alone.
-  int64_t channel_group() const {
-    const int64_t per = std::max<int64_t>(1, outer_ * inner_);
-    return std::max<int64_t>(1, std::min(c_, (kFusedChannelValues + per - 1) / per));
-  }
   struct Pass {
     const BatchNormalization* op;
     const float *x, *scale, *bias, *in_mean, *in_var;
     float* y;
     const float* dy = nullptr;
     float *dx = nullptr, *dscale = nullptr, *dbias = nullptr;
-    stats::Sums* sums = nullptr;     // per channel: Y's (forward), per group: dY's (backward) light sums, or null
+    stats::Sums* sums = nullptr;     // per channel: Y's (forward) or dY's (backward) light sums, or null
     stats::Sums* in_sums = nullptr;  // per channel: X's (forward), or null
-    int64_t group = 1;               // backward's channels per group
   };
+
 
   // The first `parts` sums, in order, as one report of the whole tensor.
   void report(const std::vector<stats::Sums>& parts, int64_t count, ValueSink* sink) const {
@@ -280,11 +289,11 @@ class BatchNormalization : public Op {
     if (in_here) ps.in_sums[c] = in_acc.finish();
   }
 
-  // One channel; dY's values go into `acc` (its group's light sums) when ps.sums.
-  void backward_channel(const Pass& ps, int64_t c, simd::LightSums& acc) const {
+  void backward_channel(const Pass& ps, int64_t c) const {
     const float count = static_cast<float>(outer_ * inner_);
     float s = 0.0f, sx = 0.0f;  // sum dy, sum dy * xhat
     const float m = mean_[c];
+    simd::LightSums acc;  // dY's, when ps.sums
     if (inner_ >= kShortRow) {
       for (int64_t n = 0; n < outer_; ++n) {
         const int64_t off = (n * c_ + c) * inner_;
@@ -303,6 +312,7 @@ class BatchNormalization : public Op {
       }
       s = float(sd), sx = float(sxd);
     }
+    if (ps.sums) ps.sums[c] = acc.finish();
     sx *= invstd_[c];
     if (ps.dscale) ps.dscale[c] += sx;
     if (ps.dbias) ps.dbias[c] += s;
@@ -357,32 +367,8 @@ class BatchNormalization : public Op {
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<BatchNormalization>(node); }
 
-std::vector<OpSample> samples() {
-  std::vector<float> x(24);
-  for (size_t k = 0; k < x.size(); ++k) x[k] = 0.3f * static_cast<float>((k * 7) % 11) - 1.4f;
-  const Tensor scale = Tensor::floats({3}, {1.2f, -0.7f, 0.9f}), bias = Tensor::floats({3}, {0.1f, -0.3f, 0.5f});
-  const Tensor mean = Tensor::floats({3}, {0.2f, -0.1f, 0.3f}), var = Tensor::floats({3}, {0.8f, 1.5f, 0.6f});
-  OpSample a;
-  a.label = "batchnorm inference 2x3x2x2";
-  a.node = sample_node("BatchNormalization", 5, 1, {}, 15);
-  a.inputs = {Tensor::floats({2, 3, 2, 2}, x), scale, bias, mean, var};
-  a.check_grad = {true, true, true, false, false};
-  OpSample b;
-  b.label = "batchnorm training_mode with running outputs";
-  b.node = sample_node("BatchNormalization", 5, 3, {{"training_mode", attr_i(1)}, {"epsilon", attr_f(1e-3f)}}, 15);
-  b.inputs = {Tensor::floats({2, 3, 2, 2}, x), scale, bias, mean, var};
-  b.check_grad = {true, true, true, false, false};
-  OpSample c;
-  c.label = "batchnorm graph training (ctx.training), 4x3";
-  c.node = sample_node("BatchNormalization", 5, 1, {}, 9);
-  c.inputs = {Tensor::floats({4, 3}, std::vector<float>(x.begin(), x.begin() + 12)), scale, bias, mean, var};
-  c.check_grad = {true, true, true, false, false};
-  c.training = true;
-  return {a, b, c};
-}
-
 }  // namespace
 
-OpInfo op_info_batch_normalization() { return {"BatchNormalization", {7, 9, 14, 15}, make, samples}; }
+OpInfo op_info_batch_normalization() { return {"BatchNormalization", {7, 9, 14, 15}, make, batch_normalization_samples}; }
 
 }  // namespace dl::rt

@@ -42,6 +42,15 @@ void check_light(const SinkSums& sink, const Tensor& t, const std::string& what)
   CHECK(got.sumsq == doctest::Approx(want.sumsq).epsilon(1e-6));
 }
 
+// A full sink's report of t against a full reduction of t in memory.
+void check_full(const SinkSums& sink, const Tensor& t, const std::string& what) {
+  INFO(what);
+  REQUIRE(sink.reported() == t.numel());
+  dl::rt::stats::Sums want;
+  dl::rt::stats::add_values_parallel(t.f(), t.numel(), dl::rt::stats::Bands{}, want);
+  dl::test::check_same_stats(dl::rt::stats::finish(sink.total(), t.numel()), dl::rt::stats::finish(want, t.numel()));
+}
+
 }  // namespace
 
 TEST_CASE("probes: the statistics kernels' vectors are the target's native width") {
@@ -87,19 +96,21 @@ TEST_CASE("Clip reports Y and X (forward, together or alone) and dY (backward) t
   }
 }
 
-TEST_CASE("BatchNormalization reports Y and X (forward) and dY (backward) to light sinks; same outputs") {
+TEST_CASE("BatchNormalization reports Y and X (forward) and dY (backward) to light sinks, Y and dY to full ones; same outputs") {
   struct Case {
     int64_t n, c, h, w;
     bool training;
-    bool reports;  // Y and X: with batch statistics (training) always; else channels of 4096 values or more in long rows
+    bool reports;  // Y and X to light sinks (dY: where channels hold 4096 values or more, in long rows)
+    bool reports_dy;
   };
   // 16x16 rows (4096 values per channel), training and inference statistics; smaller
-  // channels (12x12, 5x5; 2x2 and 1x1 rows, shorter than sum_of's lanes: mobilenet_v2's
-  // last maps): training derives the sums from the batch statistics (forward) and sums
-  // dY over groups of channels (backward); inference leaves Y and X to the probe's own pass.
-  const Case cases[] = {{16, 8, 16, 16, true, true},  {16, 6, 20, 20, false, true}, {16, 32, 12, 12, true, true},
-                        {4, 6, 5, 5, true, true},     {8, 16, 2, 2, true, true},    {8, 16, 1, 1, true, true},
-                        {16, 32, 12, 12, false, false}, {8, 16, 2, 2, false, false}};
+  // channels (12x12, 5x5): training derives Y's and X's sums from the batch statistics,
+  // inference leaves them to the probe's own pass, as both do dY; rows shorter than
+  // sum_of's lanes (2x2 and 1x1: mobilenet_v2's last maps) are left to it always.
+  const Case cases[] = {{16, 8, 16, 16, true, true, true},    {16, 6, 20, 20, false, true, true},
+                        {16, 32, 12, 12, true, true, false},  {4, 6, 5, 5, true, true, false},
+                        {8, 16, 2, 2, true, false, false},    {8, 16, 1, 1, true, false, false},
+                        {16, 32, 12, 12, false, false, false}, {8, 16, 2, 2, false, false, false}};
   dl::rt::stats::Sums first[std::size(cases)][3];
   dl::test::on_two_then_one([&](int threads) {
     for (const Case& cs : cases) {
@@ -138,7 +149,9 @@ TEST_CASE("BatchNormalization reports Y and X (forward) and dY (backward) to lig
         CHECK(y.reported() == 0);
         CHECK(x.reported() == 0);
       }
-      check_light(dy, g, "dY " + label);  // (any shape: channels summed in groups)
+      if (cs.reports_dy) check_light(dy, g, "dY " + label);
+      else CHECK(dy.reported() == 0);
+      CHECK(fused.op->reports_output() == (cs.h * cs.w >= 16));
       // The same sums, bit for bit, at 2 threads (first) and 1.
       const size_t at = size_t(&cs - cases);
       const dl::rt::stats::Sums got[3] = {y.total(), x.total(), dy.total()};
@@ -152,22 +165,29 @@ TEST_CASE("BatchNormalization reports Y and X (forward) and dY (backward) to lig
         CHECK(got[k].mn == first[at][k].mn);
         CHECK(got[k].mx == first[at][k].mx);
       }
-      // A full (not light) sink is left to the probe's own pass: nothing reported.
-      SinkSums full;
-      full.reset({});
+      // Full sinks get Y (forward) and dY (backward) in parts of whole channels: every
+      // statistic; the same outputs and gradients.
+      SinkSums full_y, full_dy;
+      full_y.reset({});
+      full_dy.reset({});
       OpRun unfused(node, in, cs.training);
-      unfused.out_stats = &full;
+      unfused.out_stats = &full_y;
+      unfused.dout_stats = &full_dy;
       unfused.forward();
-      CHECK(full.reported() == 0);
+      CHECK(unfused.outputs[0].fvec() == plain.outputs[0].fvec());
+      const std::vector<Tensor> d_full = unfused.backward({&g}, {true, true, true});
+      for (size_t i = 0; i < 3; ++i) CHECK(d_full[i].fvec() == d_plain[i].fvec());
+      check_full(full_y, unfused.outputs[0], "full Y " + label);
+      check_full(full_dy, g, "full dY " + label);
     }
   });
 }
 
 TEST_CASE("BatchNormalization's light sums from its batch statistics are not finite when a value is not") {
-  const int64_t n = 8, c = 4, hw = 9, numel = n * c * hw;
+  const int64_t n = 8, c = 4, hw = 16, numel = n * c * hw;  // (4x4 rows: derived)
   const auto node = dl::rt::sample_node("BatchNormalization", 5, 1, {}, 15);
   auto run = [&](std::vector<float> x, float scale, SinkSums& y, SinkSums& xs) {
-    const std::vector<Tensor> in = {Tensor::floats({n, c, 3, 3}, std::move(x)), Tensor::floats({c}, std::vector<float>(c, scale)),
+    const std::vector<Tensor> in = {Tensor::floats({n, c, 4, 4}, std::move(x)), Tensor::floats({c}, std::vector<float>(c, scale)),
                                     Tensor::floats({c}, std::vector<float>(c, 0.5f)), Tensor::floats({c}, std::vector<float>(c, 0.0f)),
                                     Tensor::floats({c}, std::vector<float>(c, 1.0f))};
     OpRun op(node, in, true);

@@ -30,7 +30,6 @@
 #include "runtime/ops/eigen_map.h"
 #include "runtime/ops/shape_util.h"
 #include "runtime/parallel.h"
-#include "runtime/sink_chunks.h"
 
 namespace dl::rt {
 
@@ -102,15 +101,10 @@ class BatchNormalization : public Op {
     const bool in_light = reports && ctx.in_stats && ctx.in_stats->light();
     pass.sums = out_light ? out_sums_.data() : nullptr;
     pass.in_sums = in_light ? in_sums_.data() : nullptr;
-    if (ctx.out_stats && !ctx.out_stats->light()) {  // a full sink: Y's rows as written (report_channel_parts)
-      report_channel_parts(ctx.out_stats, pass.y, outer_, c_, inner_, loop_threads(outer_ * c_ * inner_, kParallelWork),
-                           [&pass](int64_t c) { pass.op->forward_channel(pass, c); });
-    } else {
-      parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
-        const Pass& ps = *static_cast<const Pass*>(p);
-        ps.op->forward_channel(ps, c);
-      }, &pass);
-    }
+    parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
+      const Pass& ps = *static_cast<const Pass*>(p);
+      ps.op->forward_channel(ps, c);
+    }, &pass);
     if (out_light) report(out_sums_, c_, ctx.out_stats);
     if (in_light) report(in_sums_, c_, ctx.in_stats);
     write_statistics(ctx);
@@ -121,8 +115,9 @@ class BatchNormalization : public Op {
   bool reports_input() const override { return true; }
 
   // dY's light sums come from the pass that sums it where channels are long
-  // (fuses_sums(); as forward: per channel, merged in channel order); a full sink gets dY
-  // by parts of whole channels (report_channel_parts).
+  // (fuses_sums(); as forward: per channel, merged in channel order). Full sinks are left
+  // to the probe's own pass: reporting BN's rows by parts of channels (copied into a chunk
+  // buffer) cost shufflenet_v2 3 points of probe overhead more (bench/README.md run 29).
   void backward(BwdCtx& ctx) override {
     if (!ctx.dout[0]) return;
     Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), nullptr, nullptr, nullptr, nullptr};
@@ -130,15 +125,9 @@ class BatchNormalization : public Op {
     pass.dx = ctx.din[0] ? ctx.din[0]->f() : nullptr;
     pass.dscale = ctx.din[1] ? ctx.din[1]->f() : nullptr;
     pass.dbias = ctx.din[2] ? ctx.din[2]->f() : nullptr;
-    const int threads = loop_threads(outer_ * c_ * inner_, kParallelWork);
-    if (ctx.dout_stats && !ctx.dout_stats->light()) {
-      report_channel_parts(ctx.dout_stats, pass.dy, outer_, c_, inner_, threads,
-                           [&pass](int64_t c) { pass.op->backward_channel(pass, c); });
-      return;
-    }
-    const bool light = fuses_sums() && ctx.dout_stats;
+    const bool light = fuses_sums() && ctx.dout_stats && ctx.dout_stats->light();
     pass.sums = light ? out_sums_.data() : nullptr;
-    parallel_blocks(c_, threads, [](const void* p, int64_t c) {
+    parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
       const Pass& ps = *static_cast<const Pass*>(p);
       ps.op->backward_channel(ps, c);
     }, &pass);

@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
 # The probe overhead of one build, or of two side by side (A/B): per case and thread count,
-# REPS invocations of dl_bench_train per binary (alternating, and the order of the binaries
-# reversed every other time), each ROUNDS rounds of probes off and on in one process; the
+# REPS invocations of dl_bench_train per binary (alternating, each binary first in turn),
+# each ROUNDS rounds of probes off and on in one process; the
 # figure is the median of every per-round paired ratio (probes on against off, process CPU
 # time per step), with the quartiles of those ratios.
 # Usage: bench/probe_ab.py CASES THREADS [REPS [ROUNDS]], e.g. bench/probe_ab.py t,s 1,2 2 5
 # (from the repo root; cases as in bench/run.sh's spec). Environment: NEW (default
 # build/bench/dl_bench_train), BASE (default /work/base-bin/dl_bench_train; empty: NEW alone),
-# DATA (default /work/bench-data).
+# BINS (comma-separated: any number of binaries instead, named by file name), DATA (default
+# /work/bench-data), WARMUP and STEPS (override every case's warm-up and timed steps: e.g.
+# WARMUP=8 STEPS=64 times a long run's steady state, where 1 iteration in 8 is recorded in
+# full, instead of the first ones, which are all full: runtime/probes.h).
 import os, re, statistics, subprocess, sys
 
 D = os.environ.get("DATA", "/work/bench-data")
 BINS = {"new": os.environ.get("NEW", "build/bench/dl_bench_train")}
 if os.environ.get("BASE", "/work/base-bin/dl_bench_train"):
     BINS = {"base": os.environ.get("BASE", "/work/base-bin/dl_bench_train"), **BINS}
+if os.environ.get("BINS"):  # any number of binaries, named by their file names
+    BINS = {os.path.basename(b): b for b in os.environ["BINS"].split(",")}
 # model, data, batch, steps, warm-up: bench/run.sh's spec
 CASES = {"a": ("mlp_a.onnx", "mnist60k.npy", 64, 300, 20), "b": ("lenet5.onnx", "mnist60k.npy", 64, 200, 20),
          "c": ("wide_c.onnx", "wide4096.npy", 256, 20, 3), "r": ("resnet18.onnx", "cifar1k.npy", 16, 16, 2),
@@ -27,11 +32,12 @@ rounds = sys.argv[4] if len(sys.argv) > 4 else "5"
 names = list(BINS)
 for c in cases:
     m, d, b, s, w = CASES[c]
+    s, w = int(os.environ.get("STEPS", s)), int(os.environ.get("WARMUP", w))
     for t in threads:
         ratios = {n: [] for n in names}
         offs = {n: [] for n in names}
         for rep in range(reps):
-            for name in (names if rep % 2 == 0 else names[::-1]):
+            for name in names[rep % len(names):] + names[:rep % len(names)]:  # each first in turn
                 cmd = [BINS[name], f"{D}/{m}", f"{D}/{d}", "--batch", str(b), "--steps", str(s), "--warmup", str(w),
                        "--threads", str(t), "--rounds", rounds, "--modes", "off,probes", "--peak-n", "0"]
                 out = subprocess.run(cmd, capture_output=True, text=True).stdout

@@ -22,7 +22,6 @@
 // moving variance takes the Bessel-corrected batch variance, var * n / (n - 1) with n the
 // values per channel (as torch.nn.BatchNorm2d does too); for 2-D/3-D X (Keras' non-fused
 // path, tf.nn.moments) the population variance. The ONNX outputs keep the spec's rule.
-#include <algorithm>
 #include <cmath>
 
 #include "runtime/attrs.h"
@@ -90,8 +89,9 @@ class BatchNormalization : public Op {
   // (FwdCtx::in_stats, the previous step's output): with batch statistics, derived from
   // each channel's sums and extremes of X (runtime/ops/batch_norm_sums.h) where rows are
   // a vector long or more (derives_sums()); without, from the registers of the loop that
-  // writes Y, where channels are long (fuses_sums()). Each channel's are merged in channel order afterwards (the same for
-  // any thread count). The values computed are the same with or without (a unit test).
+  // writes Y, where channels are long (fuses_sums()). Each channel's are merged in channel
+  // order afterwards (the same for any thread count). The values computed are the same
+  // with or without (a unit test).
   void forward(FwdCtx& ctx) override {
     batch_stats_ = training_mode_ || legacy_training_ || ctx.training;
     Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), ctx.in[2]->f(), ctx.in[3]->f(), ctx.in[4]->f(),
@@ -105,8 +105,8 @@ class BatchNormalization : public Op {
       const Pass& ps = *static_cast<const Pass*>(p);
       ps.op->forward_channel(ps, c);
     }, &pass);
-    if (out_light) report(out_sums_, c_, ctx.out_stats);
-    if (in_light) report(in_sums_, c_, ctx.in_stats);
+    if (out_light) report(out_sums_, ctx.out_stats);
+    if (in_light) report(in_sums_, ctx.in_stats);
     write_statistics(ctx);
   }
   // (With batch statistics its output's light sums cost next to nothing: a later step
@@ -131,7 +131,7 @@ class BatchNormalization : public Op {
       const Pass& ps = *static_cast<const Pass*>(p);
       ps.op->backward_channel(ps, c);
     }, &pass);
-    if (light) report(out_sums_, c_, ctx.dout_stats);
+    if (light) report(out_sums_, ctx.dout_stats);
   }
 
   OpTraits traits() const override {
@@ -189,11 +189,10 @@ class BatchNormalization : public Op {
     stats::Sums* in_sums = nullptr;  // per channel: X's (forward), or null
   };
 
-
-  // The first `parts` sums, in order, as one report of the whole tensor.
-  void report(const std::vector<stats::Sums>& parts, int64_t count, ValueSink* sink) const {
+  // The channels' sums, in channel order, as one report of the whole tensor.
+  void report(const std::vector<stats::Sums>& per_channel, ValueSink* sink) const {
     stats::Sums total;
-    for (int64_t k = 0; k < count; ++k) total.merge(parts[size_t(k)]);
+    for (const stats::Sums& s : per_channel) total.merge(s);
     sink->add_sums(0, total, outer_ * c_ * inner_);
   }
 

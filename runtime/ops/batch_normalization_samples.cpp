@@ -30,5 +30,4 @@ std::vector<OpSample> batch_normalization_samples() {
   return {a, b, c};
 }
 
-
 }  // namespace dl::rt

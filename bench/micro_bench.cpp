@@ -11,6 +11,7 @@
 // BM_Gemm{Forward,Backward}/M/K/N   the Gemm op (transB = 1, as PyTorch exports Linear)
 // BM_Conv{Forward,Backward}/...      the Conv op on LeNet-5's two convolutions
 // BM_ReduceStats/n/dead_zone         the probe reduction over n floats
+// BM_SinkChunk, BM_ParamChunk         the probes' sums of one chunk, of a parameter's chunks
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -224,6 +225,34 @@ void BM_SinkChunk(benchmark::State& state) {
   state.SetItemsProcessed(int64_t(state.iterations()) * n);
 }
 BENCHMARK(BM_SinkChunk)->ArgsProduct({{4096, 4704, 65536}, {0, 1, 2}})->ArgNames({"n", "kind"});
+
+// The statistics of a parameter's optimizer chunks at a full iteration (the optimizer's
+// 2048-value chunks of `n` values in all, from L2 for shufflenet_v2's 352k): mode 0 three
+// passes (add_update, add_values of the gradient and of the new values: the path before
+// add_param_chunk), mode 1 add_param_chunk's one pass.
+void BM_ParamChunk(benchmark::State& state) {
+  const int64_t n = state.range(0), chunk = 2048;
+  const int mode = int(state.range(1));
+  rt::Tensor g = random_tensor({n}, -1, 1, 7), b = random_tensor({n}, -1, 1, 8), a = b;
+  for (int64_t k = 0; k < n; k += 3) a.f()[k] += 1e-3f;
+  const rt::stats::Bands none;
+  for (auto _ : state) {
+    rt::stats::ParamSums s;
+    for (int64_t off = 0; off < n; off += chunk) {
+      const int64_t len = std::min(chunk, n - off);
+      if (mode == 0) {
+        rt::stats::add_update(b.f() + off, a.f() + off, len, s.update);
+        rt::stats::add_values(g.f() + off, len, none, s.grad);
+        rt::stats::add_values(a.f() + off, len, none, s.weight);
+      } else {
+        rt::stats::add_param_chunk(g.f() + off, b.f() + off, a.f() + off, len, s);
+      }
+    }
+    benchmark::DoNotOptimize(s);
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * n);
+}
+BENCHMARK(BM_ParamChunk)->ArgsProduct({{2048, 352256}, {0, 1}})->ArgNames({"n", "mode"});
 
 }  // namespace
 

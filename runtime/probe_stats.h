@@ -59,6 +59,16 @@ void add_values_parallel(const float* x, int64_t n, const Bands& b, Sums& total)
 // The update after - before of one chunk (sum of squares).
 void add_update(const float* before, const float* after, int64_t n, UpdateSums& update);
 
+// One optimizer chunk of a parameter: every statistic of its gradient and of its new
+// values (no bands), and the update's sum of squares, in one pass over the three
+// streams (runtime/param_stats.cpp). The same counts and extremes as add_values and
+// add_update; the sums differ from theirs in rounding only.
+struct ParamSums {
+  Sums grad, weight;
+  UpdateSums update;
+};
+void add_param_chunk(const float* grad, const float* before, const float* after, int64_t n, ParamSums& total);
+
 an::TensorStats finish(const Sums& r, int64_t n);
 
 }  // namespace stats

@@ -11,9 +11,11 @@ namespace dl::rt {
 // One parameter's sums of this iteration, gathered chunk by chunk by the optimizer, and
 // its last full statistics (weight, param_grad, update), carried into the other records.
 struct ProbeRecorder::ParamState {
-  struct alignas(64) Part {  // (a cache line of its own: parts come from different threads)
-    stats::Sums grad, weight;
-    stats::UpdateSums update;
+  // (Cache lines of its own: parts come from different threads.) Cleared by after_update
+  // as it merges them, so a full iteration starts from clear parts without a pass over
+  // every parameter's.
+  struct alignas(64) Part {
+    stats::ParamSums sums;
     bool seen = false;
   };
   Part parts[kMaxElementwiseParts];
@@ -285,10 +287,6 @@ bool ProbeRecorder::full_iteration(const IterationInfo& info) const {
 void ProbeRecorder::before_update(const ExecutionGraph&, const IterationInfo& info) {
   reduce_pending();
   full_ = current_ && full_iteration(info);
-  if (!full_) return;
-  for (size_t k = 0; k < weight_probe_.size(); ++k) {
-    for (ParamState::Part& part : params_[k].parts) part = ParamState::Part{};
-  }
 }
 
 Optimizer::UpdateObserver* ProbeRecorder::update_observer(const IterationInfo&) { return full_ ? this : nullptr; }
@@ -299,10 +297,7 @@ void ProbeRecorder::on_chunk(size_t param, int64_t part, int64_t offset, const f
   if (param >= weight_probe_.size()) return;
   ParamState::Part& p = params_[param].parts[part];
   p.seen = true;
-  const stats::Bands none;
-  stats::add_update(before, after, n, p.update);
-  stats::add_values(grad, n, none, p.grad);
-  stats::add_values(after, n, none, p.weight);
+  stats::add_param_chunk(grad, before, after, n, p.sums);
   RowState& rows = rows_[param];
   if (rows.probe < 0) return;
   for (int64_t k = 0; k < n; ++k)
@@ -336,13 +331,16 @@ void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInf
     stats::Sums weight, grad;
     stats::UpdateSums update;
     bool seen = false;
-    for (const ParamState::Part& part : p.parts) {  // in part order: the same sums for any thread count
+    const int64_t parts = elementwise_parts(param_numel_[k]);  // (the optimizer's parts)
+    for (int64_t j = 0; j < parts; ++j) {  // in part order: the same sums for any thread count
+      ParamState::Part& part = p.parts[j];
       if (!part.seen) continue;
       seen = true;
-      weight.merge(part.weight);
-      grad.merge(part.grad);
-      update.sq += part.update.sq;
-      update.nonfinite += part.update.nonfinite;
+      weight.merge(part.sums.weight);
+      grad.merge(part.sums.grad);
+      update.sq += part.sums.update.sq;
+      update.nonfinite += part.sums.update.nonfinite;
+      part = ParamState::Part{};
     }
     record_rows(k, seen);
     const int64_t n = param_numel_[k];

@@ -289,11 +289,9 @@ float dead_unit_fraction(const float* x, int64_t batch, int64_t units, int64_t i
 
 }  // namespace stats
 
-an::TensorStats stats_of(const Tensor& t, const stats::Sums& r, const an::OpDescription* desc,
-                         std::vector<uint8_t>* unit_flags) {
+an::TensorStats stats_of(const Tensor& t, const stats::Sums& r, const stats::Bands& b, std::vector<uint8_t>* unit_flags) {
   const int64_t n = t.numel();
   an::TensorStats s = stats::finish(r, n);
-  const stats::Bands b = stats::Bands::of(desc);
   if (b.dead && unit_flags && t.rank() >= 2 && r.dead > 0) {
     const int64_t batch = t.dim(0), units = t.dim(1), inner = n / std::max<int64_t>(batch * units, 1);
     s.dead_units = stats::dead_unit_fraction(t.f(), batch, units, inner, b.dead_at, *unit_flags);
@@ -309,8 +307,9 @@ an::TensorStats reduce_stats(const Tensor& t, const an::OpDescription* desc, std
     return s;
   }
   stats::Sums r;
-  stats::add_values_parallel(t.f(), n, stats::Bands::of(desc), r);
-  return stats_of(t, r, desc, unit_flags);
+  const stats::Bands b = stats::Bands::of(desc);
+  stats::add_values_parallel(t.f(), n, b, r);
+  return stats_of(t, r, b, unit_flags);
 }
 
 // Only the parts an op reported into since the last reset hold anything (an op reports

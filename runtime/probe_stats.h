@@ -73,10 +73,10 @@ an::TensorStats finish(const Sums& r, int64_t n);
 
 }  // namespace stats
 
-// The statistics record of tensor t from its sums r: finish() plus, for a dead zone,
-// the fraction of dead units (a pass over t, skipped when no value is dead).
-an::TensorStats stats_of(const Tensor& t, const stats::Sums& r, const an::OpDescription* desc,
-                         std::vector<uint8_t>* unit_flags);
+// The statistics record of tensor t from its sums r taken under bands b: finish() plus,
+// for a dead zone, the fraction of dead units (a pass over t, skipped when no value is
+// dead or unit_flags is null).
+an::TensorStats stats_of(const Tensor& t, const stats::Sums& r, const stats::Bands& b, std::vector<uint8_t>* unit_flags);
 
 // A ValueSink (runtime/op.h): the sums of a tensor as an op reports it, part by part
 // (distinct parts may come from different threads), merged in part order: the same

@@ -96,7 +96,7 @@ void ProbeRecorder::reduce_sums(int probe, const Tensor* t, bool with_bands, con
     stats::Sums r;
     if (reported) r = *given;
     else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
-    out = stats_of(*t, r, desc, desc ? &unit_flags_ : nullptr);
+    out = stats_of(*t, r, bands(probe, with_bands), desc ? &unit_flags_ : nullptr);
     slot_sums_[slot] = r;
     slot_count_[slot] = n;
     slot_bands_[slot] = bands(probe, with_bands);

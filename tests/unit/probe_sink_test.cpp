@@ -25,7 +25,7 @@ using dl::test::small_cnn;
 void check_reported(const dl::rt::SinkSums& sink, const Tensor& t, const char* what) {
   INFO(what);
   REQUIRE(sink.reported() == t.numel());
-  check_same_stats(dl::rt::stats_of(t, sink.total(), nullptr, nullptr), dl::rt::reduce_stats(t, nullptr, nullptr));
+  check_same_stats(dl::rt::stats_of(t, sink.total(), {}, nullptr), dl::rt::reduce_stats(t, nullptr, nullptr));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "runtime/attrs.h"
 #include "runtime/ops/shape_util.h"
+#include "runtime/sink_chunks.h"
 
 namespace dl::rt {
 namespace {
@@ -76,6 +77,7 @@ class LayerNormalization : public Op {
     const float* b = has_b_ ? ctx.in[2]->f() : nullptr;
     float* y = ctx.out[0]->f();
     float* scale_of_row = ctx.feature_stats ? row_scale_.data() : nullptr;
+    ChunkReporter report(ctx.out_stats, y, rows_ * d_);  // Y, as its rows are done
     for (int64_t r = 0; r < rows_; ++r) {
       const float* xr = x + r * d_;
       // Two passes: the variance from deviations, not E[x^2] - mean^2.
@@ -88,7 +90,9 @@ class LayerNormalization : public Op {
       if (scale_of_row) scale_of_row[r] = var > 0 ? static_cast<float>(std::sqrt(var / (var + epsilon_))) : 0.0f;
       float* yr = y + r * d_;
       for (int64_t k = 0; k < d_; ++k) yr[k] = (xr[k] - mean_[r]) * invstd_[r] * scale[k] + (b ? b[k] : 0.0f);
+      report.upto((r + 1) * d_);
     }
+    report.finish();
     if (scale_of_row) ctx.feature_stats->add(0, scale_of_row, rows_);
     if (ctx.out.size() > 1 && ctx.out[1]) std::copy(mean_.begin(), mean_.end(), ctx.out[1]->f());
     if (ctx.out.size() > 2 && ctx.out[2]) std::copy(invstd_.begin(), invstd_.end(), ctx.out[2]->f());
@@ -104,6 +108,7 @@ class LayerNormalization : public Op {
     float* dx = ctx.din[0] ? ctx.din[0]->f() : nullptr;
     float* dscale = ctx.din.size() > 1 && ctx.din[1] ? ctx.din[1]->f() : nullptr;
     float* db = ctx.din.size() > 2 && ctx.din[2] ? ctx.din[2]->f() : nullptr;
+    ChunkReporter report(ctx.dout_stats, dy, rows_ * d_);  // dY, as its rows are read
     for (int64_t r = 0; r < rows_; ++r) {
       const float* xr = x + r * d_;
       const float* g = dy + r * d_;
@@ -114,11 +119,14 @@ class LayerNormalization : public Op {
         for (int64_t k = 0; k < d_; ++k) dscale[k] += g[k] * ((xr[k] - m) * is);
       if (db)
         for (int64_t k = 0; k < d_; ++k) db[k] += g[k];
-      if (!dx) continue;
-      const float mg = static_cast<float>(sg / double(d_)), mgx = static_cast<float>(sgx / double(d_));
-      float* dxr = dx + r * d_;
-      for (int64_t k = 0; k < d_; ++k) dxr[k] += is * (g[k] * scale[k] - mg - (xr[k] - m) * is * mgx);
+      if (dx) {
+        const float mg = static_cast<float>(sg / double(d_)), mgx = static_cast<float>(sgx / double(d_));
+        float* dxr = dx + r * d_;
+        for (int64_t k = 0; k < d_; ++k) dxr[k] += is * (g[k] * scale[k] - mg - (xr[k] - m) * is * mgx);
+      }
+      report.upto((r + 1) * d_);
     }
+    report.finish();
   }
 
   OpTraits traits() const override {

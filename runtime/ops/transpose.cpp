@@ -6,12 +6,14 @@
 // merge, perm [1, 0, 2]: row copies), else 16x16 tiles of the two axes that are
 // innermost in the output and in the input ([1, 2, 0], a weight's [1, 0]), so both sides
 // are read and written a cache line at a time. Backward walks the inverse permutation
-// (dX in its own order). A permutation writes every element once, so the order does not
+// (dX in its own order), or dY's order when a probe wants dY and both sides are runs
+// (reported as read). A permutation writes every element once, so the order does not
 // change any value (backward: each dX element gets its one dY element added).
 #include <algorithm>
 
 #include "runtime/attrs.h"
 #include "runtime/ops/shape_util.h"
+#include "runtime/sink_chunks.h"
 
 namespace dl::rt {
 namespace {
@@ -38,6 +40,21 @@ class PermuteWalk {
     if (!axes_.empty() && axes_.back().in != 1)
       for (size_t k = 0; k + 1 < axes_.size(); ++k)
         if (axes_[k].in == 1) tile_axis_ = static_cast<int>(k);
+  }
+
+  // Whether the last output axis is the last input axis too: runs() can walk it.
+  bool has_runs() const { return total_ == 0 || axes_.empty() || axes_.back().in == 1; }
+  // f(output offset, input offset, n) for every run of n elements contiguous on both
+  // sides, in output order (has_runs() only).
+  template <class F>
+  void runs(F f) const {
+    if (total_ == 0) return;
+    if (axes_.empty()) {
+      f(int64_t{0}, int64_t{0}, int64_t{1});
+      return;
+    }
+    const int64_t n = axes_.back().n;
+    outer(axes_.size() - 1, -1, [&](int64_t o, int64_t i) { f(o, i, n); });
   }
 
   // f(output offset, input offset) for every element.
@@ -168,6 +185,17 @@ class Transpose : public Op {
     if (!ctx.din[0] || !ctx.dout[0]) return;
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
+    if (ctx.dout_stats && walk_.has_runs()) {
+      // A probe wants dY: walked in dY's order, run by run (both sides are runs, as in
+      // dX's order), reported chunk by chunk as it is read.
+      ChunkReporter report(ctx.dout_stats, dy, ctx.dout[0]->numel());
+      walk_.runs([&](int64_t o, int64_t i, int64_t n) {
+        for (int64_t j = 0; j < n; ++j) dx[i + j] += dy[o + j];
+        report.upto(o + n);
+      });
+      report.finish();
+      return;
+    }
     grad_walk_.walk([&](int64_t o, int64_t i) { dx[o] += dy[i]; });
   }
 

@@ -1,7 +1,7 @@
 // Ops that report their tensors to the probes' sinks chunk by chunk (ChunkReporter,
 // runtime/sink_chunks.h): the binary arithmetic ops (output, the input read in the
-// output's order, the output gradient), Softmax, Dropout and the copies' backward
-// passes, against a separate reduction of the same tensor (count, extremes, zeros exact;
+// output's order, the output gradient), Softmax, Dropout, LayerNormalization, Concat,
+// Slice, Expand, Clip and the copies' backward passes (Transpose's where it runs), against a separate reduction of the same tensor (count, extremes, zeros exact;
 // sums to float rounding), light and full; and a network of them and of copies
 // (Op::copies_input, whose records take their input's sums) trained with probes: every
 // record equals a separate reduction, and the parameters equal a run without probes.
@@ -138,6 +138,29 @@ TEST_CASE("Concat, the strided views (Slice, Expand) and Clip report Y and dY ch
   // Clip: light sinks from its vector loops (probe_fused_test.cpp), full ones by chunks.
   check_op(dl::rt::sample_node("Clip", 1, 1, {{"min", dl::rt::attr_f(-0.5f)}, {"max", dl::rt::attr_f(0.6f)}}, 6),
            {Tensor::floats({3, 4500}, random_values(13500, 87))}, true, "Clip", true);
+}
+
+TEST_CASE("LayerNormalization reports Y and dY by rows; Transpose reports dY where both sides are runs") {
+  // Rows of 700: chunks straddle rows; a tail.
+  const Tensor x = Tensor::floats({3, 7, 700}, random_values(14700, 88)), scale = Tensor::floats({700}, random_values(700, 89)),
+               bias = Tensor::floats({700}, random_values(700, 90));
+  check_op(dl::rt::sample_node("LayerNormalization", 3, 1, {{"axis", dl::rt::attr_i(-1)}}, 17), {x, scale, bias}, true,
+           "LayerNormalization", false);
+  // The head split of attention ([B, S, H, D] -> [B, H, S, D]): the last axis stays last.
+  check_op(dl::rt::sample_node("Transpose", 1, 1, {{"perm", dl::rt::attr_ints({0, 2, 1, 3})}}, 13),
+           {Tensor::floats({3, 40, 4, 32}, random_values(15360, 96))}, true, "Transpose runs", false, false);
+  // [1, 0]: tiles, dX's order; dY is left to the probe's own pass.
+  const auto swap = dl::rt::sample_node("Transpose", 1, 1, {{"perm", dl::rt::attr_ints({1, 0})}}, 13);
+  const Tensor m = Tensor::floats({90, 70}, random_values(6300, 97));
+  OpRun fused(swap, {m}, true), plain(swap, {m}, true);
+  SinkSums dy;
+  dy.reset(bands_of(true));
+  fused.dout_stats = &dy;
+  fused.forward();
+  plain.forward();
+  const Tensor g = Tensor::floats({70, 90}, random_values(6300, 98));
+  CHECK(fused.backward({&g}, {true})[0].fvec() == plain.backward({&g}, {true})[0].fvec());
+  CHECK(dy.reported() == 0);
 }
 
 namespace {

@@ -200,6 +200,10 @@ struct BwdCtx {
   std::vector<Tensor*> din;
   bool training = false;
   ValueSink* dout_stats = nullptr;  // set by the executor when a probe wants dout[0]'s statistics
+  // Bit i set: this step is the first to write din[i] in the backward pass and the
+  // executor did not zero it (Op::assigns_gradient(i)): the op writes every element.
+  uint32_t assign = 0;
+  bool assigns(size_t i) const { return i < 32 && ((assign >> i) & 1u) != 0; }
 };
 
 class Op {
@@ -238,6 +242,13 @@ class Op {
   // bits, maybe reordered: a copy's input, either input of an Add that is not broadcast):
   // when nothing else adds to it, its statistics are dout[0]'s.
   virtual bool passes_gradient(size_t i) const { return i == 0 && copies_input(); }
+  // Whether backward(), when BwdCtx::assigns(i), writes every element of din[i] (the
+  // first write of that gradient in the pass) instead of adding onto a buffer the
+  // executor zeroed: as 0 + what it adds (the same bits), or a product's beta = 0 (the
+  // same up to the sign of a zero). Asked after infer(); only where it always writes
+  // every element, also for a zero dout. Zeroing the gradient buffers was ~10% of a
+  // transformer's step (bench/README.md, run 31).
+  virtual bool assigns_gradient(size_t i) const { (void)i; return false; }
   // Whether a gradient can flow into input i (false for indices, shapes, BN running stats).
   virtual bool differentiable_input(size_t i) const { (void)i; return true; }
   // Whether input i's values must be known at plan time because they decide output

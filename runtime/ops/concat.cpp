@@ -71,12 +71,14 @@ class Concat : public Op {
     int64_t at = 0;
     for (int64_t o = 0; o < outer_; ++o)
       for (size_t k = 0; k < chunk_.size(); ++k) {
-        if (ctx.din[k]) add_elems(dy + at, ctx.din[k]->f() + o * chunk_[k], chunk_[k]);
+        if (ctx.din[k]) add_elems(dy + at, ctx.din[k]->f() + o * chunk_[k], chunk_[k], ctx.assigns(k));
         at += chunk_[k];
         report.upto(at);
       }
     report.finish();
   }
+
+  bool assigns_gradient(size_t) const override { return true; }  // (each input is a part of dY)
 
   OpTraits traits() const override {
     OpTraits t;

@@ -5,6 +5,7 @@
 #include "converter/errors.h"
 #include "runtime/attrs.h"
 #include "runtime/op.h"
+#include "runtime/ops/shape_util.h"
 #include "runtime/sink_chunks.h"
 
 namespace dl::rt {
@@ -32,10 +33,11 @@ class IdentityOp : public Op {
     if (!ctx.din[0] || !ctx.dout[0] || ctx.in[0]->dtype() != DType::kFloat32) return;
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
-    chunked_loop(ctx.in[0]->numel(), ctx.dout_stats, dy, [&](int64_t lo, int64_t hi) {
-      for (int64_t k = lo; k < hi; ++k) dx[k] += dy[k];
-    });
+    const bool assign = ctx.assigns(0);
+    chunked_loop(ctx.in[0]->numel(), ctx.dout_stats, dy,
+                 [&](int64_t lo, int64_t hi) { add_elems(dy + lo, dx + lo, hi - lo, assign); });
   }
+  bool assigns_gradient(size_t i) const override { return i == 0; }
   bool copies_input() const override { return true; }
 
   OpTraits traits() const override {

@@ -62,6 +62,12 @@ inline void copy_elems(const Tensor& src, int64_t from, Tensor& dst, int64_t to,
 inline void add_elems(const float* src, float* dst, int64_t n) {
   for (int64_t k = 0; k < n; ++k) dst[k] += src[k];
 }
+// dst += src, or dst = 0 + src (the same bits, dst not read) as a gradient's first
+// writer (BwdCtx::assigns).
+inline void add_elems(const float* src, float* dst, int64_t n, bool assign) {
+  if (!assign) return add_elems(src, dst, n);
+  for (int64_t k = 0; k < n; ++k) dst[k] = 0.0f + src[k];
+}
 
 inline OpTraits shape_traits() {
   OpTraits t;
@@ -95,9 +101,11 @@ class ReshapeLikeOp : public Op {
     if (!ctx.din[0] || !ctx.dout[0]) return;
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
+    const bool assign = ctx.assigns(0);
     chunked_loop(ctx.din[0]->numel(), ctx.dout_stats, dy,
-                 [&](int64_t lo, int64_t hi) { add_elems(dy + lo, dx + lo, hi - lo); });
+                 [&](int64_t lo, int64_t hi) { add_elems(dy + lo, dx + lo, hi - lo, assign); });
   }
+  bool assigns_gradient(size_t i) const override { return i == 0; }
 
   OpTraits traits() const override { return shape_traits(); }
   bool differentiable_input(size_t i) const override { return i == 0; }

@@ -185,19 +185,25 @@ class Transpose : public Op {
     if (!ctx.din[0] || !ctx.dout[0]) return;
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
+    const bool assign = ctx.assigns(0);  // (first writer: dX = 0 + dY, not read)
     if (ctx.dout_stats && walk_.has_runs()) {
       // A probe wants dY: walked in dY's order, run by run (both sides are runs, as in
       // dX's order), reported chunk by chunk as it is read.
       ChunkReporter report(ctx.dout_stats, dy, ctx.dout[0]->numel());
       walk_.runs([&](int64_t o, int64_t i, int64_t n) {
-        for (int64_t j = 0; j < n; ++j) dx[i + j] += dy[o + j];
+        if (assign)
+          for (int64_t j = 0; j < n; ++j) dx[i + j] = 0.0f + dy[o + j];
+        else
+          for (int64_t j = 0; j < n; ++j) dx[i + j] += dy[o + j];
         report.upto(o + n);
       });
       report.finish();
       return;
     }
-    grad_walk_.walk([&](int64_t o, int64_t i) { dx[o] += dy[i]; });
+    if (assign) grad_walk_.walk([&](int64_t o, int64_t i) { dx[o] = 0.0f + dy[i]; });
+    else grad_walk_.walk([&](int64_t o, int64_t i) { dx[o] += dy[i]; });
   }
+  bool assigns_gradient(size_t i) const override { return i == 0; }  // (a permutation: every element)
 
   OpTraits traits() const override { return shape_traits(); }
   bool copies_input() const override { return true; }  // reordered

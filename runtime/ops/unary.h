@@ -74,29 +74,11 @@ class UnaryOp : public Op {
   void backward(BwdCtx& ctx) override {
     if (!ctx.din[0] || !ctx.dout[0]) return;
     Pass p{this, ctx.in[0]->f(), ctx.out[0]->f(), ctx.dout[0]->f(), ctx.din[0]->f(), ctx.in[0]->numel(),
-           ctx.dout_stats, [](const Pass& p, int64_t lo, int64_t hi) -> const float* {
-             for (int64_t k = lo; k < hi; ++k) p.out[k] += p.dy[k] * p.op->deriv_(p.x[k], p.y[k]);
-             return p.dy + lo;
-           }};
-    if constexpr (kVec) p.fused = [](const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums*) {
-      const float *x = p.x + lo, *y = p.y + lo, *dy = p.dy + lo;
-      float* dx = p.out + lo;
-      simd::light_pass(
-          hi - lo,
-          [&](int64_t k) {
-            const simd::VecF g = simd::loadv(dy + k);
-            const simd::VecF d = p.op->vderiv_(simd::loadv(x + k), simd::loadv(y + k));
-            simd::storev(dx + k, simd::loadv(dx + k) + g * d);
-            return g;
-          },
-          [&](int64_t k) {
-            dx[k] += dy[k] * p.op->deriv_(x[k], y[k]);
-            return dy[k];
-          },
-          sums);
-    };
+           ctx.dout_stats, ctx.assigns(0) ? &bwd_step<true> : &bwd_step<false>};
+    if constexpr (kVec) p.fused = ctx.assigns(0) ? &bwd_fused<true> : &bwd_fused<false>;
     run(p);
   }
+  bool assigns_gradient(size_t i) const override { return i == 0; }
 
   OpTraits traits() const override { return traits_; }
 
@@ -114,6 +96,34 @@ class UnaryOp : public Op {
     void (*fused)(const Pass&, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums* in) = nullptr;
     ValueSink* in_stats = nullptr;  // forward: the input's (FwdCtx::in_stats)
   };
+
+  // dX (+)= dY * f'(x, y) over [lo, hi): kAssign writes 0 + the term (the bits of adding
+  // onto a zeroed buffer) without reading dX.
+  template <bool kAssign>
+  static const float* bwd_step(const Pass& p, int64_t lo, int64_t hi) {
+    for (int64_t k = lo; k < hi; ++k) p.out[k] = (kAssign ? 0.0f : p.out[k]) + p.dy[k] * p.op->deriv_(p.x[k], p.y[k]);
+    return p.dy + lo;
+  }
+  template <bool kAssign>
+  static void bwd_fused(const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums*) {
+    if constexpr (kVec) {
+      const float *x = p.x + lo, *y = p.y + lo, *dy = p.dy + lo;
+      float* dx = p.out + lo;
+      simd::light_pass(
+          hi - lo,
+          [&](int64_t k) {
+            const simd::VecF g = simd::loadv(dy + k);
+            const simd::VecF d = p.op->vderiv_(simd::loadv(x + k), simd::loadv(y + k));
+            simd::storev(dx + k, (kAssign ? simd::VecF{} : simd::loadv(dx + k)) + g * d);
+            return g;
+          },
+          [&](int64_t k) {
+            dx[k] = (kAssign ? 0.0f : dx[k]) + dy[k] * p.op->deriv_(x[k], y[k]);
+            return dy[k];
+          },
+          sums);
+    }
+  }
 
   static_assert(kMaxElementwiseParts <= ValueSink::kParts, "each part reports as one sink part");
   static_assert(kChunk <= stats::kBlock, "a fused chunk sums like one block of the sink's own pass");

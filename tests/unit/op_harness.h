@@ -2,6 +2,8 @@
 // gradient checker and the op unit tests.
 #pragma once
 
+#include <algorithm>
+#include <limits>
 #include <memory>
 #include <random>
 #include <vector>
@@ -49,10 +51,14 @@ struct OpRun {
   }
 
   // dout per output (nullptr = no gradient); returns gradients of the inputs in `want`.
-  std::vector<rt::Tensor> backward(const std::vector<const rt::Tensor*>& dout, const std::vector<bool>& want) {
+  // `assign`: BwdCtx::assign (those inputs' gradients start as NaN instead of zeros: the
+  // op must write every element).
+  std::vector<rt::Tensor> backward(const std::vector<const rt::Tensor*>& dout, const std::vector<bool>& want,
+                                   uint32_t assign = 0) {
     std::vector<rt::Tensor> din(inputs.size());
     rt::BwdCtx bc;
     bc.training = training;
+    bc.assign = assign;
     for (auto& t : inputs) bc.in.push_back(&t);
     for (auto& t : outputs) bc.out.push_back(&t);
     bc.dout = dout;
@@ -60,6 +66,7 @@ struct OpRun {
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (k < want.size() && want[k]) {
         din[k].reset(rt::DType::kFloat32, inputs[k].shape());
+        if (bc.assigns(k)) std::fill(din[k].f(), din[k].f() + din[k].numel(), std::numeric_limits<float>::quiet_NaN());
         bc.din.push_back(&din[k]);
       } else {
         bc.din.push_back(nullptr);

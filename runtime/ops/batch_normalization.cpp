@@ -125,6 +125,7 @@ class BatchNormalization : public Op {
     pass.dx = ctx.din[0] ? ctx.din[0]->f() : nullptr;
     pass.dscale = ctx.din[1] ? ctx.din[1]->f() : nullptr;
     pass.dbias = ctx.din[2] ? ctx.din[2]->f() : nullptr;
+    pass.assign = ctx.assign;
     const bool light = fuses_sums() && ctx.dout_stats && ctx.dout_stats->light();
     pass.sums = light ? out_sums_.data() : nullptr;
     parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
@@ -133,6 +134,7 @@ class BatchNormalization : public Op {
     }, &pass);
     if (light) report(out_sums_, ctx.dout_stats);
   }
+  bool assigns_gradient(size_t i) const override { return i < 3; }  // X, scale, B: every channel
 
   OpTraits traits() const override {
     OpTraits t;
@@ -187,6 +189,7 @@ class BatchNormalization : public Op {
     float *dx = nullptr, *dscale = nullptr, *dbias = nullptr;
     stats::Sums* sums = nullptr;     // per channel: Y's (forward) or dY's (backward) light sums, or null
     stats::Sums* in_sums = nullptr;  // per channel: X's (forward), or null
+    uint32_t assign = 0;             // backward: BwdCtx::assign
   };
 
   // The channels' sums, in channel order, as one report of the whole tensor.
@@ -302,8 +305,9 @@ class BatchNormalization : public Op {
     }
     if (ps.sums) ps.sums[c] = acc.finish();
     sx *= invstd_[c];
-    if (ps.dscale) ps.dscale[c] += sx;
-    if (ps.dbias) ps.dbias[c] += s;
+    // (First writers, BwdCtx::assign: 0 + the term, the bits of adding onto zeros.)
+    if (ps.dscale) ps.dscale[c] = ((ps.assign & 2u) ? 0.0f : ps.dscale[c]) + sx;
+    if (ps.dbias) ps.dbias[c] = ((ps.assign & 4u) ? 0.0f : ps.dbias[c]) + s;
     if (!ps.dx) return;
     const float a = ps.scale[c] * invstd_[c];
     // With batch statistics mean and variance depend on X:
@@ -314,7 +318,10 @@ class BatchNormalization : public Op {
       const float* xp = ps.x + (n * c_ + c) * inner_;
       const float* g = ps.dy + (n * c_ + c) * inner_;
       float* d = ps.dx + (n * c_ + c) * inner_;
-      for (int64_t k = 0; k < inner_; ++k) d[k] += a * (g[k] - ms - (xp[k] - mean_[c]) * msx);
+      if (ps.assign & 1u)
+        for (int64_t k = 0; k < inner_; ++k) d[k] = 0.0f + a * (g[k] - ms - (xp[k] - mean_[c]) * msx);
+      else
+        for (int64_t k = 0; k < inner_; ++k) d[k] += a * (g[k] - ms - (xp[k] - mean_[c]) * msx);
     }
   }
 

@@ -73,8 +73,13 @@ class BinaryOp : public Op {
     // The input read in the output's order (not broadcast), which forward() may report.
     const int64_t n = shape_numel(plan_.out);
     full_input_ = a.dtype() != DType::kFloat32 ? -1 : a.numel() == n ? 0 : b.numel() == n ? 1 : -1;
-    for (size_t i = 0; i < 2; ++i) passes_[i] = pass_[i] && a.dtype() == DType::kFloat32 && ctx.in[i]->numel() == n;
+    for (size_t i = 0; i < 2; ++i) {
+      passes_[i] = pass_[i] && a.dtype() == DType::kFloat32 && ctx.in[i]->numel() == n;
+      whole_[i] = a.dtype() == DType::kFloat32 && ctx.in[i]->numel() == n;
+    }
   }
+  // An input of the output's shape gets one term per element (a broadcast one sums).
+  bool assigns_gradient(size_t i) const override { return i < 2 && whole_[i]; }
   bool passes_gradient(size_t i) const override { return i < 2 && passes_[i]; }
 
   // Float: reports out[0] (FwdCtx::out_stats) and the input read in its order
@@ -116,13 +121,14 @@ class BinaryOp : public Op {
     if (d0)
       broadcast_accumulate(
           plan_, 0, ctx.din[0]->f(), [&](int64_t o, int64_t ia, int64_t ib) { return dy[o] * da_(a[ia], b[ib], y[o]); },
-          after);
+          after, ctx.assigns(0));
     if (d1)
       broadcast_accumulate(
           plan_, 1, ctx.din[1]->f(), [&](int64_t o, int64_t ia, int64_t ib) { return dy[o] * db_(a[ia], b[ib], y[o]); },
           [&](int64_t end) {
             if (!d0) g.upto(end);
-          });
+          },
+          ctx.assigns(1));
     g.finish();
   }
 
@@ -139,6 +145,7 @@ class BinaryOp : public Op {
   int full_input_ = -1;  // float: the input of the output's shape (0 first), -1 none
   bool pass_[2];
   bool passes_[2] = {false, false};
+  bool whole_[2] = {false, false};  // float input of the output's shape
 };
 
 template <class FwdF, class FwdI, class DA, class DB>

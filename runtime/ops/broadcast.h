@@ -121,8 +121,10 @@ void broadcast_apply(const BroadcastPlan& p, const TA* a, const TB* b, TY* y, F 
 // gradient back to the input's shape" step fused with the local derivative. Reductions
 // use 8 partial sums so they vectorise (and lose less precision than one running sum).
 // Runs over the output front to back; after(end) once outputs [0, end) are done.
+// `assign`: din's first writer (BwdCtx::assigns) for an input of the output's shape:
+// each element is written once, as 0 + its term (the bits of adding onto zeros).
 template <class G, class After = detail::NoAfter>
-void broadcast_accumulate(const BroadcastPlan& p, int which, float* din, G g, After after = {}) {
+void broadcast_accumulate(const BroadcastPlan& p, int which, float* din, G g, After after = {}, bool assign = false) {
   p.for_each_run([&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t da, int64_t db) {
     detail::with_steps(da, db, [&](auto sa, auto sb) {
       const bool reduce = which == 0 ? da == 0 : db == 0;
@@ -131,7 +133,10 @@ void broadcast_accumulate(const BroadcastPlan& p, int which, float* din, G g, Af
         constexpr bool pieces = !std::is_same<After, detail::NoAfter>::value;
         for (int64_t lo = 0; lo < n;) {  // in kChunk pieces, as broadcast_apply
           const int64_t hi = pieces ? std::min(n, (o + lo) / kChunk * kChunk + kChunk - o) : n;
-          for (int64_t k = lo; k < hi; ++k) d[k] += g(o + k, ia + k * sa, ib + k * sb);
+          if (assign)
+            for (int64_t k = lo; k < hi; ++k) d[k] = 0.0f + g(o + k, ia + k * sa, ib + k * sb);
+          else
+            for (int64_t k = lo; k < hi; ++k) d[k] += g(o + k, ia + k * sa, ib + k * sb);
           if (hi < n) after(o + hi);
           lo = hi;
         }
@@ -144,7 +149,7 @@ void broadcast_accumulate(const BroadcastPlan& p, int which, float* din, G g, Af
       float s = 0.0f;
       for (; k < n; ++k) s += g(o + k, ia + k * sa, ib + k * sb);
       for (float v : acc) s += v;
-      *d += s;
+      *d = (assign ? 0.0f : *d) + s;
     });
     after(o + n);
   });

@@ -8,6 +8,7 @@
 // full ones get Y, X and dY chunk by chunk.
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include "converter/errors.h"
 #include "runtime/attrs.h"
@@ -148,34 +149,42 @@ class ClipOp : public Op {
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
     const int64_t n = ctx.in[0]->numel();
-    if (!ctx.dout_stats || !ctx.dout_stats->light()) {  // (a full sink: dY chunk by chunk)
-      chunked_loop(n, ctx.dout_stats, dy, [&](int64_t from, int64_t to) {
-        for (int64_t k = from; k < to; ++k) dx[k] += (x[k] >= lo && x[k] <= hi) ? dy[k] : 0.0f;
-      });
-      return;
-    }
-    // dY's light sums from the loop's registers (the same dx, lane by lane).
-    using simd::VecF;
-    simd::LightSums gs;
-    const VecF lov = VecF{} + lo, hiv = VecF{} + hi;
-    constexpr int kL = simd::kLanes;
-    const auto step = [&](int64_t at) {
-      const VecF xv = simd::loadv(x + at), g = simd::loadv(dy + at);
-      simd::storev(dx + at, simd::loadv(dx + at) + (((xv >= lov) & (xv <= hiv)) ? g : VecF{}));
-      return g;
+    // kAssign: the gradient's first writer (BwdCtx::assigns): 0 + the term, dX not read.
+    const auto run = [&](auto assign) {
+      constexpr bool kAssign = decltype(assign)::value;
+      if (!ctx.dout_stats || !ctx.dout_stats->light()) {  // (a full sink: dY chunk by chunk)
+        chunked_loop(n, ctx.dout_stats, dy, [&](int64_t from, int64_t to) {
+          for (int64_t k = from; k < to; ++k)
+            dx[k] = (kAssign ? 0.0f : dx[k]) + ((x[k] >= lo && x[k] <= hi) ? dy[k] : 0.0f);
+        });
+        return;
+      }
+      // dY's light sums from the loop's registers (the same dx, lane by lane).
+      using simd::VecF;
+      simd::LightSums gs;
+      const VecF lov = VecF{} + lo, hiv = VecF{} + hi;
+      constexpr int kL = simd::kLanes;
+      const auto step = [&](int64_t at) {
+        const VecF xv = simd::loadv(x + at), g = simd::loadv(dy + at);
+        simd::storev(dx + at, (kAssign ? VecF{} : simd::loadv(dx + at)) + (((xv >= lov) & (xv <= hiv)) ? g : VecF{}));
+        return g;
+      };
+      int64_t k = 0;
+      for (; k + 4 * kL <= n; k += 4 * kL) {
+        const VecF g0 = step(k), g1 = step(k + kL), g2 = step(k + 2 * kL), g3 = step(k + 3 * kL);
+        gs.put4(g0, g1, g2, g3);
+      }
+      for (; k + kL <= n; k += kL) gs.put(step(k));
+      for (; k < n; ++k) {
+        dx[k] = (kAssign ? 0.0f : dx[k]) + ((x[k] >= lo && x[k] <= hi) ? dy[k] : 0.0f);
+        gs.put_scalar(dy[k]);
+      }
+      ctx.dout_stats->add_sums(0, gs.finish(), n);
     };
-    int64_t k = 0;
-    for (; k + 4 * kL <= n; k += 4 * kL) {
-      const VecF g0 = step(k), g1 = step(k + kL), g2 = step(k + 2 * kL), g3 = step(k + 3 * kL);
-      gs.put4(g0, g1, g2, g3);
-    }
-    for (; k + kL <= n; k += kL) gs.put(step(k));
-    for (; k < n; ++k) {
-      dx[k] += (x[k] >= lo && x[k] <= hi) ? dy[k] : 0.0f;
-      gs.put_scalar(dy[k]);
-    }
-    ctx.dout_stats->add_sums(0, gs.finish(), n);
+    if (ctx.assigns(0)) run(std::true_type{});
+    else run(std::false_type{});
   }
+  bool assigns_gradient(size_t i) const override { return i == 0; }
 
   bool differentiable_input(size_t i) const override { return i == 0; }
 

@@ -15,6 +15,7 @@
 #include "converter/errors.h"
 #include "runtime/attrs.h"
 #include "runtime/op.h"
+#include "runtime/ops/shape_util.h"
 #include "runtime/sink_chunks.h"
 
 namespace dl::rt {
@@ -86,14 +87,17 @@ class DropoutOp : public Op {
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
     const float* keep = keep_.data();
-    const bool applied = applied_;
+    const bool applied = applied_, assign = ctx.assigns(0);  // (first writer: 0 + the term, dX not read)
     chunked_loop(ctx.in[0]->numel(), ctx.dout_stats, dy, [&](int64_t lo, int64_t hi) {
-      if (applied)
+      if (applied && assign)
+        for (int64_t k = lo; k < hi; ++k) dx[k] = 0.0f + dy[k] * keep[k];
+      else if (applied)
         for (int64_t k = lo; k < hi; ++k) dx[k] += dy[k] * keep[k];
       else
-        for (int64_t k = lo; k < hi; ++k) dx[k] += dy[k];
+        add_elems(dy + lo, dx + lo, hi - lo, assign);
     });
   }
+  bool assigns_gradient(size_t i) const override { return i == 0; }
 
   bool differentiable_input(size_t i) const override { return i == 0; }
   bool stochastic() const override { return true; }

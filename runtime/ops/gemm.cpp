@@ -75,19 +75,24 @@ class Gemm : public Op {
     const MatRef a = a_ref(ctx.in[0]), b = b_ref(ctx.in[1]);
     // d op(A) = alpha dY op(B)^T (M x K); d op(B) = alpha op(A)^T dY (K x N). A stored
     // transposed gets the transposed gradient: dA = alpha op(B) dY^T (K x M), likewise B.
+    // (A gradient's first writer, BwdCtx::assigns, writes the product without adding.)
     if (ctx.din[0]) {
-      if (!trans_a_) gemm(m_, k_, n_, alpha_, dy, t(b), ctx.din[0]->f(), k_, true);
-      else gemm(k_, m_, n_, alpha_, b, t(dy), ctx.din[0]->f(), m_, true);
+      const bool acc = !ctx.assigns(0);
+      if (!trans_a_) gemm(m_, k_, n_, alpha_, dy, t(b), ctx.din[0]->f(), k_, acc);
+      else gemm(k_, m_, n_, alpha_, b, t(dy), ctx.din[0]->f(), m_, acc);
     }
     if (ctx.din[1]) {
-      if (!trans_b_) gemm(k_, n_, m_, alpha_, t(a), dy, ctx.din[1]->f(), n_, true);
-      else gemm(n_, k_, m_, alpha_, t(dy), a, ctx.din[1]->f(), k_, true);
+      const bool acc = !ctx.assigns(1);
+      if (!trans_b_) gemm(k_, n_, m_, alpha_, t(a), dy, ctx.din[1]->f(), n_, acc);
+      else gemm(n_, k_, m_, alpha_, t(dy), a, ctx.din[1]->f(), k_, acc);
     }
     if (has_c_ && ctx.din.size() > 2 && ctx.din[2]) {
       float* __restrict dc = ctx.din[2]->f();
       const float* __restrict g = ctx.dout[0]->f();
       if (c_rows_ == 1 && c_cols_ == n_) {  // column sums, row by row (vectorised over j)
-        for (int64_t i = 0; i < m_; ++i)
+        if (ctx.assigns(2))  // (the first row as 0 + its term: the bits of adding onto zeros)
+          for (int64_t j = 0; j < n_; ++j) dc[j] = 0.0f + beta_ * g[j];
+        for (int64_t i = ctx.assigns(2) ? 1 : 0; i < m_; ++i)
           for (int64_t j = 0; j < n_; ++j) dc[j] += beta_ * g[i * n_ + j];
       } else {
         const int64_t rs = c_rows_ == 1 ? 0 : c_cols_, cs = c_cols_ == 1 ? 0 : 1;
@@ -96,6 +101,9 @@ class Gemm : public Op {
       }
     }
   }
+
+  // dA and dB: whole products; dC: a bias row over M >= 1 rows (a broadcast C otherwise).
+  bool assigns_gradient(size_t i) const override { return i < 2 || (i == 2 && c_rows_ == 1 && c_cols_ == n_ && m_ > 0); }
 
   OpTraits traits() const override { return linear_layer_traits(); }
   // A [M, K] or B [K, N] unless transposed: K is the fan-in.

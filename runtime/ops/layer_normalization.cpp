@@ -109,25 +109,35 @@ class LayerNormalization : public Op {
     float* dscale = ctx.din.size() > 1 && ctx.din[1] ? ctx.din[1]->f() : nullptr;
     float* db = ctx.din.size() > 2 && ctx.din[2] ? ctx.din[2]->f() : nullptr;
     ChunkReporter report(ctx.dout_stats, dy, rows_ * d_);  // dY, as its rows are read
+    // First writers (BwdCtx::assigns): dX's rows and the first row's dScale and dB terms
+    // go in as 0 + the term, the bits of adding onto zeros, without reading them.
+    const bool assign_x = ctx.assigns(0), assign_scale = ctx.assigns(1), assign_b = ctx.assigns(2);
     for (int64_t r = 0; r < rows_; ++r) {
       const float* xr = x + r * d_;
       const float* g = dy + r * d_;
       const float m = mean_[r], is = invstd_[r];
       const double sg = lane_sum_d(d_, [g, scale](int64_t k) { return double(g[k] * scale[k]); });
       const double sgx = lane_sum_d(d_, [=](int64_t k) { return double(g[k] * scale[k]) * ((xr[k] - m) * is); });
+      const bool first = r == 0;
       if (dscale)
-        for (int64_t k = 0; k < d_; ++k) dscale[k] += g[k] * ((xr[k] - m) * is);
+        for (int64_t k = 0; k < d_; ++k) dscale[k] = (first && assign_scale ? 0.0f : dscale[k]) + g[k] * ((xr[k] - m) * is);
       if (db)
-        for (int64_t k = 0; k < d_; ++k) db[k] += g[k];
+        for (int64_t k = 0; k < d_; ++k) db[k] = (first && assign_b ? 0.0f : db[k]) + g[k];
       if (dx) {
         const float mg = static_cast<float>(sg / double(d_)), mgx = static_cast<float>(sgx / double(d_));
         float* dxr = dx + r * d_;
-        for (int64_t k = 0; k < d_; ++k) dxr[k] += is * (g[k] * scale[k] - mg - (xr[k] - m) * is * mgx);
+        if (assign_x)
+          for (int64_t k = 0; k < d_; ++k) dxr[k] = 0.0f + is * (g[k] * scale[k] - mg - (xr[k] - m) * is * mgx);
+        else
+          for (int64_t k = 0; k < d_; ++k) dxr[k] += is * (g[k] * scale[k] - mg - (xr[k] - m) * is * mgx);
       }
       report.upto((r + 1) * d_);
     }
     report.finish();
   }
+
+  // X, Scale and B: every row of dX; dScale and dB from the first row on (rows_ >= 1).
+  bool assigns_gradient(size_t i) const override { return i < 3 && rows_ > 0; }
 
   OpTraits traits() const override {
     OpTraits t;

@@ -127,16 +127,24 @@ class MatMul : public Op {
     const int64_t na = job.y ? static_cast<int64_t>(a_groups_.size()) : 0;
     job.na = na;
     const int64_t nb = job.db ? static_cast<int64_t>(b_groups_.size()) : 0;
+    job.assign_a = ctx.assigns(0);
+    job.assign_b = ctx.assigns(1);
     run(na + nb, [](const void* p, int64_t g) {
       const Job& j = *static_cast<const Job*>(p);
       const MatMul& o = *j.op;
+      // A group's first product assigns its matrix of dA (dB) when the gradient's first
+      // writer (BwdCtx::assigns), the rest add to it.
+      bool first = true;
       if (g < j.na) {
-        for (int64_t t : o.a_groups_[static_cast<size_t>(g)]) o.grad_a(j, t);
+        for (int64_t t : o.a_groups_[static_cast<size_t>(g)]) o.grad_a(j, t, !(first && j.assign_a)), first = false;
       } else {
-        for (int64_t t : o.b_groups_[static_cast<size_t>(g - j.na)]) o.grad_b(j, t);
+        for (int64_t t : o.b_groups_[static_cast<size_t>(g - j.na)]) o.grad_b(j, t, !(first && j.assign_b)), first = false;
       }
     }, job);
   }
+  // Every matrix of A and B is read by some product, so each of its group's first
+  // products writes all of its gradient.
+  bool assigns_gradient(size_t i) const override { return i < 2; }
 
   OpTraits traits() const override { return linear_layer_traits(); }
   // B [..., K, N] (A [..., M, K]): K is the fan-in; a 1-D B [K] is one output unit.
@@ -155,6 +163,7 @@ class MatMul : public Op {
     const float *a, *b, *dy;
     float *y, *db;
     int64_t na = 0;  // backward: blocks of dA groups before the dB ones
+    bool assign_a = false, assign_b = false;  // backward: BwdCtx::assigns(0), (1)
   };
 
   void product(const Job& j, int64_t t) const {
@@ -162,15 +171,15 @@ class MatMul : public Op {
     gemm(rows_, n_, k_, 1.0f, {j.a + a_off_[u], k_, false}, {j.b + b_off_[u], n_, false}, j.y + t * rows_ * n_, n_,
          false);
   }
-  void grad_a(const Job& j, int64_t t) const {
+  void grad_a(const Job& j, int64_t t, bool accumulate) const {
     const size_t u = static_cast<size_t>(t);
     gemm(rows_, k_, n_, 1.0f, {j.dy + t * rows_ * n_, n_, false}, {j.b + b_off_[u], n_, true}, j.y + a_off_[u], k_,
-         true);
+         accumulate);
   }
-  void grad_b(const Job& j, int64_t t) const {
+  void grad_b(const Job& j, int64_t t, bool accumulate) const {
     const size_t u = static_cast<size_t>(t);
     gemm(k_, n_, rows_, 1.0f, {j.a + a_off_[u], k_, true}, {j.dy + t * rows_ * n_, n_, false}, j.db + b_off_[u], n_,
-         true);
+         accumulate);
   }
 
   // fn(&job, b) for b in [0, blocks), each block a product or a group of them, on the

@@ -99,10 +99,12 @@ class SoftmaxOp : public Op {
     const float* y = ctx.out[0]->f();
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
+    const bool assign = ctx.assigns(0);  // (first writer: 0 + the term, dX not read)
     if (inner_ == 1) {  // reports dy (BwdCtx::dout_stats) chunk by chunk
       ChunkReporter g(ctx.dout_stats, dy, outer_ * n_);
       for (int64_t o = 0; o < outer_; ++o) {
-        row_backward(y + o * n_, dy + o * n_, dx + o * n_);
+        if (assign) row_backward<true>(y + o * n_, dy + o * n_, dx + o * n_);
+        else row_backward<false>(y + o * n_, dy + o * n_, dx + o * n_);
         g.upto((o + 1) * n_);
       }
       g.finish();
@@ -123,11 +125,13 @@ class SoftmaxOp : public Op {
         if (kLog) exp_shifted(y + k0, 0.0f, e, inner_);
         for (int64_t i = 0; i < inner_; ++i) {
           const int64_t k = k0 + i;
-          dx[k] += kLog ? dy[k] - e[i] * s[i] : y[k] * (dy[k] - s[i]);
+          dx[k] = (assign ? 0.0f : dx[k]) + (kLog ? dy[k] - e[i] * s[i] : y[k] * (dy[k] - s[i]));
         }
       }
     }
   }
+
+  bool assigns_gradient(size_t i) const override { return i == 0; }
 
   OpTraits traits() const override {
     OpTraits t;
@@ -171,15 +175,17 @@ class SoftmaxOp : public Op {
 
   // One contiguous row: Softmax dx += y * (dy - sum(dy * y)), LogSoftmax
   // dx += dy - exp(y) * sum(dy).
+  // kAssign: dX's first writer (BwdCtx::assigns): 0 + the term, dX not read.
+  template <bool kAssign>
   void row_backward(const float* y, const float* dy, float* dx) {
     if (kLog) {
       float* e = scratch_row_.data();
       exp_shifted(y, 0.0f, e, n_);
       const float s = row_sum(dy, n_);
-      for (int64_t j = 0; j < n_; ++j) dx[j] += dy[j] - e[j] * s;
+      for (int64_t j = 0; j < n_; ++j) dx[j] = (kAssign ? 0.0f : dx[j]) + (dy[j] - e[j] * s);
     } else {
       const float s = row_dot(dy, y, n_);
-      for (int64_t j = 0; j < n_; ++j) dx[j] += y[j] * (dy[j] - s);
+      for (int64_t j = 0; j < n_; ++j) dx[j] = (kAssign ? 0.0f : dx[j]) + y[j] * (dy[j] - s);
     }
   }
 

@@ -73,7 +73,9 @@ TEST_CASE("assigns_gradient: the first writer's gradient equals adding onto zero
   }
   // The ops this is for (the gradients a transformer's and a CNN's step spent ~10% of
   // their time zeroing): each has a sample where it assigns.
-  for (const char* type : {"Relu", "Transpose", "Reshape", "Flatten", "Identity", "Concat"}) {
+  for (const char* type : {"Relu", "Transpose", "Reshape", "Flatten", "Identity", "Concat", "Dropout", "Softmax",
+                           "LogSoftmax", "LayerNormalization", "BatchNormalization", "Clip", "MatMul", "Gemm",
+                           "Add", "Sub", "Mul", "Div"}) {
     INFO(type);
     CHECK(assigning.count(type) == 1);
   }

@@ -131,21 +131,29 @@ class Conv : public Op {
     pass.stats = ctx.dout_stats;
     if (!pass.dx && !pass.dw && !pass.db) return;
     pass.wb = batched_weights(pass.wt);
+    // As the gradients' first writer (BwdCtx::assign): dX is zeroed by each part for its
+    // own images (or written by 1x1 products without adding), dW and dB by the sum of the
+    // parts (one part adds into them: zeroed here).
+    pass.assign = ctx.assign;
+    const int64_t kk = (c_ / group_) * win_.k_size();
+    if (parts_ == 1 && pass.dw && ctx.assigns(1)) std::fill_n(pass.dw, m_ * kk, 0.0f);
+    if (parts_ == 1 && pass.db && ctx.assigns(2)) std::fill_n(pass.db, m_, 0.0f);
     run_parts(&pass, [](const void* c, int64_t part) {
       const Pass& ps = *static_cast<const Pass*>(c);
       ps.op->backward_images(ps, part);
     });
     // Each part's dW and dB sums, added in part order: the same result for any number
     // of threads. (One part accumulates into dW and dB directly.)
-    const int64_t kk = (c_ / group_) * win_.k_size();
     for (int64_t part = 0; parts_ > 1 && part < parts_; ++part) {
       const float* pdw = part_dw(part);
+      const bool first_w = part == 0 && ctx.assigns(1), first_b = part == 0 && ctx.assigns(2);
       if (pass.dw)
-        for (int64_t i = 0; i < m_ * kk; ++i) pass.dw[i] += pdw[i];
+        for (int64_t i = 0; i < m_ * kk; ++i) pass.dw[i] = (first_w ? 0.0f : pass.dw[i]) + pdw[i];
       if (pass.db)
-        for (int64_t m = 0; m < m_; ++m) pass.db[m] += pdw[m_ * kk + m];
+        for (int64_t m = 0; m < m_; ++m) pass.db[m] = (first_b ? 0.0f : pass.db[m]) + pdw[m_ * kk + m];
     }
   }
+  bool assigns_gradient(size_t i) const override { return i < 3; }
 
   OpTraits traits() const override { return linear_layer_traits(); }
   // W [M, C/group, k...]: fan_in = C/group * prod(k), fan_out = M * prod(k) (Keras).
@@ -161,6 +169,7 @@ class Conv : public Op {
     float *dx = nullptr, *dw = nullptr, *db = nullptr;
     ValueSink* stats = nullptr;  // Y's statistics (forward) or dY's (backward), per image
     const float* wb = nullptr;   // the batched path's W: wt, or its live taps (wl_)
+    uint32_t assign = 0;         // backward: BwdCtx::assign
   };
 
   // The batched path's weights: W itself, or its live taps' columns (LiveTaps).
@@ -228,6 +237,11 @@ class Conv : public Op {
     if (parts_ > 1) std::fill_n(part_dw(part), m_ * kk + m_, 0.0f);
     int64_t n0, n1;
     even_range(batch_, parts_, part, n0, n1);
+    // dX's first writer: 1x1 products write it, the other paths add onto this part's
+    // images' dX zeroed here.
+    const bool product_dx = batch_imgs_ <= 1 && !depthwise_ && col_size_ == 0;
+    const bool assign_dx = ps.dx && (ps.assign & 1u);
+    if (assign_dx && !product_dx) std::fill(ps.dx + n0 * c_ * win_.in_size(), ps.dx + n1 * c_ * win_.in_size(), 0.0f);
     const bool fused = ps.stats && ps.db && ps.stats->light();
     // The batched path takes dY's light statistics from its copy of dY (backward_batched).
     const bool batch_stats = batch_imgs_ > 1 && ps.stats && !fused && ps.stats->light() && (ps.dx || ps.dw);
@@ -258,7 +272,7 @@ class Conv : public Op {
         }
         if (col_size_ == 0) {
           if (dw_gemm) gemm(mg, kk, P, 1.0f, {dyg, P, false}, {ps.x + xoff, P, true}, dw_gemm, kk, true);
-          if (ps.dx) gemm(kk, P, mg, 1.0f, {wg.p, kk, true}, {dyg, P, false}, ps.dx + xoff, P, true);
+          if (ps.dx) gemm(kk, P, mg, 1.0f, {wg.p, kk, true}, {dyg, P, false}, ps.dx + xoff, P, !assign_dx);
           continue;
         }
         // One buffer: the tile's columns for dW, then overwritten by its column gradient.

@@ -75,7 +75,7 @@ TEST_CASE("assigns_gradient: the first writer's gradient equals adding onto zero
   // their time zeroing): each has a sample where it assigns.
   for (const char* type : {"Relu", "Transpose", "Reshape", "Flatten", "Identity", "Concat", "Dropout", "Softmax",
                            "LogSoftmax", "LayerNormalization", "BatchNormalization", "Clip", "MatMul", "Gemm",
-                           "Add", "Sub", "Mul", "Div"}) {
+                           "Add", "Sub", "Mul", "Div", "Conv"}) {
     INFO(type);
     CHECK(assigning.count(type) == 1);
   }

@@ -154,8 +154,11 @@ class ClipOp : public Op {
       constexpr bool kAssign = decltype(assign)::value;
       if (!ctx.dout_stats || !ctx.dout_stats->light()) {  // (a full sink: dY chunk by chunk)
         chunked_loop(n, ctx.dout_stats, dy, [&](int64_t from, int64_t to) {
-          for (int64_t k = from; k < to; ++k)
-            dx[k] = (kAssign ? 0.0f : dx[k]) + ((x[k] >= lo && x[k] <= hi) ? dy[k] : 0.0f);
+          // (dY read unconditionally and no &&: GCC vectorises the select, not a branch.)
+          for (int64_t k = from; k < to; ++k) {
+            const float g = dy[k], v = x[k];
+            dx[k] = (kAssign ? 0.0f : dx[k]) + (((v >= lo) & (v <= hi)) ? g : 0.0f);
+          }
         });
         return;
       }

@@ -37,7 +37,7 @@ std::vector<OpSample> conv_samples();  // conv_samples.cpp
 
 namespace {
 
-class Conv : public Op {
+class Conv : public Op, private ConvLimits {
  public:
   explicit Conv(const ir::Node& node) : Op(node) {
     Attrs a(node);
@@ -146,11 +146,8 @@ class Conv : public Op {
     // of threads. (One part accumulates into dW and dB directly.)
     for (int64_t part = 0; parts_ > 1 && part < parts_; ++part) {
       const float* pdw = part_dw(part);
-      const bool first_w = part == 0 && ctx.assigns(1), first_b = part == 0 && ctx.assigns(2);
-      if (pass.dw)
-        for (int64_t i = 0; i < m_ * kk; ++i) pass.dw[i] = (first_w ? 0.0f : pass.dw[i]) + pdw[i];
-      if (pass.db)
-        for (int64_t m = 0; m < m_; ++m) pass.db[m] = (first_b ? 0.0f : pass.db[m]) + pdw[m_ * kk + m];
+      if (pass.dw) add_elems(pdw, pass.dw, m_ * kk, part == 0 && ctx.assigns(1));
+      if (pass.db) add_elems(pdw + m_ * kk, pass.db, m_, part == 0 && ctx.assigns(2));
     }
   }
   bool assigns_gradient(size_t i) const override { return i < 3; }
@@ -361,25 +358,6 @@ class Conv : public Op {
     }
   }
 
-  // Column buffer cap (floats): bounds each Conv's column buffers (4 MiB, and 4 MiB for
-  // the parts' dW/dB sums) whatever the image size, while keeping GEMMs wide; one output
-  // row is the minimum tile.
-  static constexpr int64_t kColBudget = int64_t{1} << 20;
-  // Image parts: up to kMaxParts, each with its own column buffer and dW/dB sums, while
-  // the column buffers together and the sums together each stay within kColBudget floats
-  // (large images and large kernels keep one part; their GEMMs are wide enough to be
-  // split across threads themselves).
-  static constexpr int64_t kMaxParts = 8;
-  // Output maps smaller than this many positions batch their images until a GEMM has at
-  // least this many columns (see the top of the file; but kThinMaps).
-  static constexpr int64_t kBatchCols = 2048;
-  // Products with fewer than kThinMaps output maps per group batch only maps under
-  // kBatchMaxPositions positions. From 64 on, a per-image product already fills GEBP's
-  // 48-row register panels, and for so few maps batching costs more than it saves: Y and
-  // dY copied through the product buffer, and a column buffer out of L2 (LeNet-5's second
-  // Conv, 16 maps of 10x10: 21 images of 150 x 100 columns, 1.26 MB). LeNet-5 at batch
-  // 64, 1 thread: 6.3 -> 4.8 ms CPU per step. Wider ones (resnet18) batch up to kBatchCols.
-  static constexpr int64_t kBatchMaxPositions = 64, kThinMaps = 32;
   static_assert(kMaxParts <= ValueSink::kParts, "a part reports its statistics as one sink part");
 
   WindowAttrs attrs_;

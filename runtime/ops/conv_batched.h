@@ -1,6 +1,7 @@
-// The batched Conv path's layout moves (runtime/ops/conv.cpp, small output maps): the
-// product buffer holds `maps` rows of `images` x P columns (image j at column j*P), the
-// tensors NCHW planes of P positions. And the light statistics read from that buffer.
+// Conv's limits (ConvLimits), and the batched Conv path's layout moves
+// (runtime/ops/conv.cpp, small output maps): the product buffer holds `maps` rows of
+// `images` x P columns (image j at column j*P), the tensors NCHW planes of P positions.
+// And the light statistics read from that buffer.
 #pragma once
 
 #include <algorithm>
@@ -9,6 +10,30 @@
 #include "runtime/value_simd.h"
 
 namespace dl::rt {
+
+// How Conv (runtime/ops/conv.cpp) sizes its scratch and batches its images; ConvTranspose
+// caps its column buffer the same way.
+struct ConvLimits {
+  // Column buffer cap (floats): bounds each Conv's column buffers (4 MiB, and 4 MiB for
+  // the parts' dW/dB sums) whatever the image size, while keeping GEMMs wide; one output
+  // row is the minimum tile.
+  static constexpr int64_t kColBudget = int64_t{1} << 20;
+  // Image parts: up to kMaxParts, each with its own column buffer and dW/dB sums, while
+  // the column buffers together and the sums together each stay within kColBudget floats
+  // (large images and large kernels keep one part; their GEMMs are wide enough to be
+  // split across threads themselves).
+  static constexpr int64_t kMaxParts = 8;
+  // Output maps smaller than this many positions batch their images until a GEMM has at
+  // least this many columns (see the top of runtime/ops/conv.cpp; but kThinMaps).
+  static constexpr int64_t kBatchCols = 2048;
+  // Products with fewer than kThinMaps output maps per group batch only maps under
+  // kBatchMaxPositions positions. From 64 on, a per-image product already fills GEBP's
+  // 48-row register panels, and for so few maps batching costs more than it saves: Y and
+  // dY copied through the product buffer, and a column buffer out of L2 (LeNet-5's second
+  // Conv, 16 maps of 10x10: 21 images of 150 x 100 columns, 1.26 MB). LeNet-5 at batch
+  // 64, 1 thread: 6.3 -> 4.8 ms CPU per step. Wider ones (resnet18) batch up to kBatchCols.
+  static constexpr int64_t kBatchMaxPositions = 64, kThinMaps = 32;
+};
 
 // Y planes (maps of image j at y + j * image_stride) = buffer (+ bias[map]).
 inline void batched_to_images(const float* buf, int64_t maps, int64_t images, int64_t P, const float* bias,

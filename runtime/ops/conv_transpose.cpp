@@ -12,6 +12,7 @@
 // scattered into Y by col2im; backward: col = im2col(dY_g), dX_g += W_g * col,
 // dW_g += X_g * col^T. Tiles of whole X rows bound the column buffer as in Conv.
 #include "runtime/attrs.h"
+#include "runtime/ops/conv_batched.h"
 #include "runtime/ops/eigen_map.h"
 #include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/im2col.h"
@@ -21,7 +22,7 @@
 namespace dl::rt {
 namespace {
 
-class ConvTranspose : public Op {
+class ConvTranspose : public Op, private ConvLimits {  // (kColBudget, as Conv)
  public:
   explicit ConvTranspose(const ir::Node& node) : Op(node) {
     Attrs a(node);
@@ -195,8 +196,6 @@ class ConvTranspose : public Op {
       f(r0, r1, r0 * win_.out[2], (r1 - r0) * win_.out[2]);
     }
   }
-
-  static constexpr int64_t kColBudget = int64_t{1} << 20;  // floats, as Conv's
 
   WindowAttrs attrs_;
   int64_t group_ = 1;

@@ -118,11 +118,11 @@ class LayerNormalization : public Op {
       const float m = mean_[r], is = invstd_[r];
       const double sg = lane_sum_d(d_, [g, scale](int64_t k) { return double(g[k] * scale[k]); });
       const double sgx = lane_sum_d(d_, [=](int64_t k) { return double(g[k] * scale[k]) * ((xr[k] - m) * is); });
-      const bool first = r == 0;
-      if (dscale)
-        for (int64_t k = 0; k < d_; ++k) dscale[k] = (first && assign_scale ? 0.0f : dscale[k]) + g[k] * ((xr[k] - m) * is);
-      if (db)
-        for (int64_t k = 0; k < d_; ++k) db[k] = (first && assign_b ? 0.0f : db[k]) + g[k];
+      if (dscale && r == 0 && assign_scale)
+        for (int64_t k = 0; k < d_; ++k) dscale[k] = 0.0f + g[k] * ((xr[k] - m) * is);
+      else if (dscale)
+        for (int64_t k = 0; k < d_; ++k) dscale[k] += g[k] * ((xr[k] - m) * is);
+      if (db) add_elems(g, db, d_, r == 0 && assign_b);
       if (dx) {
         const float mg = static_cast<float>(sg / double(d_)), mgx = static_cast<float>(sgx / double(d_));
         float* dxr = dx + r * d_;

@@ -125,7 +125,8 @@ class SoftmaxOp : public Op {
         if (kLog) exp_shifted(y + k0, 0.0f, e, inner_);
         for (int64_t i = 0; i < inner_; ++i) {
           const int64_t k = k0 + i;
-          dx[k] = (assign ? 0.0f : dx[k]) + (kLog ? dy[k] - e[i] * s[i] : y[k] * (dy[k] - s[i]));
+          const float before = dx[k];  // (read either way: a select, not a branch, vectorises)
+          dx[k] = (assign ? 0.0f : before) + (kLog ? dy[k] - e[i] * s[i] : y[k] * (dy[k] - s[i]));
         }
       }
     }

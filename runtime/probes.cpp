@@ -287,6 +287,12 @@ bool ProbeRecorder::full_iteration(const IterationInfo& info) const {
 void ProbeRecorder::before_update(const ExecutionGraph&, const IterationInfo& info) {
   reduce_pending();
   full_ = current_ && full_iteration(info);
+  // (after_update clears the parts it merges: only an update that never finished, an
+  // optimizer error, leaves some behind.)
+  if (full_ && parts_dirty_)
+    for (size_t k = 0; k < weight_probe_.size(); ++k)
+      for (ParamState::Part& part : params_[k].parts) part = ParamState::Part{};
+  parts_dirty_ = full_;
 }
 
 Optimizer::UpdateObserver* ProbeRecorder::update_observer(const IterationInfo&) { return full_ ? this : nullptr; }
@@ -362,6 +368,7 @@ void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInf
     out[2] = u;
     for (int j = 0; j < 3; ++j) p.last[j] = out[j];
   }
+  parts_dirty_ = false;
   if (full_) {
     have_full_ = true;
     for (size_t i = 0; i < step_probes_.size(); ++i) step_rms_[i] = float(rms(current_[step_probes_[i]]));

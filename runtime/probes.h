@@ -127,6 +127,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
 
  private:
   struct ParamState;
+  bool parts_dirty_ = false;  // a full update began and after_update has not merged its parts
   // The root mean square (the drift tests compare it rather than the L2 norm, which grows
   // with the batch), and whether it moved by more than kDrift x either way, or to or from 0.
   static double rms(const an::TensorStats& s);

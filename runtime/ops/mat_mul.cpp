@@ -144,7 +144,8 @@ class MatMul : public Op {
   }
   // Every matrix of A and B is read by some product, so each of its group's first
   // products writes all of its gradient.
-  bool assigns_gradient(size_t i) const override { return i < 2; }
+  // (No products at all, a batch of 0 against a batch of more than 1: nothing written.)
+  bool assigns_gradient(size_t i) const override { return i < 2 && !a_off_.empty(); }
 
   OpTraits traits() const override { return linear_layer_traits(); }
   // B [..., K, N] (A [..., M, K]): K is the fan-in; a 1-D B [K] is one output unit.

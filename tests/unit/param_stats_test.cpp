@@ -61,6 +61,13 @@ void compare(const Chunk& c, int64_t piece) {
   if (std::isfinite(want.update.sq)) CHECK(got.update.sq == doctest::Approx(want.update.sq).epsilon(1e-5));
 }
 
+// The one pass over the whole chunk.
+stats::ParamSums once(const Chunk& c) {
+  stats::ParamSums s;
+  stats::add_param_chunk(c.grad.data(), c.before.data(), c.after.data(), int64_t(c.grad.size()), s);
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("add_param_chunk: one pass gives the separate passes' statistics") {
@@ -75,8 +82,7 @@ TEST_CASE("add_param_chunk: one pass gives the separate passes' statistics") {
   Chunk z = chunk(300, 3);
   std::fill(z.grad.begin(), z.grad.end(), 0.0f);
   z.after = z.before;
-  stats::ParamSums s;
-  stats::add_param_chunk(z.grad.data(), z.before.data(), z.after.data(), 300, s);
+  const stats::ParamSums s = once(z);
   CHECK(s.grad.zeros == 300);
   CHECK(s.grad.mn == 0.0f);
   CHECK(s.update.sq == 0.0);
@@ -91,8 +97,7 @@ TEST_CASE("add_param_chunk: NaN and Inf are counted in the stream that holds the
     c.grad[size_t(at)] = nan;
     c.after[size_t((at + 3) % 1001)] = inf;
     compare(c, 1001);
-    stats::ParamSums s;
-    stats::add_param_chunk(c.grad.data(), c.before.data(), c.after.data(), 1001, s);
+    const stats::ParamSums s = once(c);
     CHECK(s.grad.nan == 1);
     CHECK(s.grad.inf == 0);
     CHECK(s.weight.inf == 1);
@@ -101,11 +106,23 @@ TEST_CASE("add_param_chunk: NaN and Inf are counted in the stream that holds the
     CHECK(std::isfinite(s.grad.sum));
     CHECK(std::isfinite(s.weight.sum));
   }
+  // One stream not finite, the others on the fast path: a NaN gradient alone; an Inf in
+  // the old values alone (only the change is not finite).
+  Chunk g = chunk(500, 10), b = chunk(500, 11);
+  g.grad[17] = nan;
+  b.before[250] = inf;
+  compare(g, 500);
+  compare(b, 500);
+  const stats::ParamSums sg = once(g), sb = once(b);
+  CHECK(sg.grad.nan == 1);
+  CHECK(sg.weight.nan + sg.weight.inf == 0);
+  CHECK(sg.update.nonfinite == 0);
+  CHECK(sb.update.nonfinite == 1);
+  CHECK(sb.grad.nan + sb.grad.inf + sb.weight.nan + sb.weight.inf == 0);
   // Finite values whose float sums overflow: the exact path's double sums.
   Chunk big = chunk(64, 4);
   for (float& v : big.after) v = 3e38f;
-  stats::ParamSums s;
-  stats::add_param_chunk(big.grad.data(), big.before.data(), big.after.data(), 64, s);
+  const stats::ParamSums s = once(big);
   CHECK(s.weight.inf == 0);
   CHECK(std::isfinite(s.weight.sum));
   CHECK(s.weight.sum == doctest::Approx(64 * 3e38));

@@ -257,10 +257,12 @@ int main(int argc, char** argv) {
     rt::validate(config);
 
     bench::StepFlops flops;
-    int64_t full_every = 1, step_full_every = 1, step_values = 0;
+    int64_t full_every = 1, step_full_every = 1, step_values = 0, zeroed = 0, grad_values = 0;
     {
       rt::Trainer t(model, config, data, rt::Dataset{});
       flops = bench::count_step_flops(t.graph());
+      zeroed = t.graph().zeroed_values();
+      grad_values = t.graph().gradient_bytes() / int64_t(sizeof(float));
       an::Trace trace;
       const rt::ProbeRecorder probes(t.graph(), trace);
       full_every = probes.full_every();
@@ -271,6 +273,9 @@ int main(int argc, char** argv) {
                 (long long)data.n, (long long)config.batch_size, config.optimizer.name.c_str(), config.loss.c_str());
     std::printf("matrix-product work per step: %.2f MFLOP forward + %.2f MFLOP backward\n", flops.forward / 1e6,
                 flops.backward / 1e6);
+    std::printf("gradients: %lld values, %lld of them zeroed per backward pass (the others written whole by their "
+                "first writer, Op::assigns_gradient)\n",
+                (long long)grad_values, (long long)zeroed);
     std::printf("threads: %d (Eigen %d)  steps %lld after %lld warm-up, %lld rounds\n", a.threads,
                 bench::eigen_threads(), (long long)a.steps, (long long)a.warmup, (long long)a.rounds);
     std::printf("probes: %lld step output and gradient values per step, in full every %lld iteration(s), "

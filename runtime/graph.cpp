@@ -115,45 +115,57 @@ void ExecutionGraph::forward() {
   }
 }
 
-void ExecutionGraph::backward() {
+void ExecutionGraph::plan_zeroing() {
+  if (zeroing_planned_) return;
   allocate_grads();
   std::vector<bool>& is_output = is_output_scratch_;
   if (is_output.empty()) {
     is_output.assign(slot_ptr_.size(), false);
     for (int s : output_slots_) is_output[static_cast<size_t>(s)] = true;
   }
+  zero_before_.assign(steps_.size(), {});
+  zero_first_.clear();
+  std::vector<int64_t> first_user(grads_.size(), -1);  // highest consuming step
+  for (size_t k = 0; k < steps_.size(); ++k)
+    if (steps_[k].needs_backward)
+      for (int s : steps_[k].inputs)
+        if (s >= 0) first_user[static_cast<size_t>(s)] = static_cast<int64_t>(k);
+  for (Step& st : steps_) st.bwd.assign = 0;
+  for (size_t s = 0; s < grads_.size(); ++s) {
+    if (!needs_grad_[s] || is_output[s]) continue;
+    if (first_user[s] < 0) {
+      zero_first_.push_back(static_cast<int>(s));
+      continue;
+    }
+    // The first writer assigns instead when its op writes every element of it (and
+    // reads the value once: Mul(x, x) adds both halves into one buffer).
+    Step& st = steps_[static_cast<size_t>(first_user[s])];
+    int reads = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < st.inputs.size(); ++i)
+      if (st.inputs[i] == static_cast<int>(s)) ++reads, at = i;
+    if (reads == 1 && at < 32 && st.bwd.din[at] && st.op->assigns_gradient(at)) st.bwd.assign |= 1u << at;
+    else zero_before_[static_cast<size_t>(first_user[s])].push_back(static_cast<int>(s));
+  }
+  zeroing_planned_ = true;
+}
+
+int64_t ExecutionGraph::zeroed_values() {
+  plan_zeroing();
+  int64_t n = 0;
+  for (int s : zero_first_) n += grads_[static_cast<size_t>(s)].numel();
+  for (const auto& slots : zero_before_)
+    for (int s : slots) n += grads_[static_cast<size_t>(s)].numel();
+  return n;
+}
+
+void ExecutionGraph::backward() {
   // Each gradient is zeroed just before the first step (in backward order) that adds to
   // it, or not at all when that step writes every element (Op::assigns_gradient), not
   // all at the start: a pass over every gradient buffer up front cost a
   // transformer 7% of its step and left the buffers out of cache by the time they were
   // used. The values are the same: no step reads a gradient before that.
-  if (!zeroing_planned_) {
-    zero_before_.assign(steps_.size(), {});
-    zero_first_.clear();
-    std::vector<int64_t> first_user(grads_.size(), -1);  // highest consuming step
-    for (size_t k = 0; k < steps_.size(); ++k)
-      if (steps_[k].needs_backward)
-        for (int s : steps_[k].inputs)
-          if (s >= 0) first_user[static_cast<size_t>(s)] = static_cast<int64_t>(k);
-    for (Step& st : steps_) st.bwd.assign = 0;
-    for (size_t s = 0; s < grads_.size(); ++s) {
-      if (!needs_grad_[s] || is_output[s]) continue;
-      if (first_user[s] < 0) {
-        zero_first_.push_back(static_cast<int>(s));
-        continue;
-      }
-      // The first writer assigns instead when its op writes every element of it (and
-      // reads the value once: Mul(x, x) adds both halves into one buffer).
-      Step& st = steps_[static_cast<size_t>(first_user[s])];
-      int reads = 0;
-      size_t at = 0;
-      for (size_t i = 0; i < st.inputs.size(); ++i)
-        if (st.inputs[i] == static_cast<int>(s)) ++reads, at = i;
-      if (reads == 1 && at < 32 && st.bwd.din[at] && st.op->assigns_gradient(at)) st.bwd.assign |= 1u << at;
-      else zero_before_[static_cast<size_t>(first_user[s])].push_back(static_cast<int>(s));
-    }
-    zeroing_planned_ = true;
-  }
+  plan_zeroing();
   for (int s : zero_first_) grads_[static_cast<size_t>(s)].zero();
   for (size_t k = steps_.size(); k-- > 0;) {
     Step& st = steps_[k];

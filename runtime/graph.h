@@ -136,8 +136,9 @@ class ExecutionGraph {
   Tensor& output_grad(size_t i);
 
   void forward();
-  // Zeroes all gradients, then runs the steps in reverse, accumulating into the
-  // gradients of every value that leads to a parameter.
+  // Runs the steps in reverse, accumulating into the gradients of every value that leads
+  // to a parameter: each gradient starts from zeros (zeroed before its first writer, or
+  // written whole by it: Op::assigns_gradient).
   void backward();
 
   void set_training(bool training);
@@ -159,6 +160,10 @@ class ExecutionGraph {
   int64_t planned_bytes() const { return planned_bytes_; }
   // Bytes the gradient buffers take (planned, whether allocated yet or not).
   int64_t gradient_bytes() const;
+  // Gradient values backward() zeroes per pass: those whose first writer does not write
+  // every element itself (Op::assigns_gradient). Plans the zeroing (allocating the
+  // gradients) if backward() has not yet.
+  int64_t zeroed_values();
 
  private:
   void plan(const GraphOptions& options);
@@ -190,6 +195,7 @@ class ExecutionGraph {
   // backward(): the gradients zeroed before each step's backward (the slots it is the
   // first, in backward order, to add to), and those no step adds to (zeroed first).
   bool zeroing_planned_ = false;
+  void plan_zeroing();  // (fills zero_before_, zero_first_ and the steps' BwdCtx::assign, once)
   std::vector<std::vector<int>> zero_before_;
   std::vector<int> zero_first_;
 };

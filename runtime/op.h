@@ -246,8 +246,8 @@ class Op {
   // first write of that gradient in the pass) instead of adding onto a buffer the
   // executor zeroed: as 0 + what it adds (the same bits), or a product's beta = 0 (the
   // same up to the sign of a zero). Asked after infer(); only where it always writes
-  // every element, also for a zero dout. Zeroing the gradient buffers was ~10% of a
-  // transformer's step (bench/README.md, run 31).
+  // every element, also for a zero dout. Zeroing the gradient buffers was 6.6% of a
+  // transformer's profile samples (bench/README.md, run 31).
   virtual bool assigns_gradient(size_t i) const { (void)i; return false; }
   // Whether a gradient can flow into input i (false for indices, shapes, BN running stats).
   virtual bool differentiable_input(size_t i) const { (void)i; return true; }

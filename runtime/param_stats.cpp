@@ -1,9 +1,10 @@
 // The statistics of one optimizer chunk of a parameter (ProbeRecorder::on_chunk, at full
 // iterations): every statistic of its gradient and of its new values, and the update's
 // sum of squares, in one pass over the three streams while the optimizer has just
-// touched them. Three separate passes (add_values twice, add_update) cost ~0.8 cycles a
-// parameter value in a shufflenet_v2 step, most of it loads and per-pass overheads
-// (bench/README.md, run 31; BM_ParamChunk in bench/micro_bench.cpp).
+// touched them: one load of each stream and one set of block flushes instead of three
+// passes (add_values twice, add_update). The pass is bound by its ~17 vector operations
+// per 16 values, so it saves only ~15% (BM_ParamChunk in bench/micro_bench.cpp: 352k
+// values from L2, 79 -> 66 us; bench/README.md, run 31).
 #include <cmath>
 
 #include "runtime/probe_stats.h"
@@ -53,11 +54,6 @@ void add_tail(Sums& out, float v) {
   add_scalar(out, v);
   out.sumabs += std::fabs(v);
   out.zeros += v == 0.0f;
-}
-
-bool finite(const Sums& s) {
-  return std::isfinite(s.sum) && std::isfinite(s.sumsq) && std::isfinite(s.sumabs) && std::isfinite(s.mn) &&
-         std::isfinite(s.mx);
 }
 
 }  // namespace
@@ -110,9 +106,9 @@ void add_param_chunk(const float* grad, const float* before, const float* after,
     usq += double(d) * d;
   }
   // A NaN/Inf (or a float sum that overflowed): that stream again on the exact path.
-  if (finite(gs)) total.grad.merge(gs);
+  if (sums_finite(gs)) total.grad.merge(gs);
   else add_values(grad, n, none, total.grad);
-  if (finite(ws)) total.weight.merge(ws);
+  if (sums_finite(ws)) total.weight.merge(ws);
   else add_values(after, n, none, total.weight);
   if (std::isfinite(usq)) total.update.sq += usq;
   else add_update(before, after, n, total.update);

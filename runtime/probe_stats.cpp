@@ -64,10 +64,6 @@ inline int64_t lane_sum(VecU v) {
   return s;
 }
 
-bool sums_finite(const Sums& s) {
-  return std::isfinite(s.sum) && std::isfinite(s.sumsq) && std::isfinite(s.sumabs) && std::isfinite(s.mn) &&
-         std::isfinite(s.mx);
-}
 
 // kNonNeg: |x| = x (no abs, the sum is the sum of |x|). The zeros are counted as the
 // values whose magnitude bits are 0 (min(bits, 1) summed gives the non-zeros: two
@@ -158,6 +154,11 @@ void update_exact(const float* before, const float* after, int64_t n, UpdateSums
 }
 
 }  // namespace
+
+bool sums_finite(const Sums& s) {
+  return std::isfinite(s.sum) && std::isfinite(s.sumsq) && std::isfinite(s.sumabs) && std::isfinite(s.mn) &&
+         std::isfinite(s.mx);
+}
 
 Bands Bands::of(const an::OpDescription* desc) {
   Bands b;

@@ -44,6 +44,10 @@ struct UpdateSums {
   uint32_t nonfinite = 0;
 };
 
+// Whether sums taken on the fast paths are all finite (else a NaN/Inf or an overflowed
+// float sum: the chunk goes again on the exact path).
+bool sums_finite(const Sums& s);
+
 // Adds n values to `total`: every statistic.
 void add_values(const float* x, int64_t n, const Bands& b, Sums& total);
 

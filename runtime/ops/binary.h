@@ -74,8 +74,8 @@ class BinaryOp : public Op {
     const int64_t n = shape_numel(plan_.out);
     full_input_ = a.dtype() != DType::kFloat32 ? -1 : a.numel() == n ? 0 : b.numel() == n ? 1 : -1;
     for (size_t i = 0; i < 2; ++i) {
-      passes_[i] = pass_[i] && a.dtype() == DType::kFloat32 && ctx.in[i]->numel() == n;
       whole_[i] = a.dtype() == DType::kFloat32 && ctx.in[i]->numel() == n;
+      passes_[i] = pass_[i] && whole_[i];
     }
   }
   // An input of the output's shape gets one term per element (a broadcast one sums).

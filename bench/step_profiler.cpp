@@ -110,14 +110,16 @@ void StepProfiler::print_steps() const {
   line("optimizer update", all.update, all.update_cpu);
 }
 
-OpTypeCost StepProfiler::op_type_cost(unsigned kinds) const {
+OpTypeCost StepProfiler::op_type_cost(unsigned kinds, bool by_step) const {
   OpTypeCost c;
   for (int kind = 0; kind < 2; ++kind) {
     if (!(kinds & (1u << kind))) continue;
     const Laps& l = kind_[kind];
     for (size_t k = 0; k < l.fwd.size(); ++k) {
-      c.ms[graph_.steps()[k].node->op_type] += 1e3 * l.fwd_cpu[k];
-      c.ms[type_of_backward(k)] += 1e3 * l.bwd_cpu[k];
+      const ir::Node& node = *graph_.steps()[k].node;
+      c.ms[by_step ? "fwd " + node.op_type + " " + node.name : node.op_type] += 1e3 * l.fwd_cpu[k];
+      if (by_step && l.bwd_cpu[k] == 0) continue;
+      c.ms[by_step ? "bwd " + type_of_backward(k) + " " + node.name : type_of_backward(k)] += 1e3 * l.bwd_cpu[k];
     }
     c.ms[kUpdate] += 1e3 * l.update_cpu;
     c.steps += steps_[kind];

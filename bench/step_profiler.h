@@ -58,8 +58,9 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   // The share of each op type (its nodes' forward and backward summed), largest first,
   // and one "OPSHARE model=... op=... fwd_ms=... bwd_ms=... cpu_ms=... share_pct=..." line each.
   void print_op_types(const std::string& model) const;
-  // CPU per step by op type over the timed iterations of `kinds` (bit k: Kind k).
-  OpTypeCost op_type_cost(unsigned kinds = 3) const;
+  // CPU per step by op type over the timed iterations of `kinds` (bit k: Kind k); by_step:
+  // by program step instead ("fwd Conv name", "bwd Conv name").
+  OpTypeCost op_type_cost(unsigned kinds = 3, bool by_step = false) const;
   int64_t steps(Kind k) const { return steps_[k]; }
 
  private:

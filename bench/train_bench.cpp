@@ -21,7 +21,7 @@
 // node, loss, update); with probes when --modes lists probes (each step then includes
 // its statistics), else without; with --modes off,probes the probes' CPU cost per op
 // type (medians over --rounds rounds alternating the two, light and full iterations
-// apart). --helpers sets runtime/parallel.h's
+// apart; with --profile-steps per program step). --helpers sets runtime/parallel.h's
 // helper policy (auto backs off to one thread while the machine is busy).
 #include <algorithm>
 #include <cmath>
@@ -168,8 +168,9 @@ ProfileCosts profile_run(const ir::Model& model, const rt::TrainConfig& config,
     if (a.profile_steps) prof->print_steps();
     prof->print_op_types(a.model.substr(a.model.find_last_of('/') + 1));
   }
-  return {prof->op_type_cost(), prof->op_type_cost(1u << bench::StepProfiler::kLight),
-          prof->op_type_cost(1u << bench::StepProfiler::kFull)};
+  const bool by_step = a.profile_steps;
+  return {prof->op_type_cost(3, by_step), prof->op_type_cost(1u << bench::StepProfiler::kLight, by_step),
+          prof->op_type_cost(1u << bench::StepProfiler::kFull, by_step)};
 }
 
 // --profile: one run (probes on when --modes lists probes); with --modes off,probes the

@@ -52,7 +52,9 @@ class SoftmaxOp : public Op {
     scratch_c_.assign(kLog ? 0 : static_cast<size_t>(inner_), 0.0f);
     scratch_row_.assign(kLog ? static_cast<size_t>(std::max(n_, inner_)) : static_cast<size_t>(inner_), 0.0f);
     entropy_.assign(kLog || n_ < 2 ? 0 : static_cast<size_t>(outer_ * inner_), 0.0f);
-    ctx.charge(int64_t(entropy_.size() * sizeof(float)), where() + ": row entropies");
+    entropy_dot_.assign(inner_ == 1 ? entropy_.size() : 0, 0.0f);
+    inv_log_n_ = n_ < 2 ? 0.0f : 1.0f / std::log(float(n_));
+    ctx.charge(int64_t((entropy_.size() + entropy_dot_.size()) * sizeof(float)), where() + ": row entropies");
     ctx.out[0]->plan(DType::kFloat32, x.shape());
   }
 
@@ -60,21 +62,24 @@ class SoftmaxOp : public Op {
     const float* x = ctx.in[0]->f();
     float* y = ctx.out[0]->f();
     if (n_ == 0) return;
-    // The row entropies (Op::feature) only when a probe asks: one multiply-add per value.
+    // The row entropies (Op::feature) only when a probe asks: one multiply-add per value
+    // in the exp pass, then the rows' logs on packets.
     float* ent = ctx.feature_stats && feature().kind != an::OpFeature::kNone ? entropy_.data() : nullptr;
     if (inner_ == 1) {
       // Contiguous rows report y (FwdCtx::out_stats) and x (FwdCtx::in_stats) chunk by
       // chunk as they go (runtime/sink_chunks.h).
       const int64_t total = outer_ * n_;
       ChunkReporter out(ctx.out_stats, y, total), in(ctx.in_stats, x, total);
+      float* dot = entropy_dot_.data();
       for (int64_t o = 0; o < outer_; ++o) {
-        if (ent) ent[o] = row_forward<true>(x + o * n_, y + o * n_);
-        else row_forward<false>(x + o * n_, y + o * n_);
+        if (ent) ent[o] = row_forward<true>(x + o * n_, y + o * n_, &dot[o]);  // (the row's sum)
+        else row_forward<false>(x + o * n_, y + o * n_, nullptr);
         out.upto((o + 1) * n_);
         in.upto((o + 1) * n_);
       }
       out.finish();
       in.finish();
+      if (ent) normalized_entropies(ent, dot, outer_, inv_log_n_, ent);
     } else {
       strided_forward(x, y, ent);
     }
@@ -149,19 +154,16 @@ class SoftmaxOp : public Op {
   }
 
  private:
-  // With p = e / S, e = exp(x - max): H = log S - sum(e (x - max)) / S; returned over
-  // log(n) and clamped to [0, 1] (rounding) when kEntropy, else 0.
-  float normalized_entropy(float sum, float dot) const {
-    const float h = (std::log(sum) - dot / sum) / std::log(float(n_));
-    return std::isfinite(h) ? std::min(1.0f, std::max(0.0f, h)) : h;
-  }
-
+  // With p = e / S, e = exp(x - max): H = log S - sum(e (x - max)) / S, over log(n):
+  // normalized_entropies (softmax_rows.h) from each row's S and sum(e (x - max)).
+  // Returns the row's S when kEntropy (and sets *dot), else 0.
   template <bool kEntropy>
-  float row_forward(const float* x, float* y) const {
+  float row_forward(const float* x, float* y, float* dot) const {
     const float mx = row_max(x, n_);
-    exp_shifted(x, mx, y, n_);  // e = exp(x - max), also for LogSoftmax (y is overwritten)
+    // e = exp(x - max), also for LogSoftmax (y is overwritten)
+    if (kEntropy) *dot = exp_shifted_dev(x, mx, y, n_);
+    else exp_shifted(x, mx, y, n_);
     const float sum = row_sum(y, n_);
-    const float dot = kEntropy ? row_dot_dev(y, x, n_, mx) : 0.0f;
     if (kLog) {
       // (x - max) - log(sum), not x - (max + log(sum)): for large x the sum max + log(sum)
       // would round away log(sum)'s low bits.
@@ -171,7 +173,7 @@ class SoftmaxOp : public Op {
       const float inv = 1.0f / sum;
       for (int64_t j = 0; j < n_; ++j) y[j] *= inv;
     }
-    return kEntropy ? normalized_entropy(sum, dot) : 0.0f;
+    return kEntropy ? sum : 0.0f;
   }
 
   // One contiguous row: Softmax dx += y * (dy - sum(dy * y)), LogSoftmax
@@ -209,12 +211,12 @@ class SoftmaxOp : public Op {
         exp_shifted(e, 0.0f, e, inner_);
         for (int64_t i = 0; i < inner_; ++i) {
           sum[i] += e[i];
-          if (ent) dot[i] += e[i] * (xo[j * inner_ + i] - mx[i]);
+          // (exp 0 below -88: the term is 0, also at x = -inf, a masked position)
+          if (ent) dot[i] += e[i] * std::max(xo[j * inner_ + i] - mx[i], -100.0f);
           if (!kLog) yo[j * inner_ + i] = e[i];
         }
       }
-      if (ent)
-        for (int64_t i = 0; i < inner_; ++i) ent[o * inner_ + i] = normalized_entropy(sum[i], dot[i]);
+      if (ent) normalized_entropies(sum, dot, inner_, inv_log_n_, ent + o * inner_);
       for (int64_t i = 0; i < inner_; ++i) sum[i] = kLog ? std::log(sum[i]) : 1.0f / sum[i];
       for (int64_t j = 0; j < n_; ++j)
         for (int64_t i = 0; i < inner_; ++i) {
@@ -230,6 +232,8 @@ class SoftmaxOp : public Op {
   std::vector<float> scratch_a_, scratch_b_, scratch_c_;  // per-inner-position max / sum / sum(e (x - max))
   std::vector<float> scratch_row_;  // exp values of a row (LogSoftmax backward) or of an inner run
   std::vector<float> entropy_;  // per row: its normalised entropy (Op::feature)
+  std::vector<float> entropy_dot_;  // contiguous rows: each row's sum(e (x - max))
+  float inv_log_n_ = 0;  // 1 / log(n)
 };
 
 }  // namespace dl::rt

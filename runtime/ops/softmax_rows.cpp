@@ -10,6 +10,7 @@ namespace {
 
 using Packet = Eigen::internal::packet_traits<float>::type;
 constexpr int64_t kLanes = Eigen::internal::packet_traits<float>::size;
+constexpr float kFloor = -100.0f;  // below exp_packet's -88: exp 0
 
 inline Packet exp_packet(const Packet& x) {
   namespace ei = Eigen::internal;
@@ -29,6 +30,50 @@ void exp_shifted(const float* x, float shift, float* out, int64_t n) {
   std::copy(x + j, x + n, tail);
   ei::pstore(tail, exp_packet(ei::psub(ei::pload<Packet>(tail), s)));
   std::copy(tail, tail + (n - j), out + j);
+}
+
+float exp_shifted_dev(const float* x, float shift, float* out, int64_t n) {
+  namespace ei = Eigen::internal;
+  // x - shift below -88 has exp 0 (exp_packet): its term is 0, also for x = -inf (a masked
+  // position), where 0 * -inf would be NaN; hence max(x - shift, kFloor).
+  const Packet s = ei::pset1<Packet>(shift), floor = ei::pset1<Packet>(kFloor);
+  Packet acc = ei::pzero(s);
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    const Packet d = ei::psub(ei::ploadu<Packet>(x + j), s), e = exp_packet(d);
+    ei::pstoreu(out + j, e);
+    acc = ei::pmadd(e, ei::pmax(d, floor), acc);
+  }
+  float dot = ei::predux(acc);
+  if (j == n) return dot;
+  alignas(64) float tail[kLanes] = {};
+  std::copy(x + j, x + n, tail);
+  ei::pstore(tail, exp_packet(ei::psub(ei::pload<Packet>(tail), s)));
+  for (int64_t k = j; k < n; ++k) {
+    out[k] = tail[k - j];
+    dot += out[k] * std::max(x[k] - shift, kFloor);
+  }
+  return dot;
+}
+
+void normalized_entropies(const float* sum, const float* dot, int64_t rows, float inv_log_n, float* out) {
+  namespace ei = Eigen::internal;
+  const Packet inv = ei::pset1<Packet>(inv_log_n), zero = ei::pzero(inv), one = ei::pset1<Packet>(1.0f);
+  const auto rows_at = [&](const Packet& s, const Packet& d) {
+    const Packet h = ei::pmul(ei::psub(ei::plog(s), ei::pdiv(d, s)), inv);
+    const Packet finite = ei::pcmp_eq(ei::psub(h, h), zero);  // (NaN - NaN, Inf - Inf: NaN)
+    return ei::pselect(finite, ei::pmin(ei::pmax(h, zero), one), h);
+  };
+  int64_t r = 0;
+  for (; r + kLanes <= rows; r += kLanes)
+    ei::pstoreu(out + r, rows_at(ei::ploadu<Packet>(sum + r), ei::ploadu<Packet>(dot + r)));
+  if (r == rows) return;
+  alignas(64) float s[kLanes], d[kLanes] = {};
+  std::fill(s, s + kLanes, 1.0f);
+  std::copy(sum + r, sum + rows, s);
+  std::copy(dot + r, dot + rows, d);
+  ei::pstore(s, rows_at(ei::pload<Packet>(s), ei::pload<Packet>(d)));
+  std::copy(s, s + (rows - r), out + r);
 }
 
 float row_max(const float* p, int64_t n) {
@@ -54,7 +99,5 @@ float row_sum(const float* p, int64_t n) { return sum_of(p, n); }
 float row_dot(const float* a, const float* b, int64_t n) {
   return reduce_detail::lane_sum(n, [a, b](int64_t k) { return a[k] * b[k]; });
 }
-
-float row_dot_dev(const float* g, const float* p, int64_t n, float m) { return dot_dev(g, p, n, m); }
 
 }  // namespace dl::rt

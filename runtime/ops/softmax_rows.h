@@ -15,6 +15,13 @@ namespace dl::rt {
 
 // out[j] = exp(x[j] - shift) for j < n; out may be x.
 void exp_shifted(const float* x, float shift, float* out, int64_t n);
+// The same, returning sum out[j] * (x[j] - shift) (a Softmax row's entropy term, from the
+// exp pass's registers) in a fixed lane order; out must not be x.
+float exp_shifted_dev(const float* x, float shift, float* out, int64_t n);
+// Rows' entropies over log(n) from their sums S = sum exp(x - max) and dots
+// D = sum exp(x - max) (x - max): out[r] = (log S - D / S) * inv_log_n, clamped to [0, 1]
+// when finite (rounding), NaN/Inf as they come; on packets (out may be sum or dot).
+void normalized_entropies(const float* sum, const float* dot, int64_t rows, float inv_log_n, float* out);
 // max p[j] (n >= 1), in 16 lanes. Exact for a row without NaN; with a NaN the result
 // may or may not be NaN, and the row's sum (so each output) is NaN either way.
 float row_max(const float* p, int64_t n);
@@ -22,7 +29,5 @@ float row_max(const float* p, int64_t n);
 float row_sum(const float* p, int64_t n);
 // sum a[j] * b[j]
 float row_dot(const float* a, const float* b, int64_t n);
-// sum g[j] * (p[j] - m)
-float row_dot_dev(const float* g, const float* p, int64_t n, float m);
 
 }  // namespace dl::rt

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "analysis/trace_io.h"
@@ -82,6 +83,66 @@ TEST_CASE("op feature: a strided Softmax (axis 1 of [2,3,2]) reports its rows in
       for (int j = 0; j < 3; ++j) row.push_back(x[size_t(o * 6 + j * 2 + i)]);
       CHECK(sink.values[size_t(o * 2 + i)] == doctest::Approx(entropy_ratio(row)).epsilon(1e-5));
     }
+}
+
+// Rows of n logits, row r scaled by 0.3 * (r % 7) (near-uniform to peaked), every 5th row
+// with positions masked to -inf (attention's padding and causal masks).
+std::vector<float> entropy_rows(int64_t rows, int64_t n) {
+  std::vector<float> x(size_t(rows * n));
+  uint32_t h = 12345;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      h = h * 1664525u + 1013904223u;
+      const float u = float(h >> 8) / float(1u << 24) * 2.0f - 1.0f;
+      x[size_t(r * n + j)] = r % 5 == 3 && j % 3 != 0 ? -INFINITY : 0.3f * float(r % 7) * 4.0f * u;
+    }
+  return x;
+}
+
+TEST_CASE("op feature: Softmax entropies of long rows (vectors and tails), masked positions, NaN rows") {
+  for (const int64_t n : {16, 37, 64}) {
+    CAPTURE(n);
+    const int64_t rows = 40;  // (whole vectors of rows and a tail, at any vector width)
+    std::vector<float> x = entropy_rows(rows, n);
+    x[size_t(7 * n + 2)] = NAN;  // row 7 holds a NaN
+    test::OpRun run(rt::sample_node("Softmax", 1, 1, {}, 13), {rt::Tensor::floats({rows, n}, x)});
+    Collect sink;
+    run.feature_stats = &sink;
+    run.forward();
+    REQUIRE(sink.values.size() == size_t(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      CAPTURE(r);
+      if (r == 7) {
+        CHECK(std::isnan(sink.values[size_t(r)]));
+        continue;
+      }
+      const std::vector<double> row(x.begin() + r * n, x.begin() + (r + 1) * n);
+      const double want = entropy_ratio(row);
+      CHECK(std::isfinite(sink.values[size_t(r)]));  // (masked rows too: -inf logits weigh 0)
+      CHECK(sink.values[size_t(r)] == doctest::Approx(want).epsilon(1e-5).scale(1.0));
+    }
+    // Reporting the entropies leaves the output's bits as they are.
+    const std::vector<float> with = run.outputs[0].fvec();
+    run.feature_stats = nullptr;
+    run.forward();
+    CHECK(std::memcmp(run.outputs[0].fvec().data(), with.data(), with.size() * sizeof(float)) == 0);
+  }
+  SUBCASE("strided rows (axis 1 of [2, n, 3]) with masked positions") {
+    const int64_t n = 19;
+    const std::vector<float> x = entropy_rows(6, n);  // read as [2, n, 3]
+    test::OpRun run(rt::sample_node("Softmax", 1, 1, {{"axis", rt::attr_i(1)}}, 13), {rt::Tensor::floats({2, n, 3}, x)});
+    Collect sink;
+    run.feature_stats = &sink;
+    run.forward();
+    REQUIRE(sink.values.size() == 6);
+    for (int64_t o = 0; o < 2; ++o)
+      for (int64_t i = 0; i < 3; ++i) {
+        std::vector<double> row;
+        for (int64_t j = 0; j < n; ++j) row.push_back(x[size_t(o * n * 3 + j * 3 + i)]);
+        CHECK(std::isfinite(sink.values[size_t(o * 3 + i)]));
+        CHECK(sink.values[size_t(o * 3 + i)] == doctest::Approx(entropy_ratio(row)).epsilon(1e-5).scale(1.0));
+      }
+  }
 }
 
 TEST_CASE("op feature: a Softmax over one value, and LogSoftmax, report none") {

@@ -186,15 +186,24 @@ class Transpose : public Op {
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
     const bool assign = ctx.assigns(0);  // (first writer: dX = 0 + dY, not read)
+    if (ctx.dout_stats && assign && grad_walk_.has_runs()) {
+      // A probe wants dY: as dX's first writer this step writes dY's values, permuted, into
+      // dX, walked in dX's order (the writes contiguous), run by run; dX reported chunk by
+      // chunk as it is written: the same values as dY, summed in another order.
+      ChunkReporter report(ctx.dout_stats, dx, ctx.din[0]->numel());
+      grad_walk_.runs([&](int64_t o, int64_t i, int64_t n) {
+        for (int64_t j = 0; j < n; ++j) dx[o + j] = 0.0f + dy[i + j];
+        report.upto(o + n);
+      });
+      report.finish();
+      return;
+    }
     if (ctx.dout_stats && walk_.has_runs()) {
-      // A probe wants dY: walked in dY's order, run by run (both sides are runs, as in
-      // dX's order), reported chunk by chunk as it is read.
+      // dX is added to: walked in dY's order (both sides are runs), dY reported chunk by
+      // chunk as it is read.
       ChunkReporter report(ctx.dout_stats, dy, ctx.dout[0]->numel());
       walk_.runs([&](int64_t o, int64_t i, int64_t n) {
-        if (assign)
-          for (int64_t j = 0; j < n; ++j) dx[i + j] = 0.0f + dy[o + j];
-        else
-          for (int64_t j = 0; j < n; ++j) dx[i + j] += dy[o + j];
+        for (int64_t j = 0; j < n; ++j) dx[i + j] += dy[o + j];
         report.upto(o + n);
       });
       report.finish();

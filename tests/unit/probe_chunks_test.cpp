@@ -149,6 +149,23 @@ TEST_CASE("LayerNormalization reports Y and dY by rows; Transpose reports dY whe
   // The head split of attention ([B, S, H, D] -> [B, H, S, D]): the last axis stays last.
   check_op(dl::rt::sample_node("Transpose", 1, 1, {{"perm", dl::rt::attr_ints({0, 2, 1, 3})}}, 13),
            {Tensor::floats({3, 40, 4, 32}, random_values(15360, 96))}, true, "Transpose runs", false, false);
+  // As dX's first writer (BwdCtx::assign) it walks dX's order and reports the values it
+  // writes there (dY's, permuted); added to, dY's order: both the same sums as dY's.
+  for (const bool light : {true, false})
+    for (const uint32_t assign : {0u, 1u}) {
+      const auto heads = dl::rt::sample_node("Transpose", 1, 1, {{"perm", dl::rt::attr_ints({0, 2, 1, 3})}}, 13);
+      const Tensor hx = Tensor::floats({3, 40, 4, 33}, random_values(15840, 99));
+      OpRun fused(heads, {hx}, true), plain(heads, {hx}, true);
+      SinkSums dy;
+      dy.reset(bands_of(light));
+      fused.dout_stats = &dy;
+      fused.forward();
+      plain.forward();
+      const Tensor g = Tensor::floats(fused.outputs[0].shape(), random_values(15840, 100));
+      CAPTURE(assign);
+      CHECK(fused.backward({&g}, {true}, assign)[0].fvec() == plain.backward({&g}, {true}, assign)[0].fvec());
+      check_reported(dy, g, light, "Transpose runs, dX assigned or added to");
+    }
   // [1, 0]: tiles, dX's order; dY is left to the probe's own pass.
   const auto swap = dl::rt::sample_node("Transpose", 1, 1, {{"perm", dl::rt::attr_ints({1, 0})}}, 13);
   const Tensor m = Tensor::floats({90, 70}, random_values(6300, 97));

@@ -201,18 +201,14 @@ void build_ir(onnx::ModelProto& model, ir::Model& out, const std::string& label)
     const ir::TensorData& data =
         g.initializers.emplace(name, detail::tensor_from_proto(t, label + ": initializer '" + name + "'"))
             .first->second;
-    // Initial weights must be finite: a NaN or Inf initializer is a corrupt (or
-    // already diverged) model, not something training could diagnose.
-    // An attention mask of -inf (nn.Transformer.generate_square_subsequent_mask kept as a
-    // buffer) is not supported yet: its -inf logits count as Inf in the probes, so the
-    // analysis would report them as a numerical fault. The message says what works.
+    // A NaN initializer is a corrupt (or already diverged) model, not something training
+    // could diagnose. Inf is legitimate in a constant (an attention mask's -inf); a
+    // trainable parameter holding it is rejected once the ops' roles are known
+    // (rt::adapt_export, runtime/export_adapt.h).
     for (size_t k = 0; k < data.floats.size(); ++k)
-      if (!std::isfinite(data.floats[k]))
-        throw ModelError(label + ": initializer '" + name + "' holds " + (std::isnan(data.floats[k]) ? "NaN" : "Inf") +
-                         " at flat index " + std::to_string(k) + " (initial weights must be finite" +
-                         (data.floats[k] < 0 ? "; for an attention mask use a large finite negative value such as -1e9 "
-                                               "instead of -inf: the masked positions still get probability 0)"
-                                             : ")"));
+      if (std::isnan(data.floats[k]))
+        throw ModelError(label + ": initializer '" + name + "' holds NaN at flat index " + std::to_string(k) +
+                         " (initial weights must be finite)");
   }
   for (const auto& v : graph.input()) {
     if (!g.initializers.count(v.name())) g.inputs.push_back(convert_value_info(v));

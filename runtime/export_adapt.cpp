@@ -1,6 +1,7 @@
 #include "runtime/export_adapt.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -257,7 +258,18 @@ void constant_notes(const ir::Model& m, ExportAdaptation& a) {
   } catch (const Error&) {
     return;  // an op the runtime cannot run: planning the graph reports it, naming the node
   }
-  a.constants = constant_initializers(m.graph, ops, model_params(m.graph, ops));
+  const std::map<std::string, ModelParam> params = model_params(m.graph, ops);
+  // Trainable parameters must start finite (NaN is rejected on import for every
+  // initializer; a constant may hold Inf: an attention mask's -inf).
+  for (const auto& [name, p] : params) {
+    if (!p.trainable()) continue;
+    const std::vector<float>& v = m.graph.initializers.at(name).floats;
+    for (size_t k = 0; k < v.size(); ++k)
+      if (std::isinf(v[k]))
+        throw ModelError(m.path + ": initializer '" + name + "' holds Inf at flat index " + std::to_string(k) +
+                         " (initial weights must be finite)");
+  }
+  a.constants = constant_initializers(m.graph, ops, params);
   if (!a.constants.empty())
     a.notes.push_back(std::to_string(a.constants.size()) + " float initializer(s) (" + quoted_list(a.constants) +
                       ") enter element-wise arithmetic but are no op's weight, bias or scale, so they are treated as "

@@ -35,7 +35,8 @@ struct ExportAdaptation {
 };
 
 // Adapts `model` in place (see above) and appends the notes to model.warnings too.
-// Throws ModelError naming the node when a fixed batch cannot be re-planned.
+// Throws ModelError naming the node when a fixed batch cannot be re-planned, or naming a
+// trainable initializer (a weight, bias or scale) that holds Inf.
 ExportAdaptation adapt_export(ir::Model& model);
 
 // How to export a model for training (the advice the notes and errors end with).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 
 namespace dl::rt {
@@ -125,6 +126,7 @@ Sums exact_sums(const float* x, int64_t n, const Bands& b) {
   for (int64_t k = 0; k < n; ++k) {
     const float v = x[k];
     if (std::isnan(v)) { ++r.nan; continue; }
+    if (b.masked && v == -std::numeric_limits<float>::infinity()) { ++r.masked; continue; }
     if (std::isinf(v)) { ++r.inf; continue; }
     r.mn = v < r.mn ? v : r.mn;
     r.mx = v > r.mx ? v : r.mx;
@@ -242,6 +244,7 @@ void add_values_parallel(const float* x, int64_t n, const Bands& b, Sums& total)
 
 an::TensorStats finish(const Sums& r, int64_t n) {
   an::TensorStats s;
+  n -= r.masked;  // (masked logits: the other values are the record's)
   s.count = static_cast<uint32_t>(std::min<int64_t>(n, UINT32_MAX));
   if (n == 0) return s;
   const int64_t finite = n - r.nan - r.inf;

@@ -33,6 +33,10 @@ namespace stats {
 // (or whose float sums overflow) is reduced on the exact path, which counts everything.
 struct Bands {
   bool dead = false, sat = false, nonneg = false, light = false;
+  // Masked logits (attention scores that only softmaxes read): a -inf value is a masked
+  // position (probability 0), not an overflow: left out of every statistic and counted
+  // in Sums::masked, so the record's count is the other values'. NaN and +inf count as ever.
+  bool masked = false;
   float dead_at = 0, sat_lo = 0, sat_hi = 0;
   static Bands of(const an::OpDescription* desc);  // none for null
 };

@@ -117,6 +117,7 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
   }
   probe_bands_.resize(probes.size());
   for (size_t i = 0; i < probes.size(); ++i) probe_bands_[i] = stats::Bands::of(&probes[i].op);
+  declare_masked(graph);
   step_rms_.assign(step_probes_.size(), 0.0f);
   step_slot_.assign(probes.size(), -1);
   for (size_t i = 0; i < step_probes_.size(); ++i) step_slot_[size_t(step_probes_[i])] = int(i);

@@ -164,6 +164,10 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   void reduce_pending();
   void reduce_previous_params();
   void declare_features(const ExecutionGraph& graph);
+  // Marks the forward probes of masked logits (stats::Bands::masked): step outputs that
+  // only softmaxes read (Op traits: normalizes), directly or through copies
+  // (Op::copies_input) of which the same holds, and that are no model output.
+  void declare_masked(const ExecutionGraph& graph);
   void reduce_feature(size_t step_index);
 
   an::Trace& trace_;

@@ -2,6 +2,8 @@
 // one (Op::feature) and reduced from what the op reports while it runs. Part of
 // ProbeRecorder (runtime/probes.h).
 #include <algorithm>
+#include <unordered_map>
+#include <vector>
 
 #include "runtime/probes.h"
 
@@ -34,6 +36,37 @@ void ProbeRecorder::declare_features(const ExecutionGraph& graph) {
     p.op.units = f.row_length;
     feature_probe_[k] = static_cast<int>(probes.size());
     probes.push_back(p);
+  }
+}
+
+void ProbeRecorder::declare_masked(const ExecutionGraph& graph) {
+  const auto& steps = graph.steps();
+  std::unordered_map<int, std::vector<size_t>> readers;  // value slot -> the steps reading it
+  for (size_t k = 0; k < steps.size(); ++k)
+    for (int v : steps[k].inputs)
+      if (v >= 0) readers[v].push_back(k);
+  for (const std::string& name : graph.output_names())
+    if (const int v = graph.slot_of(name); v >= 0) readers[v].push_back(steps.size());  // (not a step)
+  // Later steps first: a copy's output is decided before the step that writes its input.
+  std::vector<uint8_t> masked(steps.size(), 0);
+  for (size_t k = steps.size(); k-- > 0;) {
+    const Step& st = steps[k];
+    if (st.outputs.empty() || st.outputs[0] < 0) continue;
+    const std::vector<size_t>& r = readers[st.outputs[0]];
+    bool all = !r.empty();
+    for (size_t j : r) {
+      if (!all) break;
+      if (j >= steps.size()) {
+        all = false;  // a model output
+        continue;
+      }
+      const Step& reader = steps[j];
+      const bool as_data = !reader.inputs.empty() && reader.inputs[0] == st.outputs[0] &&
+                           std::count(reader.inputs.begin(), reader.inputs.end(), st.outputs[0]) == 1;
+      all = as_data && (reader.op->traits().normalizes || (reader.op->copies_input() && masked[j]));
+    }
+    masked[k] = all;
+    if (all && forward_probe_[k] >= 0) probe_bands_[size_t(forward_probe_[k])].masked = true;
   }
 }
 

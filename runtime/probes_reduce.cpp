@@ -15,7 +15,7 @@ namespace {
 // moments and extremes only (a NaN/Inf turns the iteration full), full ones count the
 // same dead zone and saturation bands.
 bool same_sums(const stats::Bands& a, const stats::Bands& b) {
-  if (a.light != b.light) return false;
+  if (a.light != b.light || a.masked != b.masked) return false;
   if (a.light) return true;
   return a.dead == b.dead && a.sat == b.sat && a.nonneg == b.nonneg && (!a.dead || a.dead_at == b.dead_at) &&
          (!a.sat || (a.sat_lo == b.sat_lo && a.sat_hi == b.sat_hi));
@@ -71,6 +71,12 @@ void ProbeRecorder::reduce_sums(int probe, const Tensor* t, bool with_bands, con
     stats::Sums r;
     if (reported) r = *given;
     else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
+    // Masked logits whose -inf an op's own sums could not leave out (ValueSink::add_sums
+    // counts none): a pass of the probe's own that does.
+    if (reported && with_bands && probe_bands_[size_t(probe)].masked && !stats::sums_finite(r)) {
+      r = stats::Sums{};
+      stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
+    }
     an::TensorStats s = stats::finish(r, n);
     // (Sums an op reported with add_sums count no NaN/Inf: they only make the sums non-finite.)
     if (s.finite() && std::isfinite(r.sum) && std::isfinite(r.sumsq) && !moved(rms(s), step_full_rms_[slot])) {

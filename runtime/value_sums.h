@@ -17,11 +17,13 @@ struct Sums {
   float mn = std::numeric_limits<float>::infinity(), mx = -std::numeric_limits<float>::infinity();
   int64_t zeros = 0, dead = 0, sat = 0;
   uint32_t nan = 0, inf = 0;
+  int64_t masked = 0;  // -inf values left out under Bands::masked (runtime/probe_stats.h)
   void merge(const Sums& o) {
     sum += o.sum, sumsq += o.sumsq, sumabs += o.sumabs;
     mn = std::min(mn, o.mn), mx = std::max(mx, o.mx);
     zeros += o.zeros, dead += o.dead, sat += o.sat;
     nan += o.nan, inf += o.inf;
+    masked += o.masked;
   }
 };
 

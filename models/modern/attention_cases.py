@@ -41,10 +41,9 @@ Case = collections.namedtuple("Case", "name build notes")
 OPSET = 17  # LayerNormalization is one ONNX op from opset 17 (torch decomposes it below)
 VOCAB, SEQ, DIM, HEADS, FF = 4, 16, 16, 2, 32
 ATTN = "/enc/layers.%d/self_attn/"
-# A causal mask's masked value: large and finite, as users write it (-1e9; torch's
-# generate_square_subsequent_mask writes -inf, which deeplocalize does not take yet: its
-# -inf logits would count as Inf in the probes, and the import says so).
-MASK_VALUE = -1e9
+# A causal mask's masked value, as nn.Transformer.generate_square_subsequent_mask writes
+# it: the masked scores are -inf logits of the attention softmaxes (probability 0).
+MASK_VALUE = float("-inf")
 
 
 def _torch():
@@ -224,9 +223,10 @@ CASES = [
          "transformer_healthy with the Q and K projections x30: scores in the hundreds, each softmax row one-hot "
          "(entropy ~0), no gradient through it: every position attends to a fixed position."),
     Case("transformer_causal_healthy", transformer_causal_healthy,
-         "transformer_healthy under a causal mask (-1e9 above the diagonal, a buffer: an initializer added to the "
-         "attention scores), read at the last position: the token at position 0. Masked positions get "
-         "probability 0 and weigh nothing in the attention's row entropies."),
+         "transformer_healthy under a causal mask (-inf above the diagonal, as "
+         "nn.Transformer.generate_square_subsequent_mask, in a buffer: an initializer added to the attention "
+         "scores), read at the last position: the token at position 0. The masked scores are -inf logits of the "
+         "attention softmaxes: probability 0, not an overflow."),
     Case("layernorm_gelu_healthy", layernorm_gelu_healthy,
          "wine (standardised), Linear(13, 32) -> LayerNorm(32) -> GELU -> Linear(32, 3), Adam 0.01, 30 epochs."),
     Case("layernorm_single_value", layernorm_single_value,

@@ -1,0 +1,198 @@
+// Masked logits (stats::Bands::masked): an attention mask's -inf in the scores that only a
+// softmax reads is a masked position, not an overflow. Its probe leaves the -inf values
+// out of every statistic (the record counts the others) and still counts NaN and +inf; a
+// tensor something else reads too keeps counting -inf as Inf. Trainable initializers
+// holding Inf are refused by rt::adapt_export, constants (the mask) are not.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "converter/errors.h"
+#include "runtime/export_adapt.h"
+#include "tests/unit/small_cnn.h"
+
+namespace {
+
+using dl::rt::Tensor;
+using dl::test::random_values;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// A causal-style mask over 32 scores: positions 24..31 masked.
+std::vector<float> mask_values() {
+  std::vector<float> m(32, 0.0f);
+  for (int k = 24; k < 32; ++k) m[size_t(k)] = kNegInf;
+  return m;
+}
+
+// x [N, 2, 16, 16] -> Reshape [N, 32, 16] -> Transpose [N, 16, 32] -> MatMul W1 [32, 32]
+// -> Relu -> Add (the mask, a constant: no trainable op before the Add) -> `reader`
+// (Softmax: masked logits; Relu: not) -> Flatten -> Gemm 4 (mse, sgd).
+dl::ir::Model masked_model(const std::string& reader) {
+  using namespace dl;
+  ir::Model m = dl::test::sgd_mse_model("masked_" + reader);
+  m.opset = m.original_opset = 13;
+  m.path = "masked.onnx";
+  ir::Graph& g = m.graph;
+  ir::ValueInfo x, y;
+  x.name = "x", y.name = "y";
+  x.has_shape = y.has_shape = true;
+  x.dims = {ir::Dim{-1, "N"}, ir::Dim{2, ""}, ir::Dim{16, ""}, ir::Dim{16, ""}};
+  y.dims = {ir::Dim{-1, "N"}, ir::Dim{4, ""}};
+  g.inputs = {x};
+  g.outputs = {y};
+  auto tensor = [&](const std::string& name, std::vector<int64_t> dims, std::vector<float> v) {
+    ir::TensorData t;
+    t.name = name;
+    t.dims = dims;
+    t.floats = std::move(v);
+    g.initializers[name] = t;
+  };
+  auto scaled = [](std::vector<float> v, float s) {
+    for (float& x : v) x *= s;
+    return v;
+  };
+  tensor("W1", {32, 32}, scaled(random_values(1024, 191), 0.3f));
+  tensor("mask", {32}, mask_values());
+  tensor("W2", {4, 512}, scaled(random_values(2048, 193), 0.05f));
+  tensor("b2", {4}, scaled(random_values(4, 194), 0.05f));
+  ir::TensorData shape;
+  shape.name = "shape";
+  shape.dtype = ir::DType::kInt64;
+  shape.dims = {3};
+  shape.ints = {0, 32, 16};
+  g.initializers["shape"] = shape;
+  auto node = [&](const std::string& name, const std::string& type, std::vector<std::string> in, const std::string& out,
+                  std::map<std::string, ir::Attribute> attrs) {
+    ir::Node n;
+    n.name = name, n.op_type = type, n.since_version = 13;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.attrs = std::move(attrs);
+    g.nodes.push_back(n);
+  };
+  node("/0/Reshape", "Reshape", {"x", "shape"}, "r", {});
+  node("/0/Transpose", "Transpose", {"r"}, "t", {{"perm", dl::rt::attr_ints({0, 2, 1})}});
+  node("/1/MatMul", "MatMul", {"t", "W1"}, "m", {});
+  node("/1/Relu", "Relu", {"m"}, "h", {});
+  node("/1/Add", "Add", {"h", "mask"}, "a", {});
+  node("/1/Read", reader, {"a"}, "s", {});
+  node("/2/Flatten", "Flatten", {"s"}, "f", {});
+  node("/2/Gemm", "Gemm", {"f", "W2", "b2"}, "y", {{"transB", dl::rt::attr_i(1)}});
+  return m;
+}
+
+// After each update: the masked Add's record against its unmasked values.
+struct MaskedRecords : dl::rt::TrainListener {
+  const dl::an::Trace* trace = nullptr;
+  bool softmax = true;
+  int checked = 0;
+  void after_update(const dl::rt::ExecutionGraph& g, const dl::rt::IterationInfo& info) override {
+    const auto& probes = trace->header.probes;
+    for (size_t k = 0; k < probes.size(); ++k) {
+      const dl::an::Probe& p = probes[k];
+      if (p.kind != dl::an::ProbeKind::kForward || p.node != "/1/Add") continue;
+      const Tensor& t = *g.steps()[size_t(p.step)].fwd.out[0];
+      const dl::an::TensorStats& got = trace->at(trace->size() - 1, k);
+      INFO("iteration " << info.iteration << (got.fractions_carried() ? " (light)" : " (full)"));
+      int64_t masked = 0, n = 0;
+      double sum = 0;
+      float mx = -INFINITY, mn = INFINITY;
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        const float v = t.f()[i];
+        if (v == kNegInf) {
+          ++masked;
+          continue;
+        }
+        ++n, sum += v, mn = std::min(mn, v), mx = std::max(mx, v);
+      }
+      REQUIRE(masked == t.numel() / 4);  // 8 of every 32 scores
+      if (softmax) {
+        CHECK(got.finite());
+        CHECK(got.count == uint32_t(n));
+        CHECK(got.min == mn);
+        CHECK(got.max == mx);
+        CHECK(got.mean == doctest::Approx(sum / double(n)).epsilon(1e-5));
+      } else {
+        CHECK(got.inf == uint32_t(masked));  // read by Relu too: -inf is an Inf
+        CHECK(got.count == uint32_t(t.numel()));
+      }
+      ++checked;
+    }
+  }
+};
+
+void train_masked(const std::string& reader, int64_t iterations, int expect_checked) {
+  const dl::ir::Model model = masked_model(reader);
+  const dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, iterations, 195);
+  dl::rt::Trainer trainer(model, setup.config, setup.data, dl::rt::Dataset{});
+  dl::an::Trace trace;
+  dl::rt::ProbeRecorder probes(trainer.graph(), trace);
+  REQUIRE(probes.step_values() > dl::rt::ProbeRecorder::kAlwaysFull);  // light and full iterations
+  trace.set_capacity_bytes(16 << 20);
+  MaskedRecords check;
+  check.trace = &trace;
+  check.softmax = reader == "Softmax";
+  trainer.set_observer(&probes);
+  trainer.add_listener(&probes);
+  trainer.add_listener(&check);
+  trainer.run();
+  CHECK(check.checked == expect_checked);
+  if (reader != "Softmax") return;
+  // Every probe of every record finite: nothing for numerical_error, the analysis reads all.
+  for (size_t r = 0; r < trace.size(); ++r)
+    for (size_t k = 0; k < trace.header.probes.size(); ++k) {
+      INFO(trace.header.probes[k].node << " record " << r);
+      CHECK(trace.at(r, k).finite());
+    }
+}
+
+}  // namespace
+
+TEST_CASE("masked logits: -inf left out of the statistics; NaN and +inf still counted") {
+  std::vector<float> x = random_values(5000, 196);
+  x[7] = x[4096] = x[4999] = kNegInf;
+  x[100] = std::numeric_limits<float>::infinity();
+  x[200] = NAN;
+  for (const bool light : {true, false}) {
+    INFO((light ? "light" : "full"));
+    dl::rt::stats::Bands b;
+    b.light = light;
+    b.masked = true;
+    dl::rt::stats::Sums masked, plain;
+    dl::rt::stats::add_values(x.data(), int64_t(x.size()), b, masked);
+    b.masked = false;
+    dl::rt::stats::add_values(x.data(), int64_t(x.size()), b, plain);
+    CHECK(masked.masked == 3);
+    CHECK(masked.inf == 1);
+    CHECK(masked.nan == 1);
+    CHECK(plain.masked == 0);
+    CHECK(plain.inf == 4);
+    const dl::an::TensorStats s = dl::rt::stats::finish(masked, int64_t(x.size()));
+    CHECK(s.count == 4997);
+    CHECK(s.inf == 1);
+    CHECK(s.nan == 1);
+    CHECK(std::isfinite(s.mean));
+    CHECK(std::isfinite(s.min));
+  }
+}
+
+TEST_CASE("masked logits: a mask's scores read by Softmax are recorded without the -inf; by Relu, with") {
+  train_masked("Softmax", 16, 16);
+  train_masked("Relu", 4, 4);
+}
+
+TEST_CASE("masked logits: a constant may hold -inf, a trainable initializer may not") {
+  dl::ir::Model ok = masked_model("Softmax");
+  CHECK_NOTHROW(dl::rt::adapt_export(ok));
+  dl::ir::Model bad = masked_model("Softmax");
+  bad.graph.initializers["W1"].floats[5] = kNegInf;
+  try {
+    dl::rt::adapt_export(bad);
+    FAIL("an Inf weight was taken");
+  } catch (const dl::ModelError& e) {
+    CHECK(std::string(e.what()) == "masked.onnx: initializer 'W1' holds Inf at flat index 5 (initial weights must be finite)");
+  }
+}

@@ -117,9 +117,11 @@ OpTypeCost StepProfiler::op_type_cost(unsigned kinds, bool by_step) const {
     const Laps& l = kind_[kind];
     for (size_t k = 0; k < l.fwd.size(); ++k) {
       const ir::Node& node = *graph_.steps()[k].node;
-      c.ms[by_step ? "fwd " + node.op_type + " " + node.name : node.op_type] += 1e3 * l.fwd_cpu[k];
+      // (by step: the step's index too, so unnamed or like-named nodes stay apart)
+      const std::string at = " #" + std::to_string(k) + " " + node.name;
+      c.ms[by_step ? "fwd " + node.op_type + at : node.op_type] += 1e3 * l.fwd_cpu[k];
       if (by_step && l.bwd_cpu[k] == 0) continue;
-      c.ms[by_step ? "bwd " + type_of_backward(k) + " " + node.name : type_of_backward(k)] += 1e3 * l.bwd_cpu[k];
+      c.ms[by_step ? "bwd " + type_of_backward(k) + at : type_of_backward(k)] += 1e3 * l.bwd_cpu[k];
     }
     c.ms[kUpdate] += 1e3 * l.update_cpu;
     c.steps += steps_[kind];
@@ -200,10 +202,10 @@ void print_probe_cost(const std::string& model, const std::vector<OpTypeCost>& o
   for (const OpTypeCost& c : off) offs.push_back(c.total());
   const double off_total = median(offs);
   const int64_t n_light = light.empty() ? 0 : light[0].steps, n_full = full.empty() ? 0 : full[0].steps;
-  std::printf("probe cost by op type (CPU ms per step, medians over %zu rounds of probes minus off; %lld light and "
-              "%lld full timed iterations per probes round):\n",
+  std::printf("probe cost by op type or step (CPU ms per step, medians over %zu rounds of probes minus off; %lld light "
+              "and %lld full timed iterations per probes round):\n",
               off.size(), (long long)n_light, (long long)n_full);
-  std::printf("  %-26s %9s %9s %8s %9s %9s\n", "op type", "off ms", "+probes", "of step", "+light", "+full");
+  std::printf("  %-26s %9s %9s %8s %9s %9s\n", "op type or step", "off ms", "+probes", "of step", "+light", "+full");
   std::vector<std::pair<double, std::string>> order;
   for (const std::string& t : types) order.push_back({-delta(all, &t), t});
   std::sort(order.begin(), order.end());

@@ -208,7 +208,7 @@ void build_ir(onnx::ModelProto& model, ir::Model& out, const std::string& label)
     for (size_t k = 0; k < data.floats.size(); ++k)
       if (std::isnan(data.floats[k]))
         throw ModelError(label + ": initializer '" + name + "' holds NaN at flat index " + std::to_string(k) +
-                         " (initial weights must be finite)");
+                         " (initializers must not hold NaN)");
   }
   for (const auto& v : graph.input()) {
     if (!g.initializers.count(v.name())) g.inputs.push_back(convert_value_info(v));

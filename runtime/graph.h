@@ -148,7 +148,7 @@ class ExecutionGraph {
   std::vector<Param>& params() { return params_; }
   const std::vector<Step>& steps() const { return steps_; }
   const std::vector<Layer>& layers() const { return layers_; }
-  const Tensor& value(int slot) const { return values_[static_cast<size_t>(slot)]; }
+  const Tensor& value(int slot) const { return *slot_ptr_[static_cast<size_t>(slot)]; }  // (a parameter's: the store's)
   const std::string& value_name(int slot) const { return value_names_[static_cast<size_t>(slot)]; }
   int slot_of(const std::string& name) const;  // -1 when unknown
   std::shared_ptr<ParamStore> store() const { return store_; }

@@ -165,8 +165,9 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   void reduce_previous_params();
   void declare_features(const ExecutionGraph& graph);
   // Marks the forward probes of masked logits (stats::Bands::masked): step outputs that
-  // only softmaxes read (Op traits: normalizes), directly or through copies
-  // (Op::copies_input) of which the same holds, and that are no model output.
+  // may hold a mask's -inf (an element-wise step with a constant holding -inf, or copies
+  // and combinations of such outputs) and that only softmaxes read (Op traits:
+  // normalizes), directly or through copies (Op::copies_input) of which the same holds.
   void declare_masked(const ExecutionGraph& graph);
   void reduce_feature(size_t step_index);
 

@@ -2,6 +2,7 @@
 // one (Op::feature) and reduced from what the op reports while it runs. Part of
 // ProbeRecorder (runtime/probes.h).
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 #include <vector>
 
@@ -47,11 +48,36 @@ void ProbeRecorder::declare_masked(const ExecutionGraph& graph) {
       if (v >= 0) readers[v].push_back(k);
   for (const std::string& name : graph.output_names())
     if (const int v = graph.slot_of(name); v >= 0) readers[v].push_back(steps.size());  // (not a step)
+  // Which steps' outputs may hold a mask's -inf: an element-wise step with a -inf among
+  // the values no step writes (initializers, plan-time constants: the mask itself), or
+  // with an input such a step wrote (a mask combined with another), and copies of those.
+  // A -inf anywhere else is an overflow, counted as Inf.
+  std::unordered_map<int, size_t> producer;  // value slot -> the step writing it
+  for (size_t k = 0; k < steps.size(); ++k)
+    for (int v : steps[k].outputs)
+      if (v >= 0) producer[v] = k;
+  auto holds_neg_inf = [&](int v) {
+    const Tensor& t = graph.value(v);
+    if (t.dtype() != DType::kFloat32 || t.numel() == 0) return false;
+    return std::any_of(t.f(), t.f() + t.numel(), [](float x) { return x == -std::numeric_limits<float>::infinity(); });
+  };
+  std::vector<uint8_t> mask_source(steps.size(), 0);
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const Step& st = steps[k];
+    const bool elementwise = st.op->traits().role == OpTraits::Role::kElementwise;
+    if (!elementwise && !st.op->copies_input()) continue;
+    for (size_t i = 0; i < st.inputs.size() && !mask_source[k]; ++i) {
+      const int v = st.inputs[i];
+      if (v < 0 || (st.op->copies_input() && i != 0)) continue;
+      const auto p = producer.find(v);
+      mask_source[k] = p == producer.end() ? elementwise && holds_neg_inf(v) : mask_source[p->second];
+    }
+  }
   // Later steps first: a copy's output is decided before the step that writes its input.
   std::vector<uint8_t> masked(steps.size(), 0);
   for (size_t k = steps.size(); k-- > 0;) {
     const Step& st = steps[k];
-    if (st.outputs.empty() || st.outputs[0] < 0) continue;
+    if (st.outputs.empty() || st.outputs[0] < 0 || !mask_source[k]) continue;
     const std::vector<size_t>& r = readers[st.outputs[0]];
     bool all = !r.empty();
     for (size_t j : r) {

@@ -13,7 +13,7 @@ namespace dl::rt {
 namespace {
 // Whether sums taken under bands a are the ones bands b would take: light sums are the
 // moments and extremes only (a NaN/Inf turns the iteration full), full ones count the
-// same dead zone and saturation bands.
+// same dead zone and saturation bands; masked sums (Bands::masked) left -inf out.
 bool same_sums(const stats::Bands& a, const stats::Bands& b) {
   if (a.light != b.light || a.masked != b.masked) return false;
   if (a.light) return true;

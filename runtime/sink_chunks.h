@@ -2,8 +2,9 @@
 // (or reads) it front to back, chunk by chunk right after the loop is done with each
 // chunk, while it is still in L1/L2, instead of the probe's own pass over it afterwards.
 // Chunks are kChunk values on kChunk boundaries (runtime/parallel.h), whole blocks of the
-// probe's own pass (stats::kBlock): the same block sums as that pass; only the grouping
-// of their double sums differs when that pass splits the tensor in parts.
+// probe's own pass (stats::kBlock): the same block sums as that pass (only the grouping
+// of their double sums differs when that pass splits the tensor in parts), except where
+// an op reports a permutation of the tensor (Transpose's backward as dX's first writer).
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,8 @@
 // input scale, the updates before the fault and the op that produced it.
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <string>
 
 #include "analysis/context.h"
 #include "analysis/rules/rule_util.h"
@@ -181,8 +183,11 @@ class NumericalError : public Rule {
       f.evidence["data_nonfinite"] = data_nan;
       return;
     }
+    // Trainable parameters only: a constant may hold Inf by design (an attention mask's -inf).
+    std::set<std::string> params;
+    for (size_t k : ctx.probes(ProbeKind::kWeight)) params.insert(h.probes[k].node);
     for (const InitializerSummary& s : h.initializers)
-      if (s.nan + s.inf > 0) {
+      if (s.nan + s.inf > 0 && params.count(s.name)) {
         f.root_cause = RootCause::kInitialization;
         f.message += "; initializer " + s.name + " already holds " + std::to_string(s.nan + s.inf) + " NaN/Inf values";
         f.recommendation = "re-initialise parameter " + s.name + " with finite values (e.g. Glorot uniform)";

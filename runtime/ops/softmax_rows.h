@@ -6,7 +6,9 @@
 //   depend on where it sits in a row or how long the row is. NaN stays NaN; below -88
 //   (where expf turns denormal) the result is 0, so exp(-inf) is exactly 0 as before.
 // - sums over a row in eigen_map.h's fixed lane order (vectorised, independent of the
-//   buffer's address and of the thread count).
+//   buffer's address and of the thread count); the entropy term (exp_shifted_dev) in the
+//   exp packets' lanes (like exp itself, its bits depend on the target's vector width,
+//   never on the thread count).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +18,8 @@ namespace dl::rt {
 // out[j] = exp(x[j] - shift) for j < n; out may be x.
 void exp_shifted(const float* x, float shift, float* out, int64_t n);
 // The same, returning sum out[j] * (x[j] - shift) (a Softmax row's entropy term, from the
-// exp pass's registers) in a fixed lane order; out must not be x.
+// exp pass's registers) in a fixed lane order; out must not be x. A value whose exp is 0
+// (below -88, a masked -inf) adds 0.
 float exp_shifted_dev(const float* x, float shift, float* out, int64_t n);
 // Rows' entropies over log(n) from their sums S = sum exp(x - max) and dots
 // D = sum exp(x - max) (x - max): out[r] = (log S - D / S) * inv_log_n, clamped to [0, 1]

@@ -6,9 +6,11 @@
 // merge, perm [1, 0, 2]: row copies), else 16x16 tiles of the two axes that are
 // innermost in the output and in the input ([1, 2, 0], a weight's [1, 0]), so both sides
 // are read and written a cache line at a time. Backward walks the inverse permutation
-// (dX in its own order), or dY's order when a probe wants dY and both sides are runs
-// (reported as read). A permutation writes every element once, so the order does not
-// change any value (backward: each dX element gets its one dY element added).
+// (dX in its own order). When a probe wants dY and both sides are runs: as dX's first
+// writer it reports the values it writes (dY's, permuted: the same statistics up to the
+// order of the sums), else it walks dY's order and reports dY as read. A permutation
+// writes every element once, so the order does not change any value (backward: each dX
+// element gets its one dY element added).
 #include <algorithm>
 
 #include "runtime/attrs.h"

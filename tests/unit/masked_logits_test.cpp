@@ -32,57 +32,22 @@ std::vector<float> mask_values() {
 // the mask is not taken for a bias) -> `reader`
 // (Softmax: masked logits; Relu: not) -> Flatten -> Gemm 4 (mse, sgd).
 dl::ir::Model masked_model(const std::string& reader) {
-  using namespace dl;
-  ir::Model m = dl::test::sgd_mse_model("masked_" + reader);
-  m.opset = m.original_opset = 13;
-  m.path = "masked.onnx";
-  ir::Graph& g = m.graph;
-  ir::ValueInfo x, y;
-  x.name = "x", y.name = "y";
-  x.has_shape = y.has_shape = true;
-  x.dims = {ir::Dim{-1, "N"}, ir::Dim{2, ""}, ir::Dim{16, ""}, ir::Dim{16, ""}};
-  y.dims = {ir::Dim{-1, "N"}, ir::Dim{4, ""}};
-  g.inputs = {x};
-  g.outputs = {y};
-  auto tensor = [&](const std::string& name, std::vector<int64_t> dims, std::vector<float> v) {
-    ir::TensorData t;
-    t.name = name;
-    t.dims = dims;
-    t.floats = std::move(v);
-    g.initializers[name] = t;
-  };
-  auto scaled = [](std::vector<float> v, float s) {
-    for (float& x : v) x *= s;
-    return v;
-  };
-  tensor("W1", {32, 32}, scaled(random_values(1024, 191), 0.3f));
-  tensor("mask", {32}, mask_values());
-  tensor("W2", {4, 512}, scaled(random_values(2048, 193), 0.05f));
-  tensor("b2", {4}, scaled(random_values(4, 194), 0.05f));
-  ir::TensorData shape;
-  shape.name = "shape";
-  shape.dtype = ir::DType::kInt64;
-  shape.dims = {3};
-  shape.ints = {0, 32, 16};
-  g.initializers["shape"] = shape;
-  auto node = [&](const std::string& name, const std::string& type, std::vector<std::string> in, const std::string& out,
-                  std::map<std::string, ir::Attribute> attrs) {
-    ir::Node n;
-    n.name = name, n.op_type = type, n.since_version = 13;
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(n);
-  };
-  node("/0/Reshape", "Reshape", {"x", "shape"}, "r", {});
-  node("/0/Transpose", "Transpose", {"r"}, "t", {{"perm", dl::rt::attr_ints({0, 2, 1})}});
-  node("/1/MatMul", "MatMul", {"t", "W1"}, "m", {});
-  node("/1/Relu", "Relu", {"m"}, "h", {});
-  node("/1/Add", "Add", {"h", "mask"}, "a", {});
-  node("/1/Read", reader, {"a"}, "s", {});
-  node("/2/Flatten", "Flatten", {"s"}, "f", {});
-  node("/2/Gemm", "Gemm", {"f", "W2", "b2"}, "y", {{"transB", dl::rt::attr_i(1)}});
-  return m;
+  dl::test::ProbeGraph b("masked_" + reader, 13);
+  b.m.path = "masked.onnx";
+  b.random("W1", {32, 32}, 0.3f, 191);
+  b.floats("mask", {32}, mask_values());
+  b.random("W2", {4, 512}, 0.05f, 193);
+  b.random("b2", {4}, 0.05f, 194);
+  b.int64s("shape", {3}, {0, 32, 16});
+  b.node("/0/Reshape", "Reshape", {"x", "shape"}, "r");
+  b.node("/0/Transpose", "Transpose", {"r"}, "t", {{"perm", dl::rt::attr_ints({0, 2, 1})}});
+  b.node("/1/MatMul", "MatMul", {"t", "W1"}, "m");
+  b.node("/1/Relu", "Relu", {"m"}, "h");
+  b.node("/1/Add", "Add", {"h", "mask"}, "a");
+  b.node("/1/Read", reader, {"a"}, "s");
+  b.node("/2/Flatten", "Flatten", {"s"}, "f");
+  b.node("/2/Gemm", "Gemm", {"f", "W2", "b2"}, "y", {{"transB", dl::rt::attr_i(1)}});
+  return b.m;
 }
 
 // After each update: the masked Add's record against its unmasked values.

@@ -189,57 +189,23 @@ namespace {
 // read and write. At batch 64 each tensor holds 32k values: light iterations from the
 // 9th on.
 dl::ir::Model attention_like() {
-  using namespace dl;
-  ir::Model m = dl::test::sgd_mse_model("attention_like");
-  m.opset = m.original_opset = 13;
-  ir::Graph& g = m.graph;
-  ir::ValueInfo x, y;
-  x.name = "x", y.name = "y";
-  x.has_shape = y.has_shape = true;
-  x.dims = {ir::Dim{-1, "N"}, ir::Dim{2, ""}, ir::Dim{16, ""}, ir::Dim{16, ""}};
-  y.dims = {ir::Dim{-1, "N"}, ir::Dim{4, ""}};
-  g.inputs = {x};
-  g.outputs = {y};
-  auto tensor = [&](const std::string& name, std::vector<int64_t> dims, float scale, unsigned seed) {
-    ir::TensorData t;
-    t.name = name;
-    t.dims = dims;
-    int64_t n = 1;
-    for (int64_t d : dims) n *= d;
-    t.floats = random_values(n, seed);
-    for (float& v : t.floats) v *= scale;
-    g.initializers[name] = t;
-  };
-  tensor("W1", {32, 32}, 0.3f, 91);
-  tensor("b1", {32}, 0.1f, 92);
-  tensor("W2", {4, 512}, 0.05f, 93);
-  tensor("b2", {4}, 0.05f, 94);
-  ir::TensorData shape;
-  shape.name = "shape";
-  shape.dtype = ir::DType::kInt64;
-  shape.dims = {3};
-  shape.ints = {0, 32, 16};
-  g.initializers["shape"] = shape;
-  auto node = [&](const std::string& name, const std::string& type, std::vector<std::string> in, const std::string& out,
-                  std::map<std::string, ir::Attribute> attrs) {
-    ir::Node n;
-    n.name = name, n.op_type = type, n.since_version = type == "Dropout" ? 7 : 13;
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(n);
-  };
-  node("/0/Reshape", "Reshape", {"x", "shape"}, "r", {});
-  node("/0/Transpose", "Transpose", {"r"}, "t", {{"perm", dl::rt::attr_ints({0, 2, 1})}});
-  node("/1/MatMul", "MatMul", {"t", "W1"}, "m", {});
-  node("/1/Add", "Add", {"b1", "m"}, "a", {});
-  node("/1/Softmax", "Softmax", {"a"}, "s", {});
-  node("/1/Dropout", "Dropout", {"s"}, "d", {{"ratio", dl::rt::attr_f(0.25f)}});
-  node("/1/Identity", "Identity", {"d"}, "i", {});
-  node("/1/Add_1", "Add", {"i", "m"}, "s2", {});
-  node("/2/Flatten", "Flatten", {"s2"}, "f", {});
-  node("/2/Gemm", "Gemm", {"f", "W2", "b2"}, "y", {{"transB", dl::rt::attr_i(1)}});
-  return m;
+  dl::test::ProbeGraph b("attention_like", 13);
+  b.random("W1", {32, 32}, 0.3f, 91);
+  b.random("b1", {32}, 0.1f, 92);
+  b.random("W2", {4, 512}, 0.05f, 93);
+  b.random("b2", {4}, 0.05f, 94);
+  b.int64s("shape", {3}, {0, 32, 16});
+  b.node("/0/Reshape", "Reshape", {"x", "shape"}, "r");
+  b.node("/0/Transpose", "Transpose", {"r"}, "t", {{"perm", dl::rt::attr_ints({0, 2, 1})}});
+  b.node("/1/MatMul", "MatMul", {"t", "W1"}, "m");
+  b.node("/1/Add", "Add", {"b1", "m"}, "a");
+  b.node("/1/Softmax", "Softmax", {"a"}, "s");
+  b.node("/1/Dropout", "Dropout", {"s"}, "d", {{"ratio", dl::rt::attr_f(0.25f)}}, 7);
+  b.node("/1/Identity", "Identity", {"d"}, "i");
+  b.node("/1/Add_1", "Add", {"i", "m"}, "s2");
+  b.node("/2/Flatten", "Flatten", {"s2"}, "f");
+  b.node("/2/Gemm", "Gemm", {"f", "W2", "b2"}, "y", {{"transB", dl::rt::attr_i(1)}});
+  return b.m;
 }
 
 // After each update: every record against a separate reduction of its tensor.

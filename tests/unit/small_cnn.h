@@ -22,36 +22,45 @@ namespace dl::test {
 // x [N, 2, 16, 16] -> Conv 16 x 3x3 pad 1 -> Relu -> MaxPool 2x2 -> Flatten -> Gemm 4 (mse,
 // sgd): at batch 64 the Conv (4.7M multiply-adds), Relu (262k values) and MaxPool run
 // their parts on two threads and report to the probes' sinks.
-inline dl::ir::Model small_cnn() {
-  using namespace dl;
-  ir::Model m = dl::test::sgd_mse_model("small_cnn");
-  ir::Graph& g = m.graph;
-  ir::ValueInfo x;
-  x.name = "x";
-  x.has_shape = true;
-  x.dims = {ir::Dim{-1, "N"}, ir::Dim{2, ""}, ir::Dim{16, ""}, ir::Dim{16, ""}};
-  ir::ValueInfo y;
-  y.name = "y";
-  y.has_shape = true;
-  y.dims = {ir::Dim{-1, "N"}, ir::Dim{4, ""}};
-  g.inputs = {x};
-  g.outputs = {y};
-  auto tensor = [&](const std::string& name, std::vector<int64_t> dims, float scale, unsigned seed) {
+// The graphs the probe tests train on cnn_setup's data: input x [N, 2, 16, 16], output
+// y [N, 4] (sgd_mse_model's training settings); initializers and nodes added by name.
+struct ProbeGraph {
+  ir::Model m;
+  explicit ProbeGraph(const std::string& name, int64_t opset = 0) : m(dl::test::sgd_mse_model(name)) {
+    if (opset > 0) m.opset = m.original_opset = opset;
+    ir::ValueInfo x, y;
+    x.name = "x", y.name = "y";
+    x.has_shape = y.has_shape = true;
+    x.dims = {ir::Dim{-1, "N"}, ir::Dim{2, ""}, ir::Dim{16, ""}, ir::Dim{16, ""}};
+    y.dims = {ir::Dim{-1, "N"}, ir::Dim{4, ""}};
+    m.graph.inputs = {x};
+    m.graph.outputs = {y};
+  }
+  void floats(const std::string& name, std::vector<int64_t> dims, std::vector<float> v) {
     ir::TensorData t;
     t.name = name;
-    t.dims = dims;
+    t.dims = std::move(dims);
+    t.floats = std::move(v);
+    m.graph.initializers[name] = t;
+  }
+  // Seeded random values times scale.
+  void random(const std::string& name, std::vector<int64_t> dims, float scale, unsigned seed) {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
-    t.floats = random_values(n, seed);
-    for (float& v : t.floats) v *= scale;
-    g.initializers[name] = t;
-  };
-  tensor("K", {16, 2, 3, 3}, 0.4f, 41);
-  tensor("kb", {16}, 0.05f, 42);
-  tensor("W", {4, 1024}, 0.05f, 43);
-  tensor("b", {4}, 0.05f, 44);
-  auto node = [&](const std::string& name, const std::string& type, std::vector<std::string> in, const std::string& out,
-                  std::map<std::string, ir::Attribute> attrs, int since) {
+    std::vector<float> v = random_values(n, seed);
+    for (float& x : v) x *= scale;
+    floats(name, std::move(dims), std::move(v));
+  }
+  void int64s(const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> v) {
+    ir::TensorData t;
+    t.name = name;
+    t.dtype = ir::DType::kInt64;
+    t.dims = std::move(dims);
+    t.ints = std::move(v);
+    m.graph.initializers[name] = t;
+  }
+  void node(const std::string& name, const std::string& type, std::vector<std::string> in, const std::string& out,
+            std::map<std::string, ir::Attribute> attrs = {}, int since = 13) {
     ir::Node n;
     n.name = name;
     n.op_type = type;
@@ -59,18 +68,23 @@ inline dl::ir::Model small_cnn() {
     n.inputs = std::move(in);
     n.outputs = {out};
     n.attrs = std::move(attrs);
-    g.nodes.push_back(n);
-  };
-  node("/0/Conv", "Conv", {"x", "K", "kb"}, "c", {{"pads", dl::rt::attr_ints({1, 1, 1, 1})}}, 11);
-  node("/1/Relu", "Relu", {"c"}, "r", {}, 13);
-  node("/2/MaxPool", "MaxPool", {"r"}, "p",
-       {{"kernel_shape", dl::rt::attr_ints({2, 2})}, {"strides", dl::rt::attr_ints({2, 2})}}, 12);
-  node("/3/Flatten", "Flatten", {"p"}, "f", {}, 13);
-  ir::Attribute trans;
-  trans.kind = ir::Attribute::Kind::kInt;
-  trans.i = 1;
-  node("/4/Gemm", "Gemm", {"f", "W", "b"}, "y", {{"transB", trans}}, 13);
-  return m;
+    m.graph.nodes.push_back(n);
+  }
+};
+
+inline dl::ir::Model small_cnn() {
+  ProbeGraph b("small_cnn");
+  b.random("K", {16, 2, 3, 3}, 0.4f, 41);
+  b.random("kb", {16}, 0.05f, 42);
+  b.random("W", {4, 1024}, 0.05f, 43);
+  b.random("b", {4}, 0.05f, 44);
+  b.node("/0/Conv", "Conv", {"x", "K", "kb"}, "c", {{"pads", dl::rt::attr_ints({1, 1, 1, 1})}}, 11);
+  b.node("/1/Relu", "Relu", {"c"}, "r");
+  b.node("/2/MaxPool", "MaxPool", {"r"}, "p",
+         {{"kernel_shape", dl::rt::attr_ints({2, 2})}, {"strides", dl::rt::attr_ints({2, 2})}}, 12);
+  b.node("/3/Flatten", "Flatten", {"p"}, "f");
+  b.node("/4/Gemm", "Gemm", {"f", "W", "b"}, "y", {{"transB", dl::rt::attr_i(1)}});
+  return b.m;
 }
 
 // small_cnn's training: one epoch of `batches` batches of `batch` random rows (seeded).

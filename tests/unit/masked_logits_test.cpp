@@ -29,9 +29,9 @@ std::vector<float> mask_values() {
 
 // x [N, 2, 16, 16] -> Reshape [N, 32, 16] -> Transpose [N, 16, 32] -> MatMul W1 [32, 32]
 // -> Relu -> Add (the mask, a constant: the Add does not follow a node with a weight, so
-// the mask is not taken for a bias) -> `reader`
+// the mask is not taken for a bias) [-> Reshape to [N, 16, 2, 16] when `copy`] -> `reader`
 // (Softmax: masked logits; Relu: not) -> Flatten -> Gemm 4 (mse, sgd).
-dl::ir::Model masked_model(const std::string& reader) {
+dl::ir::Model masked_model(const std::string& reader, bool copy = false) {
   dl::test::ProbeGraph b("masked_" + reader, 13);
   b.m.path = "masked.onnx";
   b.random("W1", {32, 32}, 0.3f, 191);
@@ -44,7 +44,11 @@ dl::ir::Model masked_model(const std::string& reader) {
   b.node("/1/MatMul", "MatMul", {"t", "W1"}, "m");
   b.node("/1/Relu", "Relu", {"m"}, "h");
   b.node("/1/Add", "Add", {"h", "mask"}, "a");
-  b.node("/1/Read", reader, {"a"}, "s");
+  if (copy) {  // (a softmax over the last 16 of each 32: 8 of its 16 masked in every other row)
+    b.int64s("heads", {4}, {0, 16, 2, 16});
+    b.node("/1/Reshape", "Reshape", {"a", "heads"}, "a4");
+  }
+  b.node("/1/Read", reader, {copy ? "a4" : "a"}, "s");
   b.node("/2/Flatten", "Flatten", {"s"}, "f");
   b.node("/2/Gemm", "Gemm", {"f", "W2", "b2"}, "y", {{"transB", dl::rt::attr_i(1)}});
   return b.m;
@@ -91,8 +95,8 @@ struct MaskedRecords : dl::rt::TrainListener {
   }
 };
 
-void train_masked(const std::string& reader, int64_t iterations, int expect_checked) {
-  const dl::ir::Model model = masked_model(reader);
+void train_masked(const std::string& reader, int64_t iterations, int expect_checked, bool copy = false) {
+  const dl::ir::Model model = masked_model(reader, copy);
   const dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, iterations, 195);
   dl::rt::Trainer trainer(model, setup.config, setup.data, dl::rt::Dataset{});
   dl::an::Trace trace;
@@ -150,6 +154,10 @@ TEST_CASE("masked logits: -inf left out of the statistics; NaN and +inf still co
 TEST_CASE("masked logits: a mask's scores read by Softmax are recorded without the -inf; by Relu, with") {
   train_masked("Softmax", 16, 16);
   train_masked("Relu", 4, 4);
+}
+
+TEST_CASE("masked logits: through a copy (Add -> Reshape -> Softmax), both the scores and the copy") {
+  train_masked("Softmax", 16, 16, true);
 }
 
 TEST_CASE("masked logits: a constant may hold -inf, a trainable initializer may not") {

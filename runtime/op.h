@@ -48,6 +48,9 @@ struct OpTraits {
   // (Reshape, Transpose, Slice, Concat, Split, ...): a parameter read through such ops
   // is still that parameter (torch exports an LSTM's weights as Concat(Slice(W), ...)).
   bool rearranges = false;
+  // Each output value is one of its float inputs' values, picked per element by a
+  // condition input (Where: masked_fill's export).
+  bool selects = false;
   // ---- recurrent and embedding traits (issue 16) ----
   // A recurrent op (LSTM, GRU, RNN): reports its gates and hidden states (FwdCtx::inner).
   bool recurrent = false;
@@ -185,7 +188,8 @@ struct FwdCtx {
   // input (Op::reports_input): that input is the output of an earlier step, not yet reduced.
   ValueSink* in_stats = nullptr;
   // Set when a probe wants the op's feature (Op::feature): forward() then reports the
-  // feature of every row, in row order, to part 0 (or reports nothing).
+  // feature of every row, in row order, to part 0 (or reports nothing); rows whose feature
+  // is undefined may be left out (a softmax row with one position not masked).
   ValueSink* feature_stats = nullptr;
   InnerStats* inner = nullptr;  // set when a probe wants a recurrent op's inner values
 };

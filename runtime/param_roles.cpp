@@ -30,6 +30,13 @@ namespace {
 
 bool is_float(const ir::TensorData& t) { return t.dtype == ir::DType::kFloat32 || t.dtype == ir::DType::kFloat64; }
 
+// A -inf added after a trainable node is a mask (an action mask on the logits, an
+// attention mask on the scores), not a bias: no gradient step makes it finite.
+bool holds_neg_inf(const ir::TensorData& t) {
+  return is_float(t) && std::any_of(t.floats.begin(), t.floats.end(),
+                                    [](float x) { return std::isinf(x) && x < 0; });
+}
+
 // The shape a node sees when it reads `value`: the initializer's own, or for a view the
 // shape inference recorded (a transposed weight has its fans the other way round).
 Shape seen_shape(const ir::Graph& g, const std::string& value, const ir::TensorData& init) {
@@ -117,7 +124,8 @@ std::map<std::string, ModelParam> model_params(const ir::Graph& g, const std::ve
       if (it == source.end() || !ops[k]->differentiable_input(i)) continue;
       ParamRole bias;
       bias.kind = ParamRole::Kind::kBias;
-      for (const std::string& name : it->second) add_use(name, n, i, bias);
+      for (const std::string& name : it->second)
+        if (!holds_neg_inf(g.initializers.at(name))) add_use(name, n, i, bias);
     }
   }
   for (auto& [name, p] : params) {

@@ -164,10 +164,10 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   void reduce_pending();
   void reduce_previous_params();
   void declare_features(const ExecutionGraph& graph);
-  // Marks the forward probes of masked logits (stats::Bands::masked): step outputs that
-  // may hold a mask's -inf (an element-wise step with a constant holding -inf, or copies
-  // and combinations of such outputs) and that only softmaxes read (Op traits:
-  // normalizes), directly or through copies (Op::copies_input) of which the same holds.
+  // Marks the forward probes of masked logits and masks (stats::Bands::masked): step
+  // outputs that may hold a mask's -inf (a constant holding -inf, carried by element-wise
+  // steps, selections like Where and moves like Reshape or Expand) and that reach only
+  // softmaxes (Op traits: normalizes), through such steps whose outputs do the same.
   void declare_masked(const ExecutionGraph& graph);
   void reduce_feature(size_t step_index);
 

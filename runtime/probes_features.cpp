@@ -48,37 +48,47 @@ void ProbeRecorder::declare_masked(const ExecutionGraph& graph) {
       if (v >= 0) readers[v].push_back(k);
   for (const std::string& name : graph.output_names())
     if (const int v = graph.slot_of(name); v >= 0) readers[v].push_back(steps.size());  // (not a step)
-  // Which steps' outputs may hold a mask's -inf: an element-wise step with a -inf among
-  // the values no step writes (initializers, plan-time constants: the mask itself), or
-  // with an input such a step wrote (a mask combined with another), and copies of those.
-  // A -inf anywhere else is an overflow, counted as Inf.
   std::unordered_map<int, size_t> producer;  // value slot -> the step writing it
   for (size_t k = 0; k < steps.size(); ++k)
     for (int v : steps[k].outputs)
       if (v >= 0) producer[v] = k;
+  auto is_float = [&](int v) { return v >= 0 && graph.value(v).dtype() == DType::kFloat32; };
   auto holds_neg_inf = [&](int v) {
     const Tensor& t = graph.value(v);
-    if (t.dtype() != DType::kFloat32 || t.numel() == 0) return false;
+    if (!is_float(v) || t.numel() == 0) return false;
     return std::any_of(t.f(), t.f() + t.numel(), [](float x) { return x == -std::numeric_limits<float>::infinity(); });
   };
+  // The steps a mask's -inf passes through to the scores: element-wise arithmetic (Add,
+  // Mul), selections (Where, as masked_fill exports) and moves (Reshape, Expand, Slice,
+  // Concat, ...). Their float inputs are the ones that can carry it.
+  auto carries = [&](const Step& st) {
+    const OpTraits t = st.op->traits();
+    return !st.outputs.empty() && is_float(st.outputs[0]) &&
+           (t.role == OpTraits::Role::kElementwise || t.selects || t.rearranges || st.op->copies_input());
+  };
+  // Which steps' outputs may hold a mask's -inf: such a step reading a -inf among the
+  // values no step writes (initializers, plan-time constants: the mask itself), or an
+  // output of such a step. A -inf anywhere else is an overflow, counted as Inf.
   std::vector<uint8_t> mask_source(steps.size(), 0);
   for (size_t k = 0; k < steps.size(); ++k) {
     const Step& st = steps[k];
-    const bool elementwise = st.op->traits().role == OpTraits::Role::kElementwise;
-    if (!elementwise && !st.op->copies_input()) continue;
+    if (!carries(st)) continue;
     for (size_t i = 0; i < st.inputs.size() && !mask_source[k]; ++i) {
       const int v = st.inputs[i];
-      if (v < 0 || (st.op->copies_input() && i != 0)) continue;
+      if (!is_float(v)) continue;
       const auto p = producer.find(v);
-      mask_source[k] = p == producer.end() ? elementwise && holds_neg_inf(v) : mask_source[p->second];
+      mask_source[k] = p == producer.end() ? holds_neg_inf(v) : mask_source[p->second];
     }
   }
-  // Later steps first: a copy's output is decided before the step that writes its input.
+  // Masked: a mask source's output that only softmaxes read (as their data input), or
+  // mask sources whose own outputs are masked (the mask added to the scores, a scaled or
+  // reshaped mask). Later steps first: a reader is decided before the steps it reads.
   std::vector<uint8_t> masked(steps.size(), 0);
   for (size_t k = steps.size(); k-- > 0;) {
     const Step& st = steps[k];
-    if (st.outputs.empty() || st.outputs[0] < 0 || !mask_source[k]) continue;
-    const std::vector<size_t>& r = readers[st.outputs[0]];
+    if (!mask_source[k]) continue;
+    const int out = st.outputs[0];
+    const std::vector<size_t>& r = readers[out];
     bool all = !r.empty();
     for (size_t j : r) {
       if (!all) break;
@@ -87,9 +97,9 @@ void ProbeRecorder::declare_masked(const ExecutionGraph& graph) {
         continue;
       }
       const Step& reader = steps[j];
-      const bool as_data = !reader.inputs.empty() && reader.inputs[0] == st.outputs[0] &&
-                           std::count(reader.inputs.begin(), reader.inputs.end(), st.outputs[0]) == 1;
-      all = as_data && (reader.op->traits().normalizes || (reader.op->copies_input() && masked[j]));
+      const bool as_data = !reader.inputs.empty() && reader.inputs[0] == out &&
+                           std::count(reader.inputs.begin(), reader.inputs.end(), out) == 1;
+      all = (as_data && reader.op->traits().normalizes) || masked[j];
     }
     masked[k] = all;
     if (all && forward_probe_[k] >= 0) probe_bands_[size_t(forward_probe_[k])].masked = true;

@@ -33,6 +33,8 @@ import sys
 
 import numpy as np
 
+import mask_cases  # (this folder)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
 
@@ -89,8 +91,12 @@ def token_data(rows=512, seed=1):
 def encoder(init=None):
     torch = _torch()
     torch.manual_seed(0)
-    model = encoder_class()()
-    with torch.no_grad():
+    return init_qk(encoder_class()(), init)
+
+
+def init_qk(model, init):
+    """The encoder's Q and K projections zeroed ("zero_qk") or x30 ("huge_qk")."""
+    with _torch().no_grad():
         for layer in model.enc.layers:
             w, b = layer.self_attn.in_proj_weight, layer.self_attn.in_proj_bias
             if init == "zero_qk":  # rows [0, 2 DIM) project Q and K
@@ -232,7 +238,7 @@ CASES = [
     Case("layernorm_single_value", layernorm_single_value,
          "layernorm_gelu_healthy behind x.unsqueeze(-1) -> nn.LayerNorm(1) (meant as per-feature normalisation): "
          "each row holds one value, which centring makes 0, so the layer outputs its bias and nothing is learnt."),
-]
+] + mask_cases.cases(Case)
 
 
 def torch_train(model, data, loss, opt, epochs, batch):

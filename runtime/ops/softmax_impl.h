@@ -53,8 +53,10 @@ class SoftmaxOp : public Op {
     scratch_row_.assign(kLog ? static_cast<size_t>(std::max(n_, inner_)) : static_cast<size_t>(inner_), 0.0f);
     entropy_.assign(kLog || n_ < 2 ? 0 : static_cast<size_t>(outer_ * inner_), 0.0f);
     entropy_dot_.assign(inner_ == 1 ? entropy_.size() : 0, 0.0f);
+    entropy_masked_.assign(entropy_.size(), 0.0f);
     inv_log_n_ = n_ < 2 ? 0.0f : 1.0f / std::log(float(n_));
-    ctx.charge(int64_t((entropy_.size() + entropy_dot_.size()) * sizeof(float)), where() + ": row entropies");
+    ctx.charge(int64_t((entropy_.size() + entropy_dot_.size() + entropy_masked_.size()) * sizeof(float)),
+               where() + ": row entropies");
     ctx.out[0]->plan(DType::kFloat32, x.shape());
   }
 
@@ -72,8 +74,8 @@ class SoftmaxOp : public Op {
       ChunkReporter out(ctx.out_stats, y, total), in(ctx.in_stats, x, total);
       float* dot = entropy_dot_.data();
       for (int64_t o = 0; o < outer_; ++o) {
-        if (ent) ent[o] = row_forward<true>(x + o * n_, y + o * n_, &dot[o]);  // (the row's sum)
-        else row_forward<false>(x + o * n_, y + o * n_, nullptr);
+        if (ent) ent[o] = row_forward<true>(x + o * n_, y + o * n_, &dot[o], &entropy_masked_[size_t(o)]);  // (S)
+        else row_forward<false>(x + o * n_, y + o * n_, nullptr, nullptr);
         out.upto((o + 1) * n_);
         in.upto((o + 1) * n_);
       }
@@ -83,7 +85,7 @@ class SoftmaxOp : public Op {
     } else {
       strided_forward(x, y, ent);
     }
-    if (ent) ctx.feature_stats->add(0, ent, outer_ * inner_);
+    if (ent) ctx.feature_stats->add(0, ent, masked_rows(ent));
   }
 
   bool reports_input() const override { return inner_ == 1; }
@@ -156,12 +158,12 @@ class SoftmaxOp : public Op {
  private:
   // With p = e / S, e = exp(x - max): H = log S - sum(e (x - max)) / S, over log(n):
   // normalized_entropies (softmax_rows.h) from each row's S and sum(e (x - max)).
-  // Returns the row's S when kEntropy (and sets *dot), else 0.
+  // Returns the row's S when kEntropy (and sets *dot and *masked, its -inf count), else 0.
   template <bool kEntropy>
-  float row_forward(const float* x, float* y, float* dot) const {
+  float row_forward(const float* x, float* y, float* dot, float* masked) const {
     const float mx = row_max(x, n_);
     // e = exp(x - max), also for LogSoftmax (y is overwritten)
-    if (kEntropy) *dot = exp_shifted_dev(x, mx, y, n_);
+    if (kEntropy) *dot = exp_shifted_dev(x, mx, y, n_, masked);
     else exp_shifted(x, mx, y, n_);
     const float sum = row_sum(y, n_);
     if (kLog) {
@@ -204,7 +206,11 @@ class SoftmaxOp : public Op {
       for (int64_t j = 1; j < n_; ++j)
         for (int64_t i = 0; i < inner_; ++i) mx[i] = std::max(mx[i], xo[j * inner_ + i]);
       std::fill(sum, sum + inner_, 0.0f);
-      if (ent) std::fill(dot, dot + inner_, 0.0f);
+      float* masked = ent ? entropy_masked_.data() + o * inner_ : nullptr;
+      if (ent) {
+        std::fill(dot, dot + inner_, 0.0f);
+        std::fill(masked, masked + inner_, 0.0f);
+      }
       float* e = scratch_row_.data();
       for (int64_t j = 0; j < n_; ++j) {
         for (int64_t i = 0; i < inner_; ++i) e[i] = xo[j * inner_ + i] - mx[i];
@@ -212,7 +218,10 @@ class SoftmaxOp : public Op {
         for (int64_t i = 0; i < inner_; ++i) {
           sum[i] += e[i];
           // (exp 0 below -88: the term is 0, also at x = -inf, a masked position)
-          if (ent) dot[i] += e[i] * std::max(xo[j * inner_ + i] - mx[i], -100.0f);
+          if (ent) {
+            dot[i] += e[i] * std::max(xo[j * inner_ + i] - mx[i], -100.0f);
+            masked[i] += xo[j * inner_ + i] == -std::numeric_limits<float>::infinity() ? 1.0f : 0.0f;
+          }
           if (!kLog) yo[j * inner_ + i] = e[i];
         }
       }
@@ -226,6 +235,15 @@ class SoftmaxOp : public Op {
     }
   }
 
+  // The rows' entropies to report (ent): all of them, or under a mask those renormalised
+  // over their allowed positions, forced rows left out (mask_adjusted_entropies).
+  int64_t masked_rows(float* ent) const {
+    const int64_t rows = outer_ * inner_;
+    const float* m = entropy_masked_.data();
+    if (std::all_of(m, m + rows, [](float c) { return c == 0.0f; })) return rows;
+    return mask_adjusted_entropies(ent, m, rows, n_);
+  }
+
   bool coerce_2d_ = false;
   int64_t axis_ = -1;
   int64_t outer_ = 1, n_ = 1, inner_ = 1;
@@ -233,6 +251,7 @@ class SoftmaxOp : public Op {
   std::vector<float> scratch_row_;  // exp values of a row (LogSoftmax backward) or of an inner run
   std::vector<float> entropy_;  // per row: its normalised entropy (Op::feature)
   std::vector<float> entropy_dot_;  // contiguous rows: each row's sum(e (x - max))
+  std::vector<float> entropy_masked_;  // per row: its -inf (masked positions) count
   float inv_log_n_ = 0;  // 1 / log(n)
 };
 

@@ -2,6 +2,8 @@
 #include "runtime/ops/softmax_rows.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "runtime/ops/eigen_map.h"
 
@@ -32,19 +34,23 @@ void exp_shifted(const float* x, float shift, float* out, int64_t n) {
   std::copy(tail, tail + (n - j), out + j);
 }
 
-float exp_shifted_dev(const float* x, float shift, float* out, int64_t n) {
+float exp_shifted_dev(const float* x, float shift, float* out, int64_t n, float* masked) {
   namespace ei = Eigen::internal;
   // x - shift below -88 has exp 0 (exp_packet): its term is 0, also for x = -inf (a masked
-  // position), where 0 * -inf would be NaN; hence max(x - shift, kFloor).
+  // position), where 0 * -inf would be NaN; hence max(x - shift, kFloor). The -inf are
+  // counted in the same pass (a compare and an add per packet).
   const Packet s = ei::pset1<Packet>(shift), floor = ei::pset1<Packet>(kFloor);
-  Packet acc = ei::pzero(s);
+  const Packet neg_inf = ei::pset1<Packet>(-std::numeric_limits<float>::infinity()), one = ei::pset1<Packet>(1.0f);
+  Packet acc = ei::pzero(s), count = ei::pzero(s);
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
-    const Packet d = ei::psub(ei::ploadu<Packet>(x + j), s), e = exp_packet(d);
+    const Packet v = ei::ploadu<Packet>(x + j), d = ei::psub(v, s), e = exp_packet(d);
     ei::pstoreu(out + j, e);
     acc = ei::pmadd(e, ei::pmax(d, floor), acc);
+    count = ei::padd(count, ei::pand(ei::pcmp_eq(v, neg_inf), one));
   }
   float dot = ei::predux(acc);
+  *masked = ei::predux(count);
   if (j == n) return dot;
   alignas(64) float tail[kLanes] = {};
   std::copy(x + j, x + n, tail);
@@ -52,6 +58,7 @@ float exp_shifted_dev(const float* x, float shift, float* out, int64_t n) {
   for (int64_t k = j; k < n; ++k) {
     out[k] = tail[k - j];
     dot += out[k] * std::max(x[k] - shift, kFloor);
+    *masked += x[k] == -std::numeric_limits<float>::infinity() ? 1.0f : 0.0f;
   }
   return dot;
 }
@@ -74,6 +81,22 @@ void normalized_entropies(const float* sum, const float* dot, int64_t rows, floa
   std::copy(dot + r, dot + rows, d);
   ei::pstore(s, rows_at(ei::pload<Packet>(s), ei::pload<Packet>(d)));
   std::copy(s, s + (rows - r), out + r);
+}
+
+int64_t mask_adjusted_entropies(float* ent, const float* masked, int64_t rows, int64_t n) {
+  const float log_n = std::log(float(n));
+  int64_t kept = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    float h = ent[r];
+    if (masked[r] > 0) {
+      const float allowed = float(n) - masked[r];
+      if (allowed == 1.0f) continue;  // forced: one position left, entropy 0 whatever the scores
+      // (no allowed position: h is NaN already, as is the row's softmax)
+      if (allowed > 1.0f && std::isfinite(h)) h = std::min(h * (log_n / std::log(allowed)), 1.0f);
+    }
+    ent[kept++] = h;
+  }
+  return kept;
 }
 
 float row_max(const float* p, int64_t n) {

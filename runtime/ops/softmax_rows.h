@@ -19,12 +19,17 @@ namespace dl::rt {
 void exp_shifted(const float* x, float shift, float* out, int64_t n);
 // The same, returning sum out[j] * (x[j] - shift) (a Softmax row's entropy term, from the
 // exp pass's registers) in a fixed lane order; out must not be x. A value whose exp is 0
-// (below -88, a masked -inf) adds 0.
-float exp_shifted_dev(const float* x, float shift, float* out, int64_t n);
+// (below -88, a masked -inf) adds 0. *masked = the number of x[j] = -inf.
+float exp_shifted_dev(const float* x, float shift, float* out, int64_t n, float* masked);
 // Rows' entropies over log(n) from their sums S = sum exp(x - max) and dots
 // D = sum exp(x - max) (x - max): out[r] = (log S - D / S) * inv_log_n, clamped to [0, 1]
 // when finite (rounding), NaN/Inf as they come; on packets (out may be sum or dot).
 void normalized_entropies(const float* sum, const float* dot, int64_t rows, float inv_log_n, float* out);
+// Under a mask: normalized_entropies' rows of n values of which masked[r] were -inf
+// (probability 0) renormalised over their allowed positions, ent[r] * log(n) /
+// log(n - masked[r]) (at most 1); a row with one allowed position (its entropy is 0
+// whatever the scores) is dropped. Compacts ent in place; returns the rows kept.
+int64_t mask_adjusted_entropies(float* ent, const float* masked, int64_t rows, int64_t n);
 // max p[j] (n >= 1), in 16 lanes. Exact for a row without NaN; with a NaN the result
 // may or may not be NaN, and the row's sum (so each output) is NaN either way.
 float row_max(const float* p, int64_t n);

@@ -58,7 +58,11 @@ class WhereOp : public Op {
   }
 
   bool differentiable_input(size_t i) const override { return i != 0; }
-  OpTraits traits() const override { return {}; }
+  OpTraits traits() const override {
+    OpTraits t;
+    t.selects = true;
+    return t;
+  }
 
  private:
   // out = X everywhere, then Y where the mask is off.

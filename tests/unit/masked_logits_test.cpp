@@ -5,6 +5,7 @@
 // holding Inf are refused by rt::adapt_export, constants (the mask) are not.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -27,11 +28,20 @@ std::vector<float> mask_values() {
   return m;
 }
 
+// How the mask reaches the scores (node "/1/Mask" writes the masked scores):
+enum class Mask {
+  kAdd,          // Add(h, mask): a constant added (a causal mask in a buffer)
+  kWhere,        // Where(cond, -inf, h): masked_fill's export
+  kFloatMask,    // Add(h, Mul(Where(cond, -inf, 0), 1)): a boolean mask made float (torch's
+                 // key_padding_mask), added as baddbmm exports it
+  kAfterWeight,  // Add(MatMul, mask) with no Relu between: right after a node with a
+                 // weight, where an added initializer is otherwise a bias
+};
+
 // x [N, 2, 16, 16] -> Reshape [N, 32, 16] -> Transpose [N, 16, 32] -> MatMul W1 [32, 32]
-// -> Relu -> Add (the mask, a constant: the Add does not follow a node with a weight, so
-// the mask is not taken for a bias) [-> Reshape to [N, 16, 2, 16] when `copy`] -> `reader`
-// (Softmax: masked logits; Relu: not) -> Flatten -> Gemm 4 (mse, sgd).
-dl::ir::Model masked_model(const std::string& reader, bool copy = false) {
+// -> Relu (not with kAfterWeight) -> the mask (above) [-> Reshape to [N, 16, 2, 16] when
+// `copy`] -> `reader` (Softmax: masked logits; Relu: not) -> Flatten -> Gemm 4 (mse, sgd).
+dl::ir::Model masked_model(const std::string& reader, Mask how = Mask::kAdd, bool copy = false) {
   dl::test::ProbeGraph b("masked_" + reader, 13);
   b.m.path = "masked.onnx";
   b.random("W1", {32, 32}, 0.3f, 191);
@@ -42,8 +52,35 @@ dl::ir::Model masked_model(const std::string& reader, bool copy = false) {
   b.node("/0/Reshape", "Reshape", {"x", "shape"}, "r");
   b.node("/0/Transpose", "Transpose", {"r"}, "t", {{"perm", dl::rt::attr_ints({0, 2, 1})}});
   b.node("/1/MatMul", "MatMul", {"t", "W1"}, "m");
-  b.node("/1/Relu", "Relu", {"m"}, "h");
-  b.node("/1/Add", "Add", {"h", "mask"}, "a");
+  if (how != Mask::kAfterWeight) b.node("/1/Relu", "Relu", {"m"}, "h");
+  std::vector<int64_t> keep(32, 1);
+  std::fill(keep.begin() + 24, keep.end(), 0);
+  b.int64s("keep", {32}, keep);
+  b.int64s("zero", {}, {0});
+  b.floats("neg_inf", {}, {kNegInf});
+  switch (how) {
+    case Mask::kAdd: b.node("/1/Mask", "Add", {"h", "mask"}, "a"); break;
+    case Mask::kAfterWeight: b.node("/1/Mask", "Add", {"m", "mask"}, "a"); break;
+    case Mask::kWhere:
+      b.node("/1/Cond", "Equal", {"keep", "zero"}, "cond");
+      b.node("/1/Mask", "Where", {"cond", "neg_inf", "h"}, "a", {}, 16);
+      break;
+    case Mask::kFloatMask: {
+      // The condition computed from the data (h * 0 + keep == 0, as a padding mask is from
+      // the tokens), so that the float mask is a step's output, not a folded constant.
+      std::vector<float> keepf(keep.begin(), keep.end());
+      b.floats("keepf", {32}, keepf);
+      b.floats("zero_f", {}, {0.0f});
+      b.floats("beta", {}, {1.0f});
+      b.node("/1/Zeroed", "Mul", {"h", "zero_f"}, "z");
+      b.node("/1/Keep", "Add", {"z", "keepf"}, "kp");
+      b.node("/1/Cond", "Equal", {"kp", "zero_f"}, "cond");
+      b.node("/1/FloatMask", "Where", {"cond", "neg_inf", "zero_f"}, "fm", {}, 16);
+      b.node("/1/Scale", "Mul", {"fm", "beta"}, "sm");
+      b.node("/1/Mask", "Add", {"h", "sm"}, "a");
+      break;
+    }
+  }
   if (copy) {  // (a softmax over the last 16 of each 32: 8 of its 16 masked in every other row)
     b.int64s("heads", {4}, {0, 16, 2, 16});
     b.node("/1/Reshape", "Reshape", {"a", "heads"}, "a4");
@@ -63,7 +100,7 @@ struct MaskedRecords : dl::rt::TrainListener {
     const auto& probes = trace->header.probes;
     for (size_t k = 0; k < probes.size(); ++k) {
       const dl::an::Probe& p = probes[k];
-      if (p.kind != dl::an::ProbeKind::kForward || p.node != "/1/Add") continue;
+      if (p.kind != dl::an::ProbeKind::kForward || p.node != "/1/Mask") continue;
       const Tensor& t = *g.steps()[size_t(p.step)].fwd.out[0];
       const dl::an::TensorStats& got = trace->at(trace->size() - 1, k);
       INFO("iteration " << info.iteration << (got.fractions_carried() ? " (light)" : " (full)"));
@@ -95,8 +132,9 @@ struct MaskedRecords : dl::rt::TrainListener {
   }
 };
 
-void train_masked(const std::string& reader, int64_t iterations, int expect_checked, bool copy = false) {
-  const dl::ir::Model model = masked_model(reader, copy);
+void train_masked(const std::string& reader, int64_t iterations, int expect_checked, Mask how = Mask::kAdd,
+                  bool copy = false) {
+  const dl::ir::Model model = masked_model(reader, how, copy);
   const dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, iterations, 195);
   dl::rt::Trainer trainer(model, setup.config, setup.data, dl::rt::Dataset{});
   dl::an::Trace trace;
@@ -157,7 +195,21 @@ TEST_CASE("masked logits: a mask's scores read by Softmax are recorded without t
 }
 
 TEST_CASE("masked logits: through a copy (Add -> Reshape -> Softmax), both the scores and the copy") {
-  train_masked("Softmax", 16, 16, true);
+  train_masked("Softmax", 16, 16, Mask::kAdd, true);
+}
+
+TEST_CASE("masked logits: masked_fill's Where(cond, -inf, scores), and a float mask made by Where and added") {
+  // Fails when Where is not a mask's carrier (OpTraits::selects), or when the float mask
+  // itself (read by a Mul, not a softmax) is not masked: its -inf counts as Inf.
+  SUBCASE("Where") { train_masked("Softmax", 16, 16, Mask::kWhere); }
+  SUBCASE("float mask") { train_masked("Softmax", 16, 16, Mask::kFloatMask); }
+}
+
+TEST_CASE("masked logits: a -inf added right after a weight is a mask, not a bias to train") {
+  dl::ir::Model model = masked_model("Softmax", Mask::kAfterWeight);
+  const dl::rt::ExportAdaptation a = dl::rt::adapt_export(model);  // no "initial weights must be finite"
+  CHECK(std::find(a.constants.begin(), a.constants.end(), "mask") != a.constants.end());
+  train_masked("Softmax", 16, 16, Mask::kAfterWeight);
 }
 
 TEST_CASE("masked logits: a constant may hold -inf, a trainable initializer may not") {

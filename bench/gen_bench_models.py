@@ -11,9 +11,10 @@ resnet18, mobilenet_v2, shufflenet_v2_x0_5       issue 17: torchvision (random i
                  downloaded weights), 3x32x32 input, 10 classes, exported in training mode
                  (BatchNorm with batch statistics), Adam on logits, batch 16; NAME.pt holds
                  the same weights as a state_dict for pytorch_bench.py
-lstm_cls, transformer  issue 17: bench/seq_nets.py's LSTM classifier (64 steps of 32
+lstm_cls, transformer, transformer_causal  issue 17: bench/seq_nets.py's LSTM classifier (64 steps of 32
                  features, hidden 128, batch 32) and 2-layer TransformerEncoder (d_model 128,
-                 4 heads, 64 positions, batch 16; opset 17), training mode, Adam on logits;
+                 4 heads, 64 positions, batch 16; opset 17; transformer_causal: under a
+                 causal -inf mask), training mode, Adam on logits;
                  NAME.pt as for the torchvision nets; data seq1k.npy (1,024 rows of 64x32
                  values in [0,1] and a class id)
 conv_ae          issue 17: bench/ae_net.py's ConvTranspose + Upsample autoencoder on 3x32x32,
@@ -106,7 +107,7 @@ for net, net_batch in seq_nets.SEQ_NETS.items():
     model = seq_nets.build(net).train()
     export(model, (seq_nets.SEQ, seq_nets.FEATURES), net,
            {"loss": "categorical_crossentropy", "from_logits": "true", "optimizer": "adam", "learning_rate": 0.001,
-            "epochs": 1, "batch_size": net_batch}, trace_batch=2, opset=17 if net == "transformer" else 13)
+            "epochs": 1, "batch_size": net_batch}, trace_batch=2, opset=17 if net.startswith("transformer") else 13)
     torch.save(model.state_dict(), os.path.join(out, net + ".pt"))
 
 # The ConvTranspose autoencoder (issue 17, bench/ae_net.py): MSE against its input.

@@ -24,6 +24,7 @@ CASES = {"a": ("mlp_a.onnx", "mnist60k.npy", 64, 300, 20), "b": ("lenet5.onnx", 
          "c": ("wide_c.onnx", "wide4096.npy", 256, 20, 3), "r": ("resnet18.onnx", "cifar1k.npy", 16, 16, 2),
          "m": ("mobilenet_v2.onnx", "cifar1k.npy", 16, 16, 2), "s": ("shufflenet_v2_x0_5.onnx", "cifar1k.npy", 16, 16, 2),
          "l": ("lstm_cls.onnx", "seq1k.npy", 32, 16, 2), "t": ("transformer.onnx", "seq1k.npy", 16, 16, 2),
+         "k": ("transformer_causal.onnx", "seq1k.npy", 16, 16, 2),
          "e": ("conv_ae.onnx", "ae1k.npy", 16, 16, 2)}
 cases = sys.argv[1].split(",")
 threads = [int(t) for t in sys.argv[2].split(",")]

@@ -25,7 +25,7 @@ ROUNDS=${ROUNDS:-5}
 ROUNDS_C=${ROUNDS_C:-3}
 THREADS=${THREADS:-"1 $(nproc)"}
 DATA=${DATA:-$BUILD/bench-data}
-CASES=${CASES:-a b c r m s l t e}
+CASES=${CASES:-a b c r m s l t k e}
 MICRO=${MICRO:-1}
 PROFILE=${PROFILE:-1}
 PY=/usr/bin/python3
@@ -90,6 +90,7 @@ spec() {
     s) echo "shufflenet_v2_x0_5 16 cifar1k.npy 16 2" ;;
     l) echo "lstm_cls 32 seq1k.npy 16 2" ;;
     t) echo "transformer 16 seq1k.npy 16 2" ;;
+    k) echo "transformer_causal 16 seq1k.npy 16 2" ;;
     e) echo "conv_ae 16 ae1k.npy 16 2" ;;
   esac
 }
@@ -170,6 +171,7 @@ names = {"a": ("mlp_a", "(a) MLP 784-256-128-10, batch 64"), "b": ("lenet5", "(b
          "s": ("shufflenet_v2_x0_5", "(s) shufflenet_v2_x0_5 3x32x32, batch 16, Adam"),
          "l": ("lstm_cls", "(l) LSTM 64x32 -> 128, batch 32, Adam"),
          "t": ("transformer", "(t) TransformerEncoder 2 layers, d 128, 4 heads, seq 64, batch 16, Adam"),
+         "k": ("transformer_causal", "(k) the same under a causal -inf mask, batch 16, Adam"),
          "e": ("conv_ae", "(e) ConvTranspose + Upsample autoencoder 3x32x32, MSE, batch 16, Adam")}
 print("| model | threads | dl probes off (steps/s) | dl probes on | dl probes + online analysis | probe overhead wall / CPU | "
       "with analysis wall / CPU | PyTorch (steps/s) | dl probes on / PyTorch | CPU ms/step dl probes on / PyTorch | dl GFLOP/s (probes on) | PyTorch GFLOP/s | "

@@ -8,6 +8,9 @@ transformer  Linear(32 -> 128) + a fixed sinusoidal position code -> 2-layer
              nn.TransformerEncoder (d_model 128, 4 heads, feed-forward 512, ReLU, dropout 0,
              batch_first) -> mean over the 64 positions -> Linear(128, 10);
              input [batch, 64, 32], batch 16
+transformer_causal  the same under a causal mask (-inf above the diagonal, a buffer:
+             nn.Transformer.generate_square_subsequent_mask's), as decoder-only models
+             train; batch 16
 Both: Adam (lr 1e-3) on cross-entropy of the logits; data seq1k.npy, 1,024 rows of
 64 x 32 values in [0, 1) and a class id."""
 import math
@@ -18,7 +21,7 @@ SEQ, FEATURES, CLASSES = 64, 32, 10
 HIDDEN = 128
 D_MODEL, HEADS, FF, LAYERS = 128, 4, 512, 2
 # name: (batch size)
-SEQ_NETS = {"lstm_cls": 32, "transformer": 16}
+SEQ_NETS = {"lstm_cls": 32, "transformer": 16, "transformer_causal": 16}
 
 
 class LstmClassifier(torch.nn.Module):
@@ -49,7 +52,17 @@ class TransformerClassifier(torch.nn.Module):
         return self.out(self.enc(self.inp(x) + self.pe).mean(dim=1))
 
 
+class CausalTransformerClassifier(TransformerClassifier):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mask", torch.triu(torch.full((SEQ, SEQ), float("-inf")), diagonal=1))
+
+    def forward(self, x):
+        return self.out(self.enc(self.inp(x) + self.pe, mask=self.mask).mean(dim=1))
+
+
 def build(name):
     """The module with gen_bench_models.py's random init (seeded)."""
     torch.manual_seed(0)
-    return {"lstm_cls": LstmClassifier, "transformer": TransformerClassifier}[name]()
+    return {"lstm_cls": LstmClassifier, "transformer": TransformerClassifier,
+            "transformer_causal": CausalTransformerClassifier}[name]()

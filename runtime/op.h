@@ -62,6 +62,10 @@ struct OpTraits {
   bool embedding = false;
 };
 
+// The traits as the analysis reads them (an::OpDescription) for an op whose output has
+// this shape: its role, range, bands and units (runtime/op_traits.cpp).
+an::OpDescription describe(const OpTraits& traits, const Shape& output_shape);
+
 // ---- recurrent inner values (issue 16) ----
 // What a recurrent op reports of the values it keeps for backward through time, reduced
 // from its own gate and state buffers after the time loop, only when a probe asks

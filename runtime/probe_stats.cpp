@@ -10,33 +10,6 @@
 
 namespace dl::rt {
 
-an::OpDescription describe(const OpTraits& t, const Shape& shape) {
-  an::OpDescription d;
-  switch (t.role) {
-    case OpTraits::Role::kParameterized: d.role = "parameterized"; break;
-    case OpTraits::Role::kActivation: d.role = "activation"; break;
-    case OpTraits::Role::kElementwise: d.role = "elementwise"; break;
-    case OpTraits::Role::kShape: d.role = "shape"; break;
-    default: d.role = "other"; break;
-  }
-  d.linear = t.linear;
-  d.out_lo = t.out_lo;
-  d.out_hi = t.out_hi;
-  d.has_dead_zone = t.has_dead_zone;
-  d.saturates = t.saturates;
-  d.normalizes = t.normalizes;
-  d.drop_rate = t.drop_rate;
-  d.sample_size = 1;
-  for (size_t k = 1; k < shape.size(); ++k) d.sample_size *= shape[k];
-  if (t.normalizes && !shape.empty()) {
-    int64_t axis = t.normalized_axis < 0 ? t.normalized_axis + int64_t(shape.size()) : t.normalized_axis;
-    d.units = axis >= 0 && axis < int64_t(shape.size()) ? shape[size_t(axis)] : 0;
-  } else {
-    d.units = shape.size() >= 2 ? shape[1] : (shape.empty() ? 1 : shape[0]);
-  }
-  return d;
-}
-
 namespace stats {
 namespace {
 
@@ -64,7 +37,6 @@ inline int64_t lane_sum(VecU v) {
   for (int j = 0; j < kLanes; ++j) s += v[j];
   return s;
 }
-
 
 // kNonNeg: |x| = x (no abs, the sum is the sum of |x|). The zeros are counted as the
 // values whose magnitude bits are 0 (min(bits, 1) summed gives the non-zeros: two
@@ -140,6 +112,51 @@ Sums exact_sums(const float* x, int64_t n, const Bands& b) {
   return r;
 }
 
+// Bands::masked: fast_sums' statistics leaving the -inf out (counted in Sums::masked):
+// a masked lane adds 0 to the sums and +inf to the minimum (and -inf never raises the
+// maximum), and the bands' counts, which a -inf would be in, take the masked count off.
+// NaN and +inf make the sums non-finite, and the exact path (which leaves -inf out too)
+// counts them. Every statistic whatever b.light (masked probes are few: a light one
+// needs only a subset).
+Sums masked_sums(const float* x, int64_t n, const Bands& b) {
+  const VecF neg_inf = VecF{} - INFINITY, pos_inf = VecF{} + INFINITY;
+  const VecU abs_mask = VecU{} + 0x7fffffffu;
+  const VecF dead_v = VecF{} + b.dead_at, lo_v = VecF{} + b.sat_lo, hi_v = VecF{} + b.sat_hi;
+  VecF mn[2] = {pos_inf, pos_inf}, mx[2] = {neg_inf, neg_inf};
+  Sums out;
+  int64_t k = 0;
+  const int64_t vec_end = n - n % kLanes;
+  while (k < vec_end) {
+    const int64_t block_end = std::min(vec_end, k + kBlock);
+    VecF s[2] = {}, q[2] = {}, a[2] = {};
+    VecI masked[2] = {}, zeros[2] = {}, dead[2] = {}, sat[2] = {};
+    const auto add = [&](int c, VecF v) {
+      const VecI m = v == neg_inf;  // -1 per masked lane
+      const VecF v0 = (VecF)((VecU)v & ~(VecU)m);
+      s[c] += v0, q[c] += v0 * v0, a[c] += (VecF)((VecU)v0 & abs_mask);
+      mn[c] = simd::vmin(mn[c], (VecF)((VecU)v0 | ((VecU)pos_inf & (VecU)m)));
+      mx[c] = simd::vmax(mx[c], v);
+      masked[c] -= m, zeros[c] -= v == 0.0f;
+      if (b.dead) dead[c] -= v <= dead_v;
+      if (b.sat) sat[c] -= (v <= lo_v) | (v >= hi_v);
+    };
+    for (; k + 2 * kLanes <= block_end; k += 2 * kLanes) add(0, loadv(x + k)), add(1, loadv(x + k + kLanes));
+    for (; k < block_end; k += kLanes) add(0, loadv(x + k));
+    out.sum += lane_sum(s[0] + s[1]);
+    out.sumsq += lane_sum(q[0] + q[1]);
+    out.sumabs += lane_sum(a[0] + a[1]);
+    const int64_t m = lane_sum(masked[0] + masked[1]);
+    out.masked += m;
+    out.zeros += lane_sum(zeros[0] + zeros[1]);
+    if (b.dead) out.dead += lane_sum(dead[0] + dead[1]) - m;  // (-inf <= dead_at)
+    if (b.sat) out.sat += lane_sum(sat[0] + sat[1]) - m;      // (-inf <= sat_lo)
+  }
+  const VecF lo = simd::vmin(mn[0], mn[1]), hi = simd::vmax(mx[0], mx[1]);
+  for (int j = 0; j < kLanes; ++j) out.mn = std::min(out.mn, lo[j]), out.mx = std::max(out.mx, hi[j]);
+  if (k < n) out.merge(exact_sums(x + k, n - k, b));  // (the tail: under kLanes values)
+  return out;
+}
+
 template <bool kNonNeg>
 Sums fast_sums_bands(const float* x, int64_t n, const Bands& b, bool dead) {
   return dead ? (b.sat ? fast_sums<true, true, kNonNeg>(x, n, b) : fast_sums<true, false, kNonNeg>(x, n, b))
@@ -181,6 +198,12 @@ Bands Bands::of(const an::OpDescription* desc) {
 // zeros; a negative minimum (an op outside its declared range) takes the general path.
 void add_values(const float* x, int64_t n, const Bands& b, Sums& total) {
   Sums part;
+  if (b.masked) {
+    part = masked_sums(x, n, b);
+    if (!sums_finite(part)) part = exact_sums(x, n, b);
+    total.merge(part);
+    return;
+  }
   if (b.light) {
     part = light_sums(x, n);
     if (!sums_finite(part)) part = exact_sums(x, n, b);

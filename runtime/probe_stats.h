@@ -18,8 +18,6 @@ namespace dl::rt {
 // bands; `unit_flags` is scratch of at least shape[1] entries (per-unit dead count).
 an::TensorStats reduce_stats(const Tensor& t, const an::OpDescription* desc, std::vector<uint8_t>* unit_flags);
 
-an::OpDescription describe(const OpTraits& traits, const Shape& output_shape);
-
 namespace stats {
 
 // What to count besides the moments: the op's dead zone (values <= dead_at) and

@@ -189,6 +189,53 @@ TEST_CASE("masked logits: -inf left out of the statistics; NaN and +inf still co
   }
 }
 
+TEST_CASE("masked logits: the vector path (only -inf among the values) against a reference") {
+  // Values of a Relu-like band (dead at 0, saturating in [0, 1]) and zeros, -inf in runs
+  // (a causal mask's) and alone, over whole blocks and a tail: every statistic as the
+  // exact path's, from the vector path (the sums finite).
+  const int64_t n = 3 * dl::rt::stats::kBlock + 21;
+  std::vector<float> x = random_values(n, 197);
+  for (int64_t k = 0; k < n; ++k) {
+    if (k % 64 > 40 || k % 1000 == 7) x[size_t(k)] = kNegInf;
+    else if (k % 9 == 0) x[size_t(k)] = 0.0f;
+  }
+  x[size_t(n - 1)] = kNegInf;  // (in the tail)
+  dl::rt::stats::Bands b;
+  b.masked = true;
+  b.dead = b.sat = true;
+  b.dead_at = 0.0f, b.sat_lo = 0.001f, b.sat_hi = 0.999f;
+  int64_t masked = 0, zeros = 0, dead = 0, sat = 0;
+  double sum = 0, sumsq = 0;
+  float mn = INFINITY, mx = -INFINITY;
+  for (float v : x) {
+    if (v == kNegInf) {
+      ++masked;
+      continue;
+    }
+    sum += v, sumsq += double(v) * v, mn = std::min(mn, v), mx = std::max(mx, v);
+    zeros += v == 0.0f, dead += v <= 0.0f, sat += v <= b.sat_lo || v >= b.sat_hi;
+  }
+  for (const bool light : {true, false}) {
+    INFO((light ? "light" : "full"));
+    b.light = light;
+    dl::rt::stats::Sums r;
+    dl::rt::stats::add_values(x.data(), n, b, r);
+    CHECK(r.masked == masked);
+    CHECK(r.nan == 0);
+    CHECK(r.inf == 0);
+    CHECK(r.mn == mn);
+    CHECK(r.mx == mx);
+    CHECK(r.sum == doctest::Approx(sum).epsilon(1e-5));
+    CHECK(r.sumsq == doctest::Approx(sumsq).epsilon(1e-5));
+    CHECK(r.zeros == zeros);
+    CHECK(r.dead == dead);
+    CHECK(r.sat == sat);
+    const dl::an::TensorStats s = dl::rt::stats::finish(r, n);
+    CHECK(s.count == uint32_t(n - masked));
+    CHECK(s.finite());
+  }
+}
+
 TEST_CASE("masked logits: a mask's scores read by Softmax are recorded without the -inf; by Relu, with") {
   train_masked("Softmax", 16, 16);
   train_masked("Relu", 4, 4);

@@ -97,8 +97,9 @@ struct OpDescription {
 // ---- Op features: attention and LayerNorm (issue 16) -------------------------------
 // A quantity an op computes per row of its data in its own forward loops, for rules that
 // need more than a tensor's moments. A kFeature probe's TensorStats are the statistics
-// of that feature over the rows of one forward pass (count = rows, mean/min/max over
-// them); its OpDescription's `units` is the row length the feature was computed over.
+// of that feature over the rows of one forward pass (count = the rows reported: all, or
+// those the feature is defined for, mean/min/max over them); its OpDescription's `units`
+// is the row length the feature was computed over.
 enum class OpFeature : uint8_t {
   kNone,
   // A normalising op that is not a model output (an attention Softmax): the row's

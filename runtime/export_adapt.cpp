@@ -269,6 +269,13 @@ void constant_notes(const ir::Model& m, ExportAdaptation& a) {
         throw ModelError(m.path + ": initializer '" + name + "' holds Inf at flat index " + std::to_string(k) +
                          " (initial weights must be finite)");
   }
+  std::vector<std::string> masks;
+  for (const auto& [name, data] : m.graph.initializers)
+    if (is_mask(data) && !params.count(name)) masks.push_back(name);
+  if (!masks.empty())
+    a.notes.push_back(std::to_string(masks.size()) + " float initializer(s) (" + quoted_list(masks) +
+                      ") hold -inf: taken as masks, constants whose -inf are masked positions where only softmaxes "
+                      "read them (an attention or action mask), not trained");
   a.constants = constant_initializers(m.graph, ops, params);
   if (!a.constants.empty())
     a.notes.push_back(std::to_string(a.constants.size()) + " float initializer(s) (" + quoted_list(a.constants) +

@@ -48,9 +48,9 @@ struct OpTraits {
   // (Reshape, Transpose, Slice, Concat, Split, ...): a parameter read through such ops
   // is still that parameter (torch exports an LSTM's weights as Concat(Slice(W), ...)).
   bool rearranges = false;
-  // Each output value is one of its float inputs' values, picked per element by a
-  // condition input (Where: masked_fill's export).
-  bool selects = false;
+  // Each output value is one of its float inputs' values as it is: picked per element
+  // by a condition (Where: masked_fill's export) or unchanged (a float -> float Cast).
+  bool passes_values = false;
   // ---- recurrent and embedding traits (issue 16) ----
   // A recurrent op (LSTM, GRU, RNN): reports its gates and hidden states (FwdCtx::inner).
   bool recurrent = false;
@@ -174,8 +174,9 @@ class ValueSink {
 };
 
 // ---- Op features (issue 16: attention and LayerNorm), see an::OpFeature ----
-// The per-row feature an op's forward() can report (FwdCtx::feature_stats): `rows`
-// values, each computed over `row_length` values of the op's data.
+// The per-row feature an op's forward() can report (FwdCtx::feature_stats): up to `rows`
+// values (rows whose feature is undefined may be left out), each computed over
+// `row_length` values of the op's data.
 struct OpFeatureInfo {
   an::OpFeature kind = an::OpFeature::kNone;
   int64_t rows = 0, row_length = 0;

@@ -13,6 +13,16 @@
 
 namespace dl::rt {
 
+bool is_mask(const ir::TensorData& t) {
+  if (t.dtype != ir::DType::kFloat32 && t.dtype != ir::DType::kFloat64) return false;
+  bool neg_inf = false;
+  for (float x : t.floats) {
+    if (std::isinf(x) && x > 0) return false;
+    neg_inf = neg_inf || std::isinf(x);
+  }
+  return neg_inf;
+}
+
 const char* param_kind_name(ParamRole::Kind k) {
   switch (k) {
     case ParamRole::Kind::kWeight: return "weight";
@@ -29,13 +39,6 @@ const char* param_kind_name(ParamRole::Kind k) {
 namespace {
 
 bool is_float(const ir::TensorData& t) { return t.dtype == ir::DType::kFloat32 || t.dtype == ir::DType::kFloat64; }
-
-// A -inf added after a trainable node is a mask (an action mask on the logits, an
-// attention mask on the scores), not a bias: no gradient step makes it finite.
-bool holds_neg_inf(const ir::TensorData& t) {
-  return is_float(t) && std::any_of(t.floats.begin(), t.floats.end(),
-                                    [](float x) { return std::isinf(x) && x < 0; });
-}
 
 // The shape a node sees when it reads `value`: the initializer's own, or for a view the
 // shape inference recorded (a transposed weight has its fans the other way round).
@@ -125,7 +128,7 @@ std::map<std::string, ModelParam> model_params(const ir::Graph& g, const std::ve
       ParamRole bias;
       bias.kind = ParamRole::Kind::kBias;
       for (const std::string& name : it->second)
-        if (!holds_neg_inf(g.initializers.at(name))) add_use(name, n, i, bias);
+        if (!is_mask(g.initializers.at(name))) add_use(name, n, i, bias);
     }
   }
   for (auto& [name, p] : params) {

@@ -43,6 +43,11 @@ std::map<std::string, ModelParam> model_params(const ir::Graph& g, const std::ve
 // Makes the ops itself; throws ModelError for a node the runtime cannot run.
 std::map<std::string, ModelParam> model_params(const ir::Model& model);
 
+// A mask: a float initializer holding -inf and no +inf (an attention mask added to the
+// scores, an action mask added to the logits). Added right after a trainable node it is
+// still no bias (no gradient step makes -inf finite): it stays a constant.
+bool is_mask(const ir::TensorData& t);
+
 // Float initializers of more than one element that an element-wise op (traits) reads
 // through a differentiable input while no op reads them as a parameter or statistic
 // (an affine step written as Mul/Add with no parameterised op before it): they are

@@ -200,7 +200,12 @@ void add_values(const float* x, int64_t n, const Bands& b, Sums& total) {
   Sums part;
   if (b.masked) {
     part = masked_sums(x, n, b);
-    if (!sums_finite(part)) part = exact_sums(x, n, b);
+    // (every value masked: no extremes, min and max stay at +inf and -inf; a causal mask's
+    // long rows have whole chunks of -inf)
+    const bool finite = part.masked == n ? std::isfinite(part.sum) && std::isfinite(part.sumsq) &&
+                                               std::isfinite(part.sumabs)
+                                         : sums_finite(part);
+    if (!finite) part = exact_sums(x, n, b);
     total.merge(part);
     return;
   }

@@ -59,12 +59,12 @@ void ProbeRecorder::declare_masked(const ExecutionGraph& graph) {
     return std::any_of(t.f(), t.f() + t.numel(), [](float x) { return x == -std::numeric_limits<float>::infinity(); });
   };
   // The steps a mask's -inf passes through to the scores: element-wise arithmetic (Add,
-  // Mul), selections (Where, as masked_fill exports) and moves (Reshape, Expand, Slice,
-  // Concat, ...). Their float inputs are the ones that can carry it.
+  // Mul), steps that pass values on (Where, as masked_fill exports; a float Cast) and
+  // moves (Reshape, Expand, Slice, Concat, ...). Their float inputs can carry it.
   auto carries = [&](const Step& st) {
     const OpTraits t = st.op->traits();
     return !st.outputs.empty() && is_float(st.outputs[0]) &&
-           (t.role == OpTraits::Role::kElementwise || t.selects || t.rearranges || st.op->copies_input());
+           (t.role == OpTraits::Role::kElementwise || t.passes_values || t.rearranges || st.op->copies_input());
   };
   // Which steps' outputs may hold a mask's -inf: such a step reading a -inf among the
   // values no step writes (initializers, plan-time constants: the mask itself), or an

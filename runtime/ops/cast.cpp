@@ -71,6 +71,7 @@ class Cast : public Op {
   void infer(InferCtx& ctx) override {
     check_inputs(ctx, 1, 1, 1, where());
     ctx.out[0]->plan(to_float_ ? DType::kFloat32 : (to_ == kBool ? DType::kBool : DType::kInt64), ctx.in[0]->shape());
+    from_float_ = ctx.in[0]->dtype() == DType::kFloat32;
   }
 
   void forward(FwdCtx& ctx) override {
@@ -97,6 +98,7 @@ class Cast : public Op {
   OpTraits traits() const override {
     OpTraits t;
     t.linear = to_float_;
+    t.passes_values = to_float_ && from_float_;  // (a copy: float -> float)
     if (to_ == kBool) t.out_lo = 0, t.out_hi = 1;
     if (to_ == kUint8) t.out_lo = 0, t.out_hi = 255;
     if (to_ == kInt8) t.out_lo = -128, t.out_hi = 127;
@@ -108,6 +110,7 @@ class Cast : public Op {
  private:
   int64_t to_ = kFloat;
   bool to_float_ = false;
+  bool from_float_ = false;  // (set by infer)
 };
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<Cast>(node); }

@@ -60,7 +60,7 @@ class WhereOp : public Op {
   bool differentiable_input(size_t i) const override { return i != 0; }
   OpTraits traits() const override {
     OpTraits t;
-    t.selects = true;
+    t.passes_values = true;
     return t;
   }
 

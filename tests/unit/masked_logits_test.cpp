@@ -32,8 +32,8 @@ std::vector<float> mask_values() {
 enum class Mask {
   kAdd,          // Add(h, mask): a constant added (a causal mask in a buffer)
   kWhere,        // Where(cond, -inf, h): masked_fill's export
-  kFloatMask,    // Add(h, Mul(Where(cond, -inf, 0), 1)): a boolean mask made float (torch's
-                 // key_padding_mask), added as baddbmm exports it
+  kFloatMask,    // Add(h, Mul(Cast(Expand(Where(cond, -inf, 0))), 1)): a boolean mask made
+                 // float (torch's key_padding_mask), added as baddbmm exports it
   kAfterWeight,  // Add(MatMul, mask) with no Relu between: right after a node with a
                  // weight, where an added initializer is otherwise a bias
 };
@@ -57,7 +57,7 @@ dl::ir::Model masked_model(const std::string& reader, Mask how = Mask::kAdd, boo
   std::fill(keep.begin() + 24, keep.end(), 0);
   b.int64s("keep", {32}, keep);
   b.int64s("zero", {}, {0});
-  b.floats("neg_inf", {}, {kNegInf});
+  if (how == Mask::kWhere || how == Mask::kFloatMask) b.floats("neg_inf", {}, {kNegInf});
   switch (how) {
     case Mask::kAdd: b.node("/1/Mask", "Add", {"h", "mask"}, "a"); break;
     case Mask::kAfterWeight: b.node("/1/Mask", "Add", {"m", "mask"}, "a"); break;
@@ -72,11 +72,18 @@ dl::ir::Model masked_model(const std::string& reader, Mask how = Mask::kAdd, boo
       b.floats("keepf", {32}, keepf);
       b.floats("zero_f", {}, {0.0f});
       b.floats("beta", {}, {1.0f});
+      // [N, 1, 32] (a padding mask's one row per sample), then Expand to the scores'
+      // [N, 16, 32] and a float Cast: the steps torch's mask handling puts on the way.
+      b.int64s("axis1", {1}, {1});
+      b.int64s("rows", {3}, {1, 16, 32});
       b.node("/1/Zeroed", "Mul", {"h", "zero_f"}, "z");
-      b.node("/1/Keep", "Add", {"z", "keepf"}, "kp");
+      b.node("/1/Pool", "ReduceSum", {"z", "axis1"}, "zp");
+      b.node("/1/Keep", "Add", {"zp", "keepf"}, "kp");
       b.node("/1/Cond", "Equal", {"kp", "zero_f"}, "cond");
       b.node("/1/FloatMask", "Where", {"cond", "neg_inf", "zero_f"}, "fm", {}, 16);
-      b.node("/1/Scale", "Mul", {"fm", "beta"}, "sm");
+      b.node("/1/Expand", "Expand", {"fm", "rows"}, "fe");
+      b.node("/1/Cast", "Cast", {"fe"}, "fc", {{"to", dl::rt::attr_i(1)}});
+      b.node("/1/Scale", "Mul", {"fc", "beta"}, "sm");
       b.node("/1/Mask", "Add", {"h", "sm"}, "a");
       break;
     }
@@ -196,7 +203,9 @@ TEST_CASE("masked logits: the vector path (only -inf among the values) against a
   const int64_t n = 3 * dl::rt::stats::kBlock + 21;
   std::vector<float> x = random_values(n, 197);
   for (int64_t k = 0; k < n; ++k) {
-    if (k % 64 > 40 || k % 1000 == 7) x[size_t(k)] = kNegInf;
+    // (block 1 all masked: a long causal row's chunk)
+    const bool whole = k >= dl::rt::stats::kBlock && k < 2 * dl::rt::stats::kBlock;
+    if (whole || k % 64 > 40 || k % 1000 == 7) x[size_t(k)] = kNegInf;
     else if (k % 9 == 0) x[size_t(k)] = 0.0f;
   }
   x[size_t(n - 1)] = kNegInf;  // (in the tail)
@@ -218,9 +227,14 @@ TEST_CASE("masked logits: the vector path (only -inf among the values) against a
   for (const bool light : {true, false}) {
     INFO((light ? "light" : "full"));
     b.light = light;
-    dl::rt::stats::Sums r;
+    dl::rt::stats::Sums r, one_block;
     dl::rt::stats::add_values(x.data(), n, b, r);
     CHECK(r.masked == masked);
+    // The all-masked block alone: the vector path's sums (0), no extremes.
+    dl::rt::stats::add_values(x.data() + dl::rt::stats::kBlock, dl::rt::stats::kBlock, b, one_block);
+    CHECK(one_block.masked == dl::rt::stats::kBlock);
+    CHECK(one_block.sum == 0.0);
+    CHECK(dl::rt::stats::finish(one_block, dl::rt::stats::kBlock).count == 0);
     CHECK(r.nan == 0);
     CHECK(r.inf == 0);
     CHECK(r.mn == mn);
@@ -246,8 +260,9 @@ TEST_CASE("masked logits: through a copy (Add -> Reshape -> Softmax), both the s
 }
 
 TEST_CASE("masked logits: masked_fill's Where(cond, -inf, scores), and a float mask made by Where and added") {
-  // Fails when Where is not a mask's carrier (OpTraits::selects), or when the float mask
-  // itself (read by a Mul, not a softmax) is not masked: its -inf counts as Inf.
+  // Fails when Where, Expand or a float Cast does not carry a mask (OpTraits::passes_values,
+  // rearranges), or when the float mask itself (read by Expand, not a softmax) is not
+  // masked: its -inf counts as Inf.
   SUBCASE("Where") { train_masked("Softmax", 16, 16, Mask::kWhere); }
   SUBCASE("float mask") { train_masked("Softmax", 16, 16, Mask::kFloatMask); }
 }
@@ -256,6 +271,16 @@ TEST_CASE("masked logits: a -inf added right after a weight is a mask, not a bia
   dl::ir::Model model = masked_model("Softmax", Mask::kAfterWeight);
   const dl::rt::ExportAdaptation a = dl::rt::adapt_export(model);  // no "initial weights must be finite"
   CHECK(std::find(a.constants.begin(), a.constants.end(), "mask") != a.constants.end());
+  REQUIRE(!a.notes.empty());
+  CHECK(a.notes.front() == "1 float initializer(s) ('mask') hold -inf: taken as masks, constants whose -inf are masked "
+                           "positions where only softmaxes read them (an attention or action mask), not trained");
+  // Not a mask: -inf with +inf (refused, as any Inf in a bias), and a weight's -inf.
+  dl::ir::Model both = masked_model("Softmax", Mask::kAfterWeight);
+  both.graph.initializers["mask"].floats[3] = INFINITY;
+  CHECK_THROWS_AS(dl::rt::adapt_export(both), dl::ModelError);
+  dl::ir::Model weight = masked_model("Softmax", Mask::kAfterWeight);
+  weight.graph.initializers["W1"].floats[0] = kNegInf;
+  CHECK_THROWS_AS(dl::rt::adapt_export(weight), dl::ModelError);
   train_masked("Softmax", 16, 16, Mask::kAfterWeight);
 }
 

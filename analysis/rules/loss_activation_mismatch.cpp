@@ -1,6 +1,9 @@
 // Static: the last layer's activation does not suit the loss (from its traits and the
 // configured loss / from_logits), e.g. softmax over one unit, probabilities fed to a
-// from-logits loss, logits fed to a probability cross-entropy.
+// from-logits loss, logits fed to a probability cross-entropy. An output that a
+// probability cross-entropy clips (logits or a ReLU fed to it) is confirmed by the run
+// when the clip takes the gradient of a large share of the outputs (clipped_outputs).
+#include <algorithm>
 #include <cmath>
 
 #include "analysis/context.h"
@@ -8,6 +11,54 @@
 
 namespace dl::an {
 namespace {
+
+// What the run shows of a probability cross-entropy clipping the model's outputs: the loss
+// passes no gradient to an output it clips to [1e-7, 1 - 1e-7] (runtime/loss.h), and
+// nowhere else (a probability loss's derivative is not 0 at an unclipped output), so the
+// exact zeros of the output gradient count the clipped outputs.
+struct Clipping {
+  double fraction = 0;  // median share of the output gradient's exact zeros
+  size_t records = 0;   // over this many fully reduced records
+  int64_t from = 0, to = 0;  // between these iterations
+};
+
+// The gradient probe of the model's output: the last step of the output layer that has one.
+std::optional<size_t> output_gradient_probe(const AnalysisContext& ctx, int layer) {
+  std::optional<size_t> best;
+  const auto& probes = ctx.header().probes;
+  for (size_t k = 0; k < probes.size(); ++k)
+    if (probes[k].kind == ProbeKind::kGradient && probes[k].layer == layer &&
+        (!best || probes[k].step > probes[*best].step))
+      best = k;
+  return best;
+}
+
+// Over the last stretch of the run (its last quarter, at least an epoch of iterations,
+// and only once an epoch has been trained or the run has ended): nullopt when there is
+// not enough of it yet.
+std::optional<Clipping> clipped_outputs(const AnalysisContext& ctx, int layer, size_t min_records) {
+  const std::optional<size_t> probe = output_gradient_probe(ctx, layer);
+  const Trace& t = ctx.trace();
+  const size_t end = ru::finite_prefix(ctx);
+  if (!probe || end == 0) return std::nullopt;
+  const int64_t last = t.records[end - 1].iteration;
+  const int64_t epoch = std::max<int64_t>(1, ctx.header().batches_per_epoch);
+  if (!ctx.final() && last + 1 < epoch) return std::nullopt;
+  const int64_t from = last - std::max(epoch, (last + 1) / 4) + 1;
+  Clipping c;
+  std::vector<double> zeros;
+  for (size_t r = end; r-- > 0 && t.records[r].iteration >= from;) {
+    const TensorStats& s = t.at(r, *probe);
+    if (s.count == 0 || s.fractions_carried()) continue;
+    zeros.push_back(s.zero_frac);
+    c.from = t.records[r].iteration;
+  }
+  if (zeros.size() < min_records) return std::nullopt;
+  c.records = zeros.size();
+  c.to = last;
+  c.fraction = ru::median(zeros);
+  return c;
+}
 
 class LossActivationMismatch : public Rule {
  public:
@@ -27,7 +78,12 @@ class LossActivationMismatch : public Rule {
                                         "distribution over classes (softmax / categorical loss) cannot fit them"},
             {"logits_confidence", 0.9,
              "confidence that probabilities fed to a from-logits loss stall training (the loss sees "
-             "a nearly uniform softmax of values in [0, 1])"}};
+             "a nearly uniform softmax of values in [0, 1])"},
+            {"clipped_outputs", 0.25,
+             "logits or a ReLU fed to a probability cross-entropy are a confirmed fault when the loss clips "
+             "this share of the outputs (median over the last quarter of the run, at least an epoch): "
+             "they get no gradient"},
+            {"clipped_min_records", 3, "fully reduced records the clipped share needs"}};
   }
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
@@ -57,6 +113,20 @@ class LossActivationMismatch : public Rule {
                     {"output_units", o.units}, {"out_lo", op.out_lo}, {"out_hi", op.out_hi},
                     {"normalizes", op.normalizes}, {"dead_zone", op.has_dead_zone}};
       out.push_back(std::move(f));
+    };
+    // The run confirms a clipped output: makes the last finding conclusive.
+    auto confirm_clipping = [&]() {
+      const auto c = clipped_outputs(ctx, o.layer, static_cast<size_t>(threshold(ctx, "clipped_min_records")));
+      if (!c) return;
+      Finding& f = out.back();
+      f.evidence["clipped_output_fraction"] = c->fraction;
+      f.evidence["clipped_records"] = c->records;
+      if (c->fraction < threshold(ctx, "clipped_outputs")) return;
+      f.conclusive = true;
+      f.confidence = std::max(f.confidence, 0.9);
+      f.message += "; the run confirms it: the loss clipped " + ru::num(100.0 * c->fraction) + "% of " + where +
+                   "'s outputs, which got no gradient (median of " + std::to_string(c->records) +
+                   " records, iterations " + std::to_string(c->from) + " to " + std::to_string(c->to) + ")";
     };
 
     // A softmax over one unit outputs exactly 1.0 for every sample, whatever the loss.
@@ -136,6 +206,7 @@ class LossActivationMismatch : public Rule {
                " for " + loss +
                (divides ? " (a sample whose outputs are all 0 makes the normalised prediction 0/0 = NaN)" : ""),
            "replace the final ReLU (" + node + ") of " + where + " with " + act + " for " + loss);
+      if (!logits && !divides) confirm_clipping();
       return;
     }
     if (!logits && unbounded) {
@@ -147,6 +218,7 @@ class LossActivationMismatch : public Rule {
            has_activation ? "replace the final activation (" + node + ") of " + where + " with " + act
                           : "set from_logits to true (--from-logits true) if " + where +
                                 " outputs logits, or add a " + act + " activation after it");
+      confirm_clipping();
     }
   }
 };

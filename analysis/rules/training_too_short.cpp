@@ -4,6 +4,7 @@
 // gate here is the poor metric, so healthy runs that reached a good metric stay quiet.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "analysis/context.h"
 #include "analysis/rules/rule_util.h"
@@ -51,6 +52,9 @@ class TrainingTooShort : public Rule {
             {"max_factor", 10, "the recommended number of epochs is at most this multiple of the current one"},
             {"above_constant", 1.2, "a fitted end loss above this multiple of the constant prediction's is a run "
                                     "that fails (loss_above_chance, the learning-rate rules), not an unfinished one"},
+            {"no_rise", 1.5, "a one-epoch loss that never rose above this multiple of the median of its first 3 "
+                             "losses is still descending from the initial weights, even above the constant "
+                             "prediction's loss (not a blow-up: above_constant does not apply)"},
             {"blowup", 10, "a run whose loss peaked above this multiple of the constant prediction's ..."},
             {"blowup_end", 0.9, "... and whose fitted end is still above this multiple of it is settling after a "
                                 "blow-up at chance (a too high learning rate), not unfinished"},
@@ -86,15 +90,22 @@ class TrainingTooShort : public Rule {
     // suite's development split that still fall by 8% per epoch or more end below 0.06 of it).
     const auto reference = ru::constant_prediction_loss(ctx);
     const double unfit = reference ? std::max(0.0, loss.end) / *reference : NAN;
-    // Still worse than predicting a constant at the end: falling from a blow-up (resnet18
-    // with Adam at lr 10 falls 66% per epoch while 585x above it), which more epochs do not fix.
-    if (unfit > threshold(ctx, "above_constant")) return;
-    // Down from a blow-up to about the constant prediction's loss (a BatchNorm resnet with
-    // Adam at lr 10: 237 -> fitted 1.087 against 1.099, accuracy at chance): more epochs would
-    // not teach it anything; what made it blow up is the fault.
     double peak = 0;
     for (float v : t.loss)
       if (std::isfinite(v)) peak = std::max(peak, double(v));
+    // Still worse than predicting a constant at the end: falling from a blow-up (resnet18
+    // with Adam at lr 10 falls 66% per epoch while 585x above it), which more epochs do not fix.
+    // A single epoch whose loss never rose above its first losses is a descent from the
+    // initial weights' guesses cut short, wherever it started (a regression net's first loss
+    // several times the targets' variance), not a blow-up.
+    std::vector<double> opening;
+    for (size_t k = 0; k < std::min<size_t>(n, 3); ++k)
+      if (std::isfinite(t.loss[k])) opening.push_back(t.loss[k]);
+    const bool descent = one_epoch && !opening.empty() && peak <= threshold(ctx, "no_rise") * ru::median(opening);
+    if (unfit > threshold(ctx, "above_constant") && !descent) return;
+    // Down from a blow-up to about the constant prediction's loss (a BatchNorm resnet with
+    // Adam at lr 10: 237 -> fitted 1.087 against 1.099, accuracy at chance): more epochs would
+    // not teach it anything; what made it blow up is the fault.
     if (reference && peak > threshold(ctx, "blowup") * *reference && unfit > threshold(ctx, "blowup_end")) return;
     const bool enough = double(n) >= min_iterations;
 

@@ -84,6 +84,19 @@ TEST_CASE("rule vanishing_gradient: root causes, gate and thresholds") {
     REQUIRE(fs.size() == 1);
     CHECK(fs[0].layer == 1);
   }
+  SUBCASE("weights that still move by 5e-6 of their norm per step are not stopped; --set moves it") {
+    TraceBuilder b;
+    Trace t = vanishing_stack(b, "sigmoid");
+    set_updates(t, 0, 0, 200, 2e-6);  // a 7-layer sigmoid stack's first layer under SGD (1.1e-6)
+    set_updates(t, 1, 0, 200, 2e-6);
+    std::vector<Finding> fs = run("vanishing_gradient", t);
+    REQUIRE(fs.size() == 1);
+    CHECK(fs[0].layer == 1);
+    CHECK(run("vanishing_gradient", t, true, with({"vanishing_gradient.update_ratio=1e-6"})).empty());
+    set_updates(t, 0, 0, 200, 2e-5);  // the suite's healthy minimum (1.9e-5)
+    set_updates(t, 1, 0, 200, 2e-5);
+    CHECK(run("vanishing_gradient", t).empty());
+  }
   SUBCASE("zero gradients are left to dead_units / unchanged_weights") {
     TraceBuilder b;
     Trace t = vanishing_stack(b, "sigmoid");

@@ -74,6 +74,36 @@ TEST_CASE("rule training_too_short: one epoch that stopped mid-descent, its accu
   CHECK(run("training_too_short", s).empty());
 }
 
+TEST_CASE("rule training_too_short: one epoch descending from far above the constant prediction's loss") {
+  TraceBuilder b;
+  Trace t = b.dense("relu", 16).dense("softmax", 3).config("epochs", "1").batches_per_epoch(25).build(25);
+  // A regression net's first loss is several times the targets' variance: one epoch falls
+  // from 4x the constant prediction's loss to 2x, never rising above its start.
+  set_curve(
+      t, [](int64_t it, double p) { return kChance3 * (4.0 - 2.0 * p + 0.1 * std::sin(2.3 * double(it))); },
+      [](int64_t, double p) { return 0.34 + 0.1 * p; });
+  auto f = run("training_too_short", t);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].conclusive);
+  CHECK(f[0].root_cause == RootCause::kTrainingLength);
+  CHECK(f[0].evidence["loss_share_of_constant_prediction"].get<double>() > 1.2);
+  // --set: below 1, any loss counts as a rise (a blow-up).
+  CHECK(run("training_too_short", t, true, with("training_too_short.no_rise=0.9")).empty());
+  // The same end after a rise from the constant prediction's loss: the updates blew it up,
+  // more epochs are not the fix (above_constant applies).
+  set_curve(
+      t, [](int64_t it, double p) { return kChance3 * (it < 3 ? 1.0 : 4.0 - 2.0 * p); },
+      [](int64_t, double p) { return 0.34 + 0.1 * p; });
+  CHECK(run("training_too_short", t).empty());
+  // Several epochs still above that loss fail to learn: not only too short.
+  TraceBuilder b2;
+  Trace m = b2.dense("relu", 16).dense("softmax", 3).config("epochs", "4").batches_per_epoch(25).build(100);
+  set_curve(
+      m, [](int64_t it, double p) { return kChance3 * (4.0 - 2.0 * p + 0.1 * std::sin(2.3 * double(it))); },
+      [](int64_t, double p) { return 0.34 + 0.1 * p; });
+  CHECK(run("training_too_short", m).empty());
+}
+
 TEST_CASE("rule training_too_short: not for a run settling at the chance loss after a blow-up") {
   TraceBuilder b;
   Trace t = b.dense("relu", 16).dense("softmax", 3).config("epochs", "6").batches_per_epoch(8).build(48);

@@ -179,6 +179,23 @@ MetricJudgement judge_metric(const AnalysisContext& ctx, double now, double poor
 std::optional<double> chance_loss(const AnalysisContext& ctx);
 std::optional<double> constant_prediction_loss(const AnalysisContext& ctx);
 
+// The loss diverged during the run, before iteration `until`: the model had learned (the
+// median loss of a window of iterations fell to `learned` times the constant prediction's
+// loss or below), then a later window's median was back at or above that loss: its steps
+// undid what it had learned (too large a learning rate or momentum). Windows of max(4, an
+// epoch / 4) iterations; `low` is the lowest median before the rise, `high` the highest
+// after it; nullopt when the loss did not (or the constant prediction's loss is unknown).
+struct LossRise {
+  double low = 0, high = 0;         // the two window medians
+  int64_t low_at = 0, high_at = 0;  // the first iteration of each window
+};
+std::optional<LossRise> loss_diverged(const AnalysisContext& ctx, int64_t until, double learned);
+// What the configured optimizer makes of a step: "the learning rate 0.1" or, with a momentum
+// of 0.99 or more, "the learning rate 0.1 with momentum 0.999 (steps up to 1000x the
+// rate's)"; and the advice to go with it.
+std::string step_size_text(const TraceHeader& h);
+std::string step_size_fix(const TraceHeader& h);
+
 }  // namespace dl::an::ru
 
 namespace dl::an::ru {

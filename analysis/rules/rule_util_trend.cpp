@@ -2,6 +2,8 @@
 // windows of the trace, medians, least-squares line fits, and judging a metric value.
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "analysis/rules/rule_util.h"
 
@@ -113,6 +115,44 @@ MetricJudgement judge_metric(const AnalysisContext& ctx, double now, double poor
     j.text = "mae " + num(now) + " (targets' std " + num(sigma) + ")";
   }
   return j;
+}
+
+std::optional<LossRise> loss_diverged(const AnalysisContext& ctx, int64_t until, double learned) {
+  const Trace& t = ctx.trace();
+  const auto constant = constant_prediction_loss(ctx);
+  const size_t n = std::min(t.loss.size(), static_cast<size_t>(std::max<int64_t>(0, until)));
+  if (!constant || !(*constant > 0) || n == 0) return std::nullopt;
+  const size_t w = std::max<size_t>(4, static_cast<size_t>(std::max<int64_t>(0, ctx.header().batches_per_epoch)) / 4);
+  std::optional<LossRise> rise;
+  LossRise r{INFINITY, 0, 0, 0};
+  std::vector<double> v;
+  for (size_t start = 0; start + w <= n; start += w) {
+    v.clear();
+    for (size_t k = start; k < start + w; ++k)
+      if (std::isfinite(t.loss[k])) v.push_back(t.loss[k]);
+    if (v.size() < w / 2 + 1) continue;
+    const double m = median(v);
+    if (!rise && m < r.low) r.low = m, r.low_at = static_cast<int64_t>(start);
+    if (r.low <= learned * *constant && m >= *constant && m > r.high) {
+      r.high = m, r.high_at = static_cast<int64_t>(start);
+      rise = r;
+    }
+  }
+  return rise;
+}
+
+std::string step_size_text(const TraceHeader& h) {
+  const double lr = learning_rate(h), momentum = config_number(h, "momentum", 0);
+  std::string s = "the learning rate " + num(lr);
+  if (momentum >= 0.99 && momentum < 1)
+    s += " with momentum " + num(momentum) + " (steps up to " + std::to_string(std::llround(1 / (1 - momentum))) + "x the rate's)";
+  return s;
+}
+
+std::string step_size_fix(const TraceHeader& h) {
+  const double lr = learning_rate(h), momentum = config_number(h, "momentum", 0);
+  if (momentum >= 0.99 && momentum < 1) return "lower the momentum to 0.9 (--momentum 0.9) or the learning rate tenfold (--lr " + num(lr / 10) + ")";
+  return "lower the learning rate tenfold (--lr " + num(lr / 10) + ")";
 }
 
 }  // namespace dl::an::ru

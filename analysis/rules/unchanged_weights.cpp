@@ -27,6 +27,9 @@ class UnchangedWeights : public Rule {
             {"tiny_lr", 1e-6, "a learning rate at or below this cannot move weights of order 0.1 in float32"},
             {"large_update", 0.1, "updates above this fraction of the weight norm before the gradient vanished "
                                   "mean the learning rate drove the output into saturation (healthy: <= 0.04)"},
+            {"learned", 0.5, "a loss that fell to this share of the constant prediction's loss and was back at or "
+                             "above it before the gradients stopped was undone by its steps: the learning rate (or "
+                             "momentum) is the cause (ru::loss_diverged)"},
             {"saturated", 0.99, "fraction of saturated (or dead) outputs that blocks all gradient through an op"}};
   }
 
@@ -203,6 +206,19 @@ class UnchangedWeights : public Rule {
         f.message += ": the first updates (up to " + ru::num(upd) + " of the weight norm per step) drove the output " +
                      o.node + " into saturation, where the loss gives no gradient";
         f.recommendation = "lower the learning rate tenfold (--lr " + ru::num(lr / 10) + ")";
+      } else if (const auto rise = ru::loss_diverged(ctx, t.records[from].iteration, threshold(ctx, "learned"));
+                 out_sat >= sat && rise) {
+        // Small steps each, but the loss climbed from a fit to above the constant
+        // prediction's before the output saturated: the steps added up (momentum).
+        f.root_cause = RootCause::kLearningRate;
+        f.lr_direction = -1;
+        f.message += ": the loss rose from " + ru::num(rise->low) + " (iteration " + std::to_string(rise->low_at) +
+                     ") to " + ru::num(rise->high) + " (iteration " + std::to_string(rise->high_at) + ") under " +
+                     ru::step_size_text(ctx.header()) + ", which drove the output " + o.node +
+                     " into saturation, where the loss gives no gradient";
+        f.recommendation = ru::step_size_fix(ctx.header());
+        f.evidence["loss_rose_from"] = rise->low;
+        f.evidence["loss_rose_to"] = rise->high;
       } else {
         f.root_cause = RootCause::kLoss;
         f.message += ": the loss gives no gradient at the output" +

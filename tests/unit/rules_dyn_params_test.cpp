@@ -2,11 +2,13 @@
 // unchanged_weights. Each: a true positive, root causes, edge cases, a --set override.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "analysis/analyzer.h"
 #include "rules_dyn_util.h"
+#include "rules_stat_util.h"
 
 using namespace dl;
 using namespace dl::test::rules_dyn;
@@ -161,6 +163,39 @@ TEST_CASE("rule unchanged_weights: root causes") {
     CHECK(f.layer == 2);
     CHECK(f.root_cause == RootCause::kLearningRate);
     CHECK(f.lr_direction == -1);  // too large, whatever the symptom's pace says (repairs lower it)
+  }
+  SUBCASE("the output saturated after the loss climbed back from a fit: small steps that added up") {
+    // SGD with momentum 0.999: the loss falls to a fifth of the chance loss, then climbs to
+    // 4x it over the next 100 iterations, each step small; then the softmax saturates.
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("relu", 8).dense("softmax", 3).config("optimizer", "sgd")
+                  .config("momentum", "0.999").build(200);
+    const double chance = std::log(3.0);
+    dl::test::rules_stat::set_curve(
+        t,
+        [&](int64_t it, double) {
+          return chance * (it < 50 ? 1.0 - 0.016 * double(it) : it < 150 ? 0.2 + 0.038 * double(it - 50) : 4.0);
+        },
+        [](int64_t, double) { return 0.33; });
+    set_param_grads(t, -1, 150, 200, 0);
+    edit(t, b.gradient(2, true), 150, 200, [](an::TensorStats& s, size_t) { s.l2 = 0, s.std = 0, s.mean_abs = 0; });
+    edit(t, b.forward(2, true), 150, 200, [](an::TensorStats& s, size_t) { s.sat_frac = 1; });
+    Finding f = run("unchanged_weights", t, false)[0];
+    CHECK(f.iteration == 150);
+    CHECK(f.root_cause == RootCause::kLearningRate);
+    CHECK(f.lr_direction == -1);
+    CHECK(f.message.find("momentum 0.999 (steps up to 1000x") != std::string::npos);
+    CHECK(f.recommendation.find("--momentum 0.9") != std::string::npos);
+    CHECK(f.evidence["loss_rose_to"].get<double>() >= chance);
+    // --set: a run must have learned more (a tenth of the chance loss) to count as undone.
+    f = run("unchanged_weights", t, false, with("unchanged_weights.learned=0.1"))[0];
+    CHECK(f.root_cause == RootCause::kLoss);
+    // Never below half the chance loss: the loss's own saturation, as before.
+    dl::test::rules_stat::set_curve(
+        t, [&](int64_t it, double) { return chance * (it < 150 ? 1.0 - 0.002 * double(it) : 4.0); },
+        [](int64_t, double) { return 0.33; });
+    f = run("unchanged_weights", t, false)[0];
+    CHECK(f.root_cause == RootCause::kLoss);
   }
   SUBCASE("one layer behind a dead ReLU: a warning, with dead_units' root cause") {
     TraceBuilder b;

@@ -3,8 +3,9 @@
 root-cause and false-alarm rates with 95% Wilson intervals, then per mutation operator
 and per benign change, as Markdown.
 
-Run: /usr/bin/python3 models/suite/report.py DIR   (DIR holds dev.json and heldout.json,
-the `deeplocalize batch --json` summaries of DIR/dev and DIR/heldout; `make suite`).
+Run: /usr/bin/python3 models/suite/report.py DIR [DIR...]   (each DIR holds dev.json and
+heldout.json, the `deeplocalize batch --json` summaries of DIR/dev and DIR/heldout; `make
+suite`). Several DIRs are pooled split by split: a suite generated in parts.
 With DIR/dev-fixes.json and DIR/heldout-fixes.json (`batch --verify-fixes` over the
 samples of models/suite/fix_sample.py; `make suite-fixes`) it also prints the verified-fix
 rate per split and how often a repair confirmed the first diagnosis.
@@ -73,33 +74,43 @@ def fixes_table(d):
         print(f"| {split} | {buggy} | {rate(verified, n)} | {rate(guess, n)} | {rate(layer, with_layer)} |")
 
 
-def main(d):
+TOTAL_KEYS = ("detected", "faulty", "localized", "localizable", "root_cause", "root_cause_cases", "false_alarms",
+              "non_faulty")
+
+
+def main(dirs):
+    """Tables over the runs in `dirs`, pooled split by split (a suite generated in parts,
+    e.g. `generate.py --only` into several folders)."""
     rows, per_op, per_benign = [], defaultdict(lambda: defaultdict(lambda: [0, 0])), defaultdict(lambda: [0, 0])
     for split in ("dev", "heldout"):
-        path = os.path.join(d, split + ".json")
-        if not os.path.exists(path):
+        paths = [os.path.join(d, split + ".json") for d in dirs if os.path.exists(os.path.join(d, split + ".json"))]
+        if not paths:
             continue
-        s = json.load(open(path))
-        t = s["totals"]
+        t = dict.fromkeys(TOTAL_KEYS, 0)
+        for path in paths:
+            s = json.load(open(path))
+            for key in TOTAL_KEYS:
+                t[key] += s["totals"][key]
+            for c in s["cases"]:
+                sc, name = c["scores"], c["name"]
+                change = name.split("__", 1)[1] if "__" in name else "(base)"
+                if c["kind"] == "buggy":
+                    for key in ("detected", "localized", "root_cause"):
+                        if sc.get(key) is not None:
+                            per_op[change][key][0] += bool(sc[key])
+                            per_op[change][key][1] += 1
+                elif sc.get("false_alarm") is not None:
+                    per_benign[change][0] += bool(sc["false_alarm"])
+                    per_benign[change][1] += 1
         rows.append((split, t))
-        for c in s["cases"]:
-            sc, name = c["scores"], c["name"]
-            change = name.split("__", 1)[1] if "__" in name else "(base)"
-            if c["kind"] == "buggy":
-                for key in ("detected", "localized", "root_cause"):
-                    if sc.get(key) is not None:
-                        per_op[change][key][0] += bool(sc[key])
-                        per_op[change][key][1] += 1
-            elif sc.get("false_alarm") is not None:
-                per_benign[change][0] += bool(sc["false_alarm"])
-                per_benign[change][1] += 1
     print("| split | detected (killed mutants) | localized (layer mutants) | accepted root cause | "
           "false alarms (healthy runs) |")
     print("|---|---|---|---|---|")
     for split, t in rows:
         print(f"| {split} | {rate(t['detected'], t['faulty'])} | {rate(t['localized'], t['localizable'])} | "
               f"{rate(t['root_cause'], t['root_cause_cases'])} | {rate(t['false_alarms'], t['non_faulty'])} |")
-    fixes_table(d)
+    for d in dirs:
+        fixes_table(d)
     print("\n| mutation operator (both splits) | detected | localized | root cause |")
     print("|---|---|---|---|")
     for op in sorted(per_op):
@@ -112,4 +123,4 @@ def main(d):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "build/suite")
+    main(sys.argv[1:] or ["build/suite"])

@@ -12,50 +12,50 @@
 namespace dl::an {
 namespace {
 
-// What the run shows of a probability cross-entropy clipping the model's outputs: the loss
-// passes no gradient to an output it clips to [1e-7, 1 - 1e-7] (runtime/loss.h), and
-// nowhere else (a probability loss's derivative is not 0 at an unclipped output), so the
-// exact zeros of the output gradient count the clipped outputs.
+// What the run shows of a probability cross-entropy clipping the model's outputs. The loss
+// passes no gradient to an output it clips to [1e-7, 1 - 1e-7] (runtime/loss.h). With
+// binary_crossentropy and sparse_categorical_crossentropy that is the only way an output's
+// gradient is exactly 0, so the exact zeros of the output gradient count the clipped
+// outputs. categorical_crossentropy normalises each row first: a row whose target's
+// probability is clipped gets no gradient at all, any other row no exact 0, so there the
+// zeros count the rows left without a gradient.
 struct Clipping {
-  double fraction = 0;  // median share of the output gradient's exact zeros
-  size_t records = 0;   // over this many fully reduced records
+  double fraction = 0;       // median share of the output gradient's exact zeros
+  size_t records = 0;        // over this many fully reduced records
   int64_t from = 0, to = 0;  // between these iterations
 };
 
-// The gradient probe of the model's output: the last step of the output layer that has one.
-std::optional<size_t> output_gradient_probe(const AnalysisContext& ctx, int layer) {
-  std::optional<size_t> best;
-  const auto& probes = ctx.header().probes;
-  for (size_t k = 0; k < probes.size(); ++k)
-    if (probes[k].kind == ProbeKind::kGradient && probes[k].layer == layer &&
-        (!best || probes[k].step > probes[*best].step))
-      best = k;
-  return best;
-}
-
-// Over the last stretch of the run (its last quarter, at least an epoch of iterations,
-// and only once an epoch has been trained or the run has ended): nullopt when there is
-// not enough of it yet.
-std::optional<Clipping> clipped_outputs(const AnalysisContext& ctx, int layer, size_t min_records) {
-  const std::optional<size_t> probe = output_gradient_probe(ctx, layer);
+// Over the last stretch of the run (its last quarter, at least an epoch of iterations, and
+// only once an epoch has been trained, or kEarlyIterations when the epoch's length is not
+// known, or the run has ended): nullopt when there is not enough of it yet, or when rows
+// with invalid class ids (which get no gradient either) make the zeros ambiguous. A record
+// counts its zeros only when the output's own values show what the clip catches there
+// (values below 0 or above 1; for a ReLU output, its zeros or values above 1): an output
+// whose values stayed in [0, 1] is counted as unclipped, whatever its gradient.
+std::optional<Clipping> clipped_outputs(const AnalysisContext& ctx, const ru::OutputLayer& o, bool relu_like,
+                                        size_t min_records) {
+  const std::optional<size_t> probe = ru::layer_output_gradient_probe(ctx, o.layer);
   const Trace& t = ctx.trace();
   const size_t end = ru::finite_prefix(ctx);
-  if (!probe || end == 0) return std::nullopt;
+  if (!probe || !o.probe || end == 0 || ctx.header().data_summary.label_issue_count > 0) return std::nullopt;
   const int64_t last = t.records[end - 1].iteration;
   const int64_t epoch = std::max<int64_t>(1, ctx.header().batches_per_epoch);
-  if (!ctx.final() && last + 1 < epoch) return std::nullopt;
+  const int64_t settled = ctx.header().batches_per_epoch > 0 ? epoch : int64_t(ru::kEarlyIterations);
+  if (!ctx.final() && last + 1 < settled) return std::nullopt;
   const int64_t from = last - std::max(epoch, (last + 1) / 4) + 1;
   Clipping c;
   std::vector<double> zeros;
   for (size_t r = end; r-- > 0 && t.records[r].iteration >= from;) {
-    const TensorStats& s = t.at(r, *probe);
-    if (s.count == 0 || s.fractions_carried()) continue;
-    zeros.push_back(s.zero_frac);
+    const TensorStats& g = t.at(r, *probe);
+    const TensorStats& y = t.at(r, *o.probe);
+    if (g.count == 0 || g.fractions_carried() || y.count == 0) continue;
+    const bool outside = y.min < 0.0f || y.max > 1.0f || (relu_like && (y.min <= 0.0f));
+    zeros.push_back(outside ? double(g.zero_frac) : 0.0);
+    if (zeros.size() == 1) c.to = t.records[r].iteration;
     c.from = t.records[r].iteration;
   }
   if (zeros.size() < min_records) return std::nullopt;
   c.records = zeros.size();
-  c.to = last;
   c.fraction = ru::median(zeros);
   return c;
 }
@@ -116,7 +116,7 @@ class LossActivationMismatch : public Rule {
     };
     // The run confirms a clipped output: makes the last finding conclusive.
     auto confirm_clipping = [&]() {
-      const auto c = clipped_outputs(ctx, o.layer, static_cast<size_t>(threshold(ctx, "clipped_min_records")));
+      const auto c = clipped_outputs(ctx, o, relu_like, static_cast<size_t>(threshold(ctx, "clipped_min_records")));
       if (!c) return;
       Finding& f = out.back();
       f.evidence["clipped_output_fraction"] = c->fraction;
@@ -124,9 +124,14 @@ class LossActivationMismatch : public Rule {
       if (c->fraction < threshold(ctx, "clipped_outputs")) return;
       f.conclusive = true;
       f.confidence = std::max(f.confidence, 0.9);
-      f.message += "; the run confirms it: the loss clipped " + ru::num(100.0 * c->fraction) + "% of " + where +
-                   "'s outputs, which got no gradient (median of " + std::to_string(c->records) +
-                   " records, iterations " + std::to_string(c->from) + " to " + std::to_string(c->to) + ")";
+      const std::string share = ru::num(100.0 * c->fraction) + "%";
+      f.message += "; the run confirms it: " +
+                   (loss == "categorical_crossentropy"
+                        ? "the loss clipped the target's probability in " + share + " of the rows, which got no "
+                                                                                "gradient at all"
+                        : "the loss clipped " + share + " of " + where + "'s outputs, which got no gradient") +
+                   " (median of " + std::to_string(c->records) + " records, iterations " + std::to_string(c->from) +
+                   " to " + std::to_string(c->to) + ")";
     };
 
     // A softmax over one unit outputs exactly 1.0 for every sample, whatever the loss.

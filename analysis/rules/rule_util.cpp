@@ -73,6 +73,16 @@ std::vector<size_t> layer_forward_probes(const AnalysisContext& ctx, int layer) 
   return out;
 }
 
+std::optional<size_t> layer_output_gradient_probe(const AnalysisContext& ctx, int layer) {
+  std::optional<size_t> best;
+  const auto& probes = ctx.header().probes;
+  for (size_t k = 0; k < probes.size(); ++k)
+    if (probes[k].kind == ProbeKind::kGradient && probes[k].layer == layer &&
+        (!best || probes[k].step >= probes[*best].step))
+      best = k;
+  return best;
+}
+
 std::optional<size_t> anchor_probe(const AnalysisContext& ctx, int layer) {
   for (size_t k : layer_forward_probes(ctx, layer))
     if (ctx.header().probes[k].op.role == "parameterized") return k;

@@ -57,6 +57,8 @@ std::string range_text(double lo, double hi);
 // --- layers -----------------------------------------------------------------------------
 // Forward probes of one layer, in program order.
 std::vector<size_t> layer_forward_probes(const AnalysisContext& ctx, int layer);
+// The gradient probe of the layer's output: the one of its last step that has one.
+std::optional<size_t> layer_output_gradient_probe(const AnalysisContext& ctx, int layer);
 // The layer's parameterised (anchor) forward probe, if any.
 std::optional<size_t> anchor_probe(const AnalysisContext& ctx, int layer);
 // Output units of a layer (anchor's units, else the widest of its probes); 0 if unknown.

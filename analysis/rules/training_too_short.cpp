@@ -55,6 +55,7 @@ class TrainingTooShort : public Rule {
             {"no_rise", 1.5, "a one-epoch loss that never rose above this multiple of the median of its first 3 "
                              "losses is still descending from the initial weights, even above the constant "
                              "prediction's loss (not a blow-up: above_constant does not apply)"},
+            {"descent_end", 0.75, "... and whose fitted end is at most this share of that median: it fell"},
             {"blowup", 10, "a run whose loss peaked above this multiple of the constant prediction's ..."},
             {"blowup_end", 0.9, "... and whose fitted end is still above this multiple of it is settling after a "
                                 "blow-up at chance (a too high learning rate), not unfinished"},
@@ -95,13 +96,15 @@ class TrainingTooShort : public Rule {
       if (std::isfinite(v)) peak = std::max(peak, double(v));
     // Still worse than predicting a constant at the end: falling from a blow-up (resnet18
     // with Adam at lr 10 falls 66% per epoch while 585x above it), which more epochs do not fix.
-    // A single epoch whose loss never rose above its first losses is a descent from the
-    // initial weights' guesses cut short, wherever it started (a regression net's first loss
+    // A single epoch whose loss fell and never rose above its first losses is a descent from
+    // the initial weights' guesses cut short, wherever it started (a regression net's first loss
     // several times the targets' variance), not a blow-up.
     std::vector<double> opening;
     for (size_t k = 0; k < std::min<size_t>(n, 3); ++k)
       if (std::isfinite(t.loss[k])) opening.push_back(t.loss[k]);
-    const bool descent = one_epoch && !opening.empty() && peak <= threshold(ctx, "no_rise") * ru::median(opening);
+    const double start = opening.empty() ? NAN : ru::median(opening);
+    const bool descent = one_epoch && start > 0 && peak <= threshold(ctx, "no_rise") * start &&
+                         loss.end <= threshold(ctx, "descent_end") * start;
     if (unfit > threshold(ctx, "above_constant") && !descent) return;
     // Down from a blow-up to about the constant prediction's loss (a BatchNorm resnet with
     // Adam at lr 10: 237 -> fitted 1.087 against 1.099, accuracy at chance): more epochs would

@@ -182,9 +182,7 @@ class UnchangedWeights : public Rule {
     const size_t last = end - 1;
     const double sat = threshold(ctx, "saturated");
     // The gradient at the layer's output (its last step).
-    std::optional<size_t> out_grad;
-    for (size_t k : ctx.probes(ProbeKind::kGradient))
-      if (h.probes[k].layer == L) out_grad = k;
+    const std::optional<size_t> out_grad = ru::layer_output_gradient_probe(ctx, L);
     const bool output_layer = L == static_cast<int>(h.layers.size()) - 1 || &*stop == &layers.back();
     const bool no_grad_in = out_grad && t.at(last, *out_grad).l2 == 0.0;
     const ru::OutputLayer o = ru::output_layer(ctx);

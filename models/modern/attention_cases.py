@@ -8,6 +8,8 @@ and the faulty ones fail:
 
   /usr/bin/python3 models/modern/attention_cases.py --out models/modern [--no-check] [CASE ...]
 
+(--seed-offset K, --scale NAME and --skip-invalid as in generate.py: variants of the cases.)
+
 A case is a Case(name, build, notes): build() returns
   (torch module with its initial weights, (x, y) numpy data, torch loss module,
    optimizer settings {"name": "adam"|"sgd", "lr": ..., ["momentum": ...]},
@@ -42,6 +44,22 @@ Case = collections.namedtuple("Case", "name build notes")
 
 OPSET = 17  # LayerNormalization is one ONNX op from opset 17 (torch decomposes it below)
 VOCAB, SEQ, DIM, HEADS, FF = 4, 16, 16, 2, 32
+ROWS = 512  # the transformer cases' rows
+LN_HIDDEN = 32  # the LayerNorm MLP's hidden width
+SEED_OFFSET = 0  # --seed-offset: added to every seed
+
+# --scale presets (generate.py has its own for its cases).
+SCALES = {
+    "base": dict(VOCAB=4, SEQ=16, DIM=16, HEADS=2, FF=32, ROWS=512, LN_HIDDEN=32),
+    "wide": dict(VOCAB=5, SEQ=24, DIM=32, HEADS=4, FF=64, ROWS=768, LN_HIDDEN=64),
+    "small": dict(VOCAB=3, SEQ=12, DIM=8, HEADS=2, FF=16, ROWS=384, LN_HIDDEN=16),
+}
+
+
+def configure(scale="base", seed_offset=0):
+    global SEED_OFFSET
+    globals().update(SCALES[scale])
+    SEED_OFFSET = seed_offset
 ATTN = "/enc/layers.%d/self_attn/"
 # A causal mask's masked value, as nn.Transformer.generate_square_subsequent_mask writes
 # it: the masked scores are -inf logits of the attention softmaxes (probability 0).
@@ -81,8 +99,9 @@ def encoder_class():
     return Encoder
 
 
-def token_data(rows=512, seed=1):
-    rng = np.random.RandomState(seed)
+def token_data(rows=None, seed=1):
+    rows = ROWS if rows is None else rows
+    rng = np.random.RandomState(seed + SEED_OFFSET)
     tokens = rng.randint(0, VOCAB, size=(rows, SEQ))
     x = np.eye(VOCAB, dtype=np.float32)[tokens]  # [rows, SEQ, VOCAB]
     return x, tokens[:, -1].astype(np.int64)
@@ -90,7 +109,7 @@ def token_data(rows=512, seed=1):
 
 def encoder(init=None):
     torch = _torch()
-    torch.manual_seed(0)
+    torch.manual_seed(SEED_OFFSET)
     return init_qk(encoder_class()(), init)
 
 
@@ -122,7 +141,7 @@ def causal_encoder():
         def forward(self, x):
             return self.out(self.enc(self.inp(x) + self.pe, mask=self.mask)[:, -1])
 
-    torch.manual_seed(0)
+    torch.manual_seed(SEED_OFFSET)
     return CausalEncoder()
 
 
@@ -192,14 +211,15 @@ def ln_mlp(per_feature=False):
             super().__init__()
             self.per_feature = per_feature
             self.norm0 = nn.LayerNorm(1) if per_feature else None
-            self.fc1, self.norm, self.act, self.fc2 = nn.Linear(13, 32), nn.LayerNorm(32), nn.GELU(), nn.Linear(32, 3)
+            h = LN_HIDDEN
+            self.fc1, self.norm, self.act, self.fc2 = nn.Linear(13, h), nn.LayerNorm(h), nn.GELU(), nn.Linear(h, 3)
 
         def forward(self, x):
             if self.per_feature:
                 x = self.norm0(x.unsqueeze(-1)).flatten(1)
             return self.fc2(self.act(self.norm(self.fc1(x))))
 
-    torch.manual_seed(0)
+    torch.manual_seed(SEED_OFFSET)
     return LayerNormMlp()
 
 
@@ -251,7 +271,7 @@ def torch_train(model, data, loss, opt, epochs, batch):
     if opt["name"] == "sgd":
         kwargs["momentum"] = opt.get("momentum", 0.0)
     optim = (torch.optim.SGD if opt["name"] == "sgd" else torch.optim.Adam)(model.parameters(), **kwargs)
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(SEED_OFFSET)
     losses = []
     for _ in range(epochs):
         perm, total = torch.randperm(len(x), generator=g), 0.0
@@ -268,11 +288,12 @@ def torch_train(model, data, loss, opt, epochs, batch):
     return losses[0], losses[-1], acc
 
 
-def check(case, built):
+def check(case, built, skip_invalid=False):
     """Healthy cases must learn (final loss < 0.1, accuracy > 0.95); faulty ones must fall
     clearly short in the same budget (accuracy < 0.8, or a non-finite loss). The zero Q/K
     encoder still creeps up through its feed-forward layers and the uniform average (76%
-    after 15 epochs where the healthy one is at 100% after 10), with its attention frozen."""
+    after 15 epochs where the healthy one is at 100% after 10), with its attention frozen.
+    Returns whether it does; raises SystemExit when it does not, unless skip_invalid."""
     model, data, loss, opt, epochs, batch, expected = built
     first, last, acc = torch_train(model, data, loss, opt, epochs, batch)
     healthy = expected["verdict"] == "ok"
@@ -280,7 +301,12 @@ def check(case, built):
     print("%-26s torch: loss %.4f -> %.4f, accuracy %.3f: %s" % (case.name, first, last, acc,
                                                                 "learns" if acc > 0.95 else "fails"))
     if not ok:
-        raise SystemExit("%s: the PyTorch run does not behave as a %s case" % (case.name, expected["verdict"]))
+        message = "%s: the PyTorch run does not behave as a %s case" % (case.name, expected["verdict"])
+        if skip_invalid:
+            print("  skipped (--skip-invalid): " + message)
+            return False
+        raise SystemExit(message)
+    return True
 
 
 def write_case(case, built, out_dir):
@@ -296,7 +322,7 @@ def write_case(case, built, out_dir):
     optimizer = (torch.optim.SGD if opt["name"] == "sgd" else torch.optim.Adam)(model.parameters(), **kwargs)
     example = torch.tensor(x[:2])
     export_model(model, example, os.path.join(d, "model.onnx"), optimizer=optimizer, loss=loss, opset=OPSET,
-                 epochs=epochs, batch_size=batch, seed=0)
+                 epochs=epochs, batch_size=batch, seed=SEED_OFFSET)
     flat = x.reshape(len(x), -1)
     with open(os.path.join(d, "data.csv"), "w") as f:
         f.write(",".join(["x%d" % k for k in range(flat.shape[1])] + ["y"]) + "\n")
@@ -307,12 +333,19 @@ def write_case(case, built, out_dir):
         f.write("\n")
 
 
-def main(argv=None):
+def main(argv=None, skipped_names=False):
+    """skipped_names: return the names of the cases skipped (--skip-invalid) instead of 0."""
     p = argparse.ArgumentParser(description="attention and LayerNorm diagnosis cases for models/modern")
     p.add_argument("--out", default=HERE, help="the models/modern folder (default: this file's)")
     p.add_argument("--no-check", action="store_true", help="write the files without the PyTorch check")
+    p.add_argument("--seed-offset", type=int, default=0, help="added to every seed (default 0)")
+    p.add_argument("--scale", default="base", choices=sorted(SCALES), help="size preset (default base)")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="skip, with a note, a case whose PyTorch check fails instead of stopping")
     p.add_argument("cases", nargs="*", help="only these cases")
     a = p.parse_args(argv)
+    configure(a.scale, a.seed_offset)
+    skipped = []
     names = [c.name for c in CASES]
     for n in a.cases:
         if n not in names:
@@ -321,10 +354,11 @@ def main(argv=None):
         if a.cases and case.name not in a.cases:
             continue
         built = case.build()
-        if not a.no_check:
-            check(case, built)
+        if not a.no_check and not check(case, built, a.skip_invalid):
+            skipped.append(case.name)
+            continue
         write_case(case, built, a.out)
-    return 0
+    return skipped if skipped_names else 0
 
 
 if __name__ == "__main__":

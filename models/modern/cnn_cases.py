@@ -15,7 +15,8 @@ builds, checks in PyTorch and writes them like its own cases):
   autoencoder_lr_x100         healthy_conv_autoencoder at Adam lr 1: blows up
 
 All take 1x16x16 images (256 rows, the autoencoders 128): small enough that deeplocalize trains each in a
-second or two.
+second or two. configure() (generate.py's --scale and --seed-offset) picks another size preset
+(SCALES) and adds an offset to every seed.
 """
 import numpy as np
 import torch
@@ -26,12 +27,27 @@ from case_spec import Built, Case, Expected
 
 SIDE, ROWS, CLASSES = 16, 256, 3
 AE_ROWS = 128  # its CSV holds the image twice (input and target)
+WIDTH = 8  # the first stage's channels (the second has 2 x WIDTH); the autoencoder's are WIDTH / 2 and WIDTH
+SEED_OFFSET = 0
+
+# Size presets (generate.py --scale); the shapes task has 3 classes at every size.
+SCALES = {
+    "base": dict(SIDE=16, ROWS=256, AE_ROWS=128, WIDTH=8),
+    "wide": dict(SIDE=24, ROWS=512, AE_ROWS=256, WIDTH=16),
+    "small": dict(SIDE=12, ROWS=200, AE_ROWS=96, WIDTH=4),
+}
+
+
+def configure(scale="base", seed_offset=0):
+    global SEED_OFFSET
+    globals().update(SCALES[scale])
+    SEED_OFFSET = seed_offset
 
 
 def shapes_data(seed):
     """1x16x16 images of one of three shapes (class 0: a horizontal bar, 1: a vertical bar,
     2: a square), at a random place, on noise; pixel values rounded to 0.1 (a short CSV)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed + SEED_OFFSET)
     y = rng.integers(0, CLASSES, ROWS).astype(np.int64)
     x = rng.normal(0, 0.15, size=(ROWS, 1, SIDE, SIDE))
     for r in range(ROWS):
@@ -45,10 +61,11 @@ def shapes_data(seed):
     return (np.round(x * 10) / 10 + 0.0).astype(np.float32), y  # + 0.0: no "-0" in the CSV
 
 
-def blob_images(seed, raw=False, rows=AE_ROWS):
+def blob_images(seed, raw=False, rows=None):
     """1x16x16 images of one or two Gaussian blobs, pixels in [0, 1] in steps of 0.05, or
     raw: as 8-bit pixel values 0..255; the target is the image itself, flattened."""
-    rng = np.random.default_rng(seed)
+    rows = AE_ROWS if rows is None else rows
+    rng = np.random.default_rng(seed + SEED_OFFSET)
     yy, xx = np.mgrid[0:SIDE, 0:SIDE]
     x = np.zeros((rows, 1, SIDE, SIDE))
     for r in range(rows):
@@ -67,10 +84,11 @@ class ResNetBN(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(1, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU())
-        down = nn.Sequential(nn.Conv2d(8, 16, 1, stride=2, bias=False), nn.BatchNorm2d(16))
-        self.blocks = nn.Sequential(BasicBlock(8, 8), BasicBlock(8, 16, stride=2, downsample=down))
-        self.fc = nn.Linear(16, CLASSES)
+        c1, c2 = WIDTH, 2 * WIDTH
+        self.stem = nn.Sequential(nn.Conv2d(1, c1, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(c1), nn.ReLU())
+        down = nn.Sequential(nn.Conv2d(c1, c2, 1, stride=2, bias=False), nn.BatchNorm2d(c2))
+        self.blocks = nn.Sequential(BasicBlock(c1, c1), BasicBlock(c1, c2, stride=2, downsample=down))
+        self.fc = nn.Linear(c2, CLASSES)
 
     def forward(self, x):
         return self.fc(self.blocks(self.stem(x)).mean((2, 3)))
@@ -98,10 +116,11 @@ class InvertedResidual(nn.Module):
 class MobileNetHardSwish(nn.Module):
     def __init__(self):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(1, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8),
+        c1, c2 = WIDTH, 2 * WIDTH
+        self.stem = nn.Sequential(nn.Conv2d(1, c1, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(c1),
                                   nn.Hardswish())
-        self.blocks = nn.Sequential(InvertedResidual(8, 8, 2, 1), InvertedResidual(8, 16, 2, 2))
-        self.fc = nn.Linear(16, CLASSES)
+        self.blocks = nn.Sequential(InvertedResidual(c1, c1, 2, 1), InvertedResidual(c1, c2, 2, 2))
+        self.fc = nn.Linear(c2, CLASSES)
 
     def forward(self, x):
         return self.fc(self.blocks(self.stem(x)).mean((2, 3)))
@@ -110,16 +129,17 @@ class MobileNetHardSwish(nn.Module):
 def autoencoder(final=None):
     """16x16 -> Conv stride 2 (8x8) -> Conv stride 2 (4x4) -> nn.Upsample x2 (8x8) ->
     ConvTranspose stride 2 (16x16) -> Conv 3x3 -> flattened image [-> final]."""
-    layers = [nn.Conv2d(1, 4, 3, stride=2, padding=1), nn.ReLU(),
-              nn.Conv2d(4, 8, 3, stride=2, padding=1), nn.ReLU(),
+    c1, c2 = WIDTH // 2, WIDTH
+    layers = [nn.Conv2d(1, c1, 3, stride=2, padding=1), nn.ReLU(),
+              nn.Conv2d(c1, c2, 3, stride=2, padding=1), nn.ReLU(),
               nn.Upsample(scale_factor=2, mode="nearest"),
-              nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),
-              nn.Conv2d(4, 1, 3, padding=1), nn.Flatten()]
+              nn.ConvTranspose2d(c2, c1, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),
+              nn.Conv2d(c1, 1, 3, padding=1), nn.Flatten()]
     return nn.Sequential(*(layers + ([final] if final is not None else [])))
 
 
 def seeded(seed, make):
-    torch.manual_seed(seed)
+    torch.manual_seed(seed + SEED_OFFSET)
     return make()
 
 

@@ -13,6 +13,17 @@ python3-onnx, numpy). Deterministic: fixed seeds, one thread. Before writing a c
 trained in PyTorch from the exported initial weights: a healthy case must learn (reach its
 min_accuracy), a faulty one must not; otherwise the script stops with an error.
 
+Variants (independent re-makes of the same cases, e.g. to see whether a diagnosis
+generalizes), written elsewhere; the default (no option) writes models/modern as always:
+  --out DIR          write the case folders under DIR (default: this folder)
+  --seed-offset K    add K to every seed: data, initial weights, the PyTorch check's
+                     shuffling and the training seed written into the model (default 0)
+  --scale NAME       size preset (SCALES below): "base" (default, today's sizes), "wide"
+                     (bigger hidden sizes, longer sequences, more rows and classes) or
+                     "small" (smaller ones, 2 classes, a last batch that is not full)
+  --skip-invalid     a case whose PyTorch check fails (a healthy one that does not learn,
+                     a faulty one that does) is skipped with a note instead of stopping
+
 Layout written:
   <case>/model.onnx     opset 14, training mode, input "input", output "output", dynamic batch
   <case>/data.csv       header row; features (token ids for embedding models), then the target
@@ -40,13 +51,35 @@ import cnn_cases  # noqa: E402
 
 SEQ, FEATURES, HIDDEN, CLASSES, ROWS = 8, 4, 16, 3, 256
 VOCAB, TOKENS, EMBED = 60, 10, 4
+SEED_OFFSET = 0  # --seed-offset: added to every seed
+
+# --scale presets: this file's sizes (cnn_cases.SCALES and attention_cases.SCALES have theirs).
+SCALES = {
+    "base": dict(SEQ=8, FEATURES=4, HIDDEN=16, CLASSES=3, ROWS=256, VOCAB=60, TOKENS=10, EMBED=4),
+    "wide": dict(SEQ=16, FEATURES=4, HIDDEN=32, CLASSES=4, ROWS=512, VOCAB=80, TOKENS=12, EMBED=4),
+    "small": dict(SEQ=6, FEATURES=3, HIDDEN=8, CLASSES=2, ROWS=200, VOCAB=40, TOKENS=8, EMBED=3),
+}
+
+
+def configure(scale="base", seed_offset=0):
+    """Sets the sizes of a --scale preset and the --seed-offset, here and in cnn_cases and
+    attention_cases (when present)."""
+    global SEED_OFFSET
+    globals().update(SCALES[scale])
+    SEED_OFFSET = seed_offset
+    cnn_cases.configure(scale, seed_offset)
+    attention = attention_module()
+    if attention is not None:
+        attention.configure(scale, seed_offset)
 
 # ----------------------------------------------------------------------------- data
 
 
-def sequence_data(seed, scale=1.0, offset=0.0, seq=SEQ):
-    """Sequences [ROWS, seq, FEATURES]; the class is the argmax of a weighted sum over time."""
-    rng = np.random.default_rng(seed)
+def sequence_data(seed, scale=1.0, offset=0.0, seq=None):
+    """Sequences [ROWS, seq (default SEQ), FEATURES]; the class is the argmax of a weighted
+    sum over time."""
+    seq = SEQ if seq is None else seq
+    rng = np.random.default_rng(seed + SEED_OFFSET)
     x = rng.normal(size=(ROWS, seq, FEATURES))
     w = rng.normal(size=(FEATURES, CLASSES))
     score = sum((0.5 + t / seq) * (x[:, t] @ w) for t in range(seq))
@@ -57,7 +90,7 @@ def sequence_data(seed, scale=1.0, offset=0.0, seq=SEQ):
 def token_data(seed):
     """Token ids [ROWS, TOKENS] in 0..VOCAB-1: each class has 5 marker tokens, and each
     position holds one of its class's markers with probability 0.4, else any token."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed + SEED_OFFSET)
     y = rng.integers(0, CLASSES, ROWS).astype(np.int64)
     markers = rng.permutation(VOCAB)[:5 * CLASSES].reshape(CLASSES, 5)
     ids = rng.integers(0, VOCAB, (ROWS, TOKENS))
@@ -72,8 +105,9 @@ def token_data(seed):
 class RecurrentClassifier(nn.Module):
     """nn.LSTM / nn.GRU (batch_first) -> final hidden state -> Linear [-> head]."""
 
-    def __init__(self, cell, outputs=CLASSES, head=None):
+    def __init__(self, cell, outputs=None, head=None):
         super().__init__()
+        outputs = CLASSES if outputs is None else outputs
         self.rnn = cell(FEATURES, HIDDEN, batch_first=True)
         self.fc = nn.Linear(HIDDEN, outputs)
         self.head = head
@@ -138,7 +172,7 @@ ADAM = dict(name="adam", lr=0.01)
 
 
 def seeded(seed, make):
-    torch.manual_seed(seed)
+    torch.manual_seed(seed + SEED_OFFSET)
     return make()
 
 
@@ -288,11 +322,14 @@ def expected_json(built, proto):
     return {"fault": e.fault, "symptoms": e.symptoms, "root_causes": e.root_causes, "nodes": nodes, "notes": e.notes}
 
 
-def generate(case, index):
+def generate(case, index, out_dir=HERE, skip_invalid=False):
+    """Builds, checks and writes one case; returns False when it was skipped (skip_invalid
+    and a PyTorch check that does not behave as the case says)."""
     import onnx
 
     built = case.build()
-    history = torch_check(built, seed=index)
+    seed = index + SEED_OFFSET
+    history = torch_check(built, seed=seed)
     first, last = history[0], history[-1]
     if built.max_loss is None:
         learned = last[1] >= built.min_accuracy and math.isfinite(last[0])
@@ -301,20 +338,25 @@ def generate(case, index):
     print("%-28s torch: loss %.4g -> %.4g, accuracy %.3f -> %.3f (%s)"
           % (case.name, first[0], last[0], first[1], last[1], "learns" if learned else "fails"))
     if learned != built.learns:
-        raise SystemExit("%s: expected the PyTorch run to %s" % (case.name, "learn" if built.learns else "fail"))
-    out = os.path.join(HERE, case.name)
+        message = "%s: expected the PyTorch run to %s" % (case.name, "learn" if built.learns else "fail")
+        if skip_invalid:
+            print("  skipped (--skip-invalid): " + message)
+            return False
+        raise SystemExit(message)
+    out = os.path.join(out_dir, case.name)
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "model.onnx")
     opt = torch_optimizer(built.optimizer, built.model.parameters())
     example = torch.from_numpy(built.x[:2])
     targets = built.y.shape[1] if built.y.ndim > 1 and built.y.shape[1] > 1 else None  # a regression's columns
     export_model(built.model, example, path, optimizer=opt, loss=built.loss, constant_folding=built.fold,
-                 edit=built.edit, epochs=built.epochs, batch_size=built.batch_size, targets=targets, seed=index)
+                 edit=built.edit, epochs=built.epochs, batch_size=built.batch_size, targets=targets, seed=seed)
     proto = onnx.load(path)
     write_csv(os.path.join(out, "data.csv"), built.x, built.y)
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected_json(built, proto), f, indent=2)
         f.write("\n")
+    return True
 
 
 def attention_module():
@@ -327,21 +369,39 @@ def attention_module():
 
 
 def main(argv):
+    import argparse
+
+    p = argparse.ArgumentParser(description="writes the models/modern diagnosis cases (or variants of them)")
+    p.add_argument("--out", default=HERE, help="folder of the case folders (default: this file's, models/modern)")
+    p.add_argument("--seed-offset", type=int, default=0, help="added to every seed (default 0)")
+    p.add_argument("--scale", default="base", choices=sorted(SCALES), help="size preset (default base)")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="skip, with a note, a case whose PyTorch check fails instead of stopping")
+    p.add_argument("cases", nargs="*", help="only these cases")
+    a = p.parse_args(argv)
     torch.set_num_threads(1)
-    wanted = set(argv)
+    configure(a.scale, a.seed_offset)
+    wanted = set(a.cases)
     attention = attention_module()
     attention_names = {c.name for c in attention.CASES} if attention else set()
     unknown = wanted - {c.name for c in CASES + cnn_cases.CASES} - attention_names
     if unknown:
         raise SystemExit("unknown case(s): " + ", ".join(sorted(unknown)))
+    skipped = []
     for k, case in enumerate(CASES):
         if not wanted or case.name in wanted:
-            generate(case, k)
+            if not generate(case, k, a.out, a.skip_invalid):
+                skipped.append(case.name)
     for k, case in enumerate(cnn_cases.CASES):
         if not wanted or case.name in wanted:
-            generate(case, 100 + k)
+            if not generate(case, 100 + k, a.out, a.skip_invalid):
+                skipped.append(case.name)
     if attention and (not wanted or wanted & attention_names):
-        attention.main(sorted(wanted & attention_names))
+        options = ["--out", a.out, "--seed-offset", str(a.seed_offset), "--scale", a.scale]
+        skipped += attention.main(options + (["--skip-invalid"] if a.skip_invalid else [])
+                                  + sorted(wanted & attention_names), skipped_names=True)
+    if skipped:
+        print("skipped (PyTorch check failed): " + ", ".join(skipped))
     return 0
 
 

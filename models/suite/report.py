@@ -49,22 +49,28 @@ def fix_rows(cases):
     return n, verified, guess, with_layer, layer
 
 
-def fixes_table(d):
-    """Verified fixes per split, from DIR/<split>-fixes.json (or the split's own summary
-    when it was run with --verify-fixes): the `batch --verify-fixes` summary of a
-    sample (models/suite/fix_sample.py) or of the whole split."""
+def fixes_table(dirs):
+    """Verified fixes per split, pooled over `dirs`, from DIR/<split>-fixes.json (or the
+    split's own summary when it was run with --verify-fixes): the `batch --verify-fixes`
+    summary of a sample (models/suite/fix_sample.py) or of the whole split."""
     rows = []
     for split in ("dev", "heldout"):
-        for name in (split + "-fixes.json", split + ".json"):
-            path = os.path.join(d, name)
-            if not os.path.exists(path):
-                continue
-            s = json.load(open(path))
-            if not s.get("options", {}).get("verify_fixes"):
-                continue
-            buggy = sum(c["kind"] == "buggy" for c in s["cases"])
-            rows.append((split, buggy, fix_rows(s["cases"])))
-            break
+        buggy, counts = 0, [0, 0, 0, 0, 0]
+        found = False
+        for d in dirs:
+            for name in (split + "-fixes.json", split + ".json"):
+                path = os.path.join(d, name)
+                if not os.path.exists(path):
+                    continue
+                s = json.load(open(path))
+                if not s.get("options", {}).get("verify_fixes"):
+                    continue
+                found = True
+                buggy += sum(c["kind"] == "buggy" for c in s["cases"])
+                counts = [a + b for a, b in zip(counts, fix_rows(s["cases"]))]
+                break
+        if found:
+            rows.append((split, buggy, counts))
     if not rows:
         return
     print("\n| split (--verify-fixes) | buggy cases run | verified fix for detected faults | "
@@ -109,8 +115,7 @@ def main(dirs):
     for split, t in rows:
         print(f"| {split} | {rate(t['detected'], t['faulty'])} | {rate(t['localized'], t['localizable'])} | "
               f"{rate(t['root_cause'], t['root_cause_cases'])} | {rate(t['false_alarms'], t['non_faulty'])} |")
-    for d in dirs:
-        fixes_table(d)
+    fixes_table(dirs)
     print("\n| mutation operator (both splits) | detected | localized | root cause |")
     print("|---|---|---|---|")
     for op in sorted(per_op):

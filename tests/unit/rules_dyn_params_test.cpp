@@ -86,7 +86,7 @@ TEST_CASE("rule vanishing_gradient: root causes, gate and thresholds") {
     REQUIRE(fs.size() == 1);
     CHECK(fs[0].layer == 1);
   }
-  SUBCASE("weights that still move by 5e-6 of their norm per step are not stopped; --set moves it") {
+  SUBCASE("update_ratio (5e-6) lies between a slow sigmoid stack (2e-6) and the slowest healthy run (2e-5)") {
     TraceBuilder b;
     Trace t = vanishing_stack(b, "sigmoid");
     set_updates(t, 0, 0, 200, 2e-6);  // a 7-layer sigmoid stack's first layer under SGD (1.1e-6)

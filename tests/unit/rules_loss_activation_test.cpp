@@ -113,7 +113,7 @@ TEST_CASE("rule loss_activation_mismatch: the run confirms a clipped output") {
   };
   SUBCASE("a linear output, most of its gradient clipped away: conclusive, with the share") {
     TraceBuilder b;
-    Trace t = b.dense("relu", 16).dense("linear", 3).build(40);
+    Trace t = b.dense("relu", 16).dense("linear", 3).config("loss", "sparse_categorical_crossentropy").build(40);
     clipped(t, b.gradient(1, false), 0.6f);
     auto f = run("loss_activation_mismatch", t);
     REQUIRE(f.size() == 1);
@@ -128,6 +128,40 @@ TEST_CASE("rule loss_activation_mismatch: the run confirms a clipped output") {
     CHECK(d.findings[0].rule == "loss_activation_mismatch");
     // --set: a higher bar.
     f = run("loss_activation_mismatch", t, true, with("loss_activation_mismatch.clipped_outputs=0.7"));
+    REQUIRE(f.size() == 1);
+    CHECK_FALSE(f[0].conclusive);
+  }
+  SUBCASE("categorical_crossentropy: the zeros are the rows whose target was clipped") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("linear", 3).build(40);
+    clipped(t, b.gradient(1, false), 0.6f);
+    auto f = run("loss_activation_mismatch", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].conclusive);
+    CHECK(f[0].message.find("target's probability in 60% of the rows") != std::string::npos);
+  }
+  SUBCASE("not when the outputs stayed in [0, 1], whatever their gradient") {
+    // A probability output taken for an unbounded one would show many exact zeros (its
+    // confident outputs below 1e-7), never values outside [0, 1].
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("linear", 3).config("loss", "sparse_categorical_crossentropy").build(40);
+    clipped(t, b.gradient(1, false), 0.9f);
+    for (size_t r = 0; r < t.size(); ++r) t.at(r, b.forward(1, false)).min = 0.0f, t.at(r, b.forward(1, false)).max = 1.0f;
+    auto f = run("loss_activation_mismatch", t);
+    REQUIRE(f.size() == 1);
+    CHECK_FALSE(f[0].conclusive);
+    CHECK(f[0].evidence["clipped_output_fraction"].get<double>() == 0.0);
+    // Half the records outside: the median is the share of the other half.
+    for (size_t r = 30; r < 35; ++r) t.at(r, b.forward(1, false)).min = -1.0f;
+    f = run("loss_activation_mismatch", t);
+    CHECK(f[0].evidence["clipped_output_fraction"].get<double>() == doctest::Approx(0.45));
+  }
+  SUBCASE("not with invalid class ids, whose rows get no gradient either") {
+    TraceBuilder b;
+    Trace t = b.dense("relu", 16).dense("linear", 3).config("loss", "sparse_categorical_crossentropy").build(40);
+    clipped(t, b.gradient(1, false), 0.9f);
+    t.header.data_summary.label_issue_count = 3;
+    auto f = run("loss_activation_mismatch", t);
     REQUIRE(f.size() == 1);
     CHECK_FALSE(f[0].conclusive);
   }

@@ -95,6 +95,11 @@ TEST_CASE("rule training_too_short: one epoch descending from far above the cons
       t, [](int64_t it, double p) { return kChance3 * (it < 3 ? 1.0 : 4.0 - 2.0 * p); },
       [](int64_t, double p) { return 0.34 + 0.1 * p; });
   CHECK(run("training_too_short", t).empty());
+  // A flat one-epoch loss at 4x, never rising either: no descent, no finding.
+  set_curve(
+      t, [](int64_t it, double) { return kChance3 * (4.0 + 0.1 * std::sin(2.3 * double(it))); },
+      [](int64_t, double p) { return 0.34 + 0.1 * p; });
+  CHECK(run("training_too_short", t).empty());
   // Several epochs still above that loss fail to learn: not only too short.
   TraceBuilder b2;
   Trace m = b2.dense("relu", 16).dense("softmax", 3).config("epochs", "4").batches_per_epoch(25).build(100);

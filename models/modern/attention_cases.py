@@ -328,8 +328,12 @@ def write_case(case, built, out_dir):
         f.write(",".join(["x%d" % k for k in range(flat.shape[1])] + ["y"]) + "\n")
         for r in range(len(flat)):
             f.write(",".join(["%.9g" % v for v in flat[r]] + [str(int(y[r]))]) + "\n")
+    # The expectation in the form `deeplocalize batch` reads (models/modern's other cases
+    # too): "fault" true/false instead of this file's "verdict".
+    written = {"fault": expected["verdict"] == "fault"}
+    written.update((k, v) for k, v in expected.items() if k != "verdict")
     with open(os.path.join(d, "expected.json"), "w") as f:
-        json.dump(dict(expected, notes=case.notes), f, indent=2)
+        json.dump(dict(written, notes=case.notes), f, indent=2)
         f.write("\n")
 
 
@@ -362,4 +366,7 @@ def main(argv=None, skipped_names=False):
 
 
 if __name__ == "__main__":
+    # mask_cases imports "attention_cases": let it find this module, configured by main(),
+    # rather than a second copy with the default sizes and seeds.
+    sys.modules.setdefault("attention_cases", sys.modules[__name__])
     sys.exit(main())

@@ -137,7 +137,12 @@ class LossAboveChance : public Rule {
       const double mean = w % 2 ? window[w / 2] : 0.5 * (window[w / 2 - 1] + window[w / 2]);
       if (!(mean >= level) || !std::isfinite(mean)) continue;  // non-finite: numerical_error's
       Finding f = ctx.make(*this, sym::exploding_loss, Stage::kLoss, -1, std::nullopt);
-      f.iteration = static_cast<int64_t>(k);  // an iteration of the loss history, not a record
+      // Placed where the loss first reached the level within the window (an iteration of the
+      // loss history, not a record), not at the window's start: a finding of the step that
+      // blew up (an exploding recurrent state, a NaN) at that iteration is not later than it.
+      size_t onset = k;
+      while (onset + 1 < k + w && !(double(t.loss[onset]) >= level)) ++onset;
+      f.iteration = static_cast<int64_t>(onset);
       const int64_t b = ctx.header().batches_per_epoch;
       f.epoch = b > 0 ? f.iteration / b : 0;
       f.conclusive = true;

@@ -3,9 +3,7 @@
 // uniform from the first record on, and stays so: its scores are equal within each row,
 // as when the query or key projection is zero (then the scores' gradients to both are
 // zero too, and it never learns). Such an attention averages its values: it cannot
-// select positions. Conclusive when it held for `min_epochs` epochs (or to the end) and
-// the run falls short of learning its task, judged at the end of training (a model can
-// learn around an attention that only averages, through its residual path).
+// select positions. Conclusive once it held for `min_epochs` epochs (or to the end).
 // Placed at the first such softmax in graph order (its layer), at the first record.
 #include <cmath>
 
@@ -27,19 +25,10 @@ class UniformAttention : public Rule {
                                     "measured <= 0.99 for its least uniform row, zero Q/K exactly 1)"},
             {"min_epochs", 2, "held for 2 epochs of updates: a small (not zero) initialisation has left the "
                               "uniform state by then"},
-            {"min_records", 4, "at least this many records"},
-            {"min_improvement", 0.05, "the run falls short (ru::run_falls_short): the loss fell less than 5%..."},
-            {"poor_fraction", 0.9, "...or the final accuracy is below chance + 90% of the way to 1 (judged at the end "
-                                   "of training only). A model that learns its task anyway "
-                                   "(through its residual path: re-made cases with zero or huge query/key weights "
-                                   "reached 0.97-1.0) is left alone, its attention aside"}};
+            {"min_records", 4, "at least this many records"}};
   }
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
-    // At the end only: healthy transformers plateau for epochs before they learn (models/modern's
-    // transformer_healthy: 6 of its 15), so how the run goes so far says nothing yet.
-    if (!ctx.final() || !ru::run_falls_short(ctx, threshold(ctx, "min_improvement"), threshold(ctx, "poor_fraction")))
-      return;
     const double floor = threshold(ctx, "min_entropy");
     if (auto hit = ru::first_persisted(
             ctx, OpFeature::kRowEntropy, [&](const TensorStats& v) { return v.min >= floor; },

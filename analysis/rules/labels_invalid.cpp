@@ -81,7 +81,11 @@ class LabelsInvalid : public Rule {
       negative = negative || id < 0;
       all_at_c = all_at_c && id == double(classes);
     }
-    Finding f = ctx.make(*this, sym::invalid_labels, Stage::kStatic, -1, std::nullopt);
+    // Non-negative integer ids past the last class (not the 1..C shift): the output layer is
+    // too narrow for the labels, so that is the layer to change (or the labels).
+    const bool too_narrow = !all_at_c && !non_integer && !negative && std::isfinite(max_id);
+    Finding f = ctx.make(*this, sym::invalid_labels, Stage::kStatic, too_narrow ? ru::output_layer(ctx).layer : -1,
+                         std::nullopt);
     f.root_cause = RootCause::kLabels;
     f.conclusive = true;
     const std::string range = "0.." + std::to_string(classes - 1);
@@ -127,21 +131,25 @@ class LabelsInvalid : public Rule {
       tmax = std::max(tmax, col.max);
     }
     if (column < 0) return;
-    Finding f = ctx.make(*this, sym::targets_outside_loss_domain, Stage::kStatic, -1, std::nullopt);
     // Real-valued (non-integer) targets beyond [0, 1] are a regression task given a
     // classification loss: the loss is the fault, not the data. Integer targets beyond it
     // are labels coded wrongly (1/2 instead of 0/1, class ids for a binary loss).
     const bool real_valued = !d.targets_integer;
+    // Class ids 0..K (K > 1) under binary cross-entropy: the output layer has one yes/no per
+    // unit where the task needs K + 1 classes, so that is the layer to change.
+    const bool ids = d.targets_integer && tmin >= 0 && tmax > 1;
+    const bool class_ids = ids && loss == "binary_crossentropy";
+    Finding f = ctx.make(*this, sym::targets_outside_loss_domain, Stage::kStatic,
+                         class_ids ? ru::output_layer(ctx).layer : -1, std::nullopt);
     f.root_cause = real_valued ? RootCause::kLoss : RootCause::kLabels;
     f.conclusive = true;
     f.message = loss + " needs targets in [0, 1] but the targets span [" + ru::num(tmin) + ", " + ru::num(tmax) +
                 "] (first in target column " + std::to_string(column) + ")" +
                 (real_valued ? ": real-valued targets are a regression task, which needs a regression loss" : "");
-    const bool ids = d.targets_integer && tmin >= 0 && tmax > 1;
     if (real_valued)
       f.recommendation = "use a regression loss (mse, or mae/huber with outliers) with a linear output layer; "
                          "if the targets are probabilities, rescale them into [0, 1]";
-    else if (ids && loss == "binary_crossentropy")
+    else if (class_ids)
       f.recommendation = "the targets look like class ids 0.." + ru::num(tmax) +
                          ": use sparse_categorical_crossentropy with a softmax over " + ru::num(tmax + 1) +
                          " output units, or map them to 0/1 for binary classification";

@@ -70,6 +70,8 @@ TEST_CASE("rule labels_invalid: NaN data, loss domain and other ids") {
     CHECK(f[0].symptom == "targets_outside_loss_domain");
     CHECK(f[0].root_cause == RootCause::kLabels);
     CHECK(f[0].recommendation.find("sparse_categorical_crossentropy") != std::string::npos);
+    CHECK(f[0].layer == 1);  // one yes/no output for 5 classes: the output layer is to change
+    CHECK(f[0].nodes == std::vector<std::string>{"/2/Gemm", "/3/Sigmoid"});
     // Edge: exactly [0, 1] is the domain.
     t.header.data_summary.target_columns = {{0.0, 1.0, 0.5, 0.5, 0, 0}};
     CHECK(run("labels_invalid", t).empty());
@@ -86,6 +88,7 @@ TEST_CASE("rule labels_invalid: NaN data, loss domain and other ids") {
     CHECK(f[0].conclusive);
     CHECK(f[0].recommendation.find("regression loss") != std::string::npos);
     CHECK(f[0].evidence["targets_integer"] == false);
+    CHECK(f[0].layer == -1);  // the loss, not a layer
   }
   SUBCASE("non-integer and too large ids") {
     TraceBuilder b;
@@ -95,10 +98,12 @@ TEST_CASE("rule labels_invalid: NaN data, loss domain and other ids") {
     auto f = run("labels_invalid", t);
     REQUIRE(f.size() == 1);
     CHECK(f[0].recommendation.find("integers") != std::string::npos);
+    CHECK(f[0].layer == -1);  // the labels' encoding, not a layer
     t.header.data_summary.label_issues = {{"data.csv:4", 9}};
     f = run("labels_invalid", t);
     REQUIRE(f.size() == 1);
     CHECK(f[0].recommendation.find("10 units") != std::string::npos);
+    CHECK(f[0].layer == 1);  // ids up to 9 for 3 outputs: the output layer is too narrow
   }
 }
 

@@ -1,6 +1,6 @@
 // Static: the data cannot be right for the model and loss: class ids outside 0..C-1 or
 // not integers, targets outside the loss's domain (binary cross-entropy needs [0, 1]),
-// NaN or Inf in the features or targets.
+// NaN or Inf in the features or targets, input features that are all constant.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -15,7 +15,8 @@ class LabelsInvalid : public Rule {
  public:
   std::string id() const override { return "labels_invalid"; }
   std::string description() const override {
-    return "Class ids outside 0..C-1 or not integers, targets outside the loss's domain, NaN/Inf in the data";
+    return "Class ids outside 0..C-1 or not integers, targets outside the loss's domain, NaN/Inf in the data, "
+           "constant input features";
   }
   std::vector<Threshold> thresholds() const override {
     return {{"shown_issues", 5, "offending lines listed in the evidence (the count is always complete)"},
@@ -24,6 +25,7 @@ class LabelsInvalid : public Rule {
 
   void check(const AnalysisContext& ctx, std::vector<Finding>& out) const override {
     nonfinite(ctx, out);
+    constant_features(ctx, out);
     class_ids(ctx, out);
     loss_domain(ctx, out);
   }
@@ -58,6 +60,35 @@ class LabelsInvalid : public Rule {
     f.evidence = {{"nonfinite_features", features}, {"nonfinite_targets", targets},
                   {"first_feature_column", first_feature}, {"first_target_column", first_target},
                   {"rows", d.rows}};
+    out.push_back(std::move(f));
+  }
+
+  // Every input feature takes one value in all rows (a column summary per feature, or one
+  // value overall): the targets cannot depend on the inputs, so nothing but the class
+  // frequencies (or the targets' mean) can be learned, whatever the model.
+  void constant_features(const AnalysisContext& ctx, std::vector<Finding>& out) const {
+    const DataSummary& d = ctx.header().data_summary;
+    const ColumnSummary& all = d.all_features;
+    if (d.rows < 2 || d.features <= 0 || all.nan + all.inf > 0) return;
+    const auto constant = [](const ColumnSummary& c) { return c.min == c.max; };
+    const bool one_value = constant(all);
+    bool every_column = static_cast<int64_t>(d.feature_columns.size()) == d.features;
+    for (const ColumnSummary& c : d.feature_columns) every_column = every_column && constant(c);
+    if (!one_value && !every_column) return;
+    Finding f = ctx.make(*this, sym::constant_inputs, Stage::kStatic, -1, std::nullopt);
+    f.root_cause = RootCause::kData;
+    f.conclusive = true;
+    f.message = one_value ? "every input value of the training data " +
+                                (d.source.empty() ? std::string() : "(" + d.source + ") ") + "is " + ru::num(all.min) +
+                                ", in all " + std::to_string(d.rows) + " rows and " + std::to_string(d.features) +
+                                " features"
+                          : "each of the " + std::to_string(d.features) + " input features is constant over the " +
+                                std::to_string(d.rows) + " rows of the training data";
+    f.message += ": the targets cannot depend on the inputs, so the model can learn nothing but their frequencies";
+    f.recommendation = "check the input pipeline: the features lost their values before training (e.g. pixels "
+                       "divided by 255 while still integers, which makes every one 0; a wrong column selection)";
+    f.evidence = {{"rows", d.rows}, {"features", d.features}, {"feature_min", all.min}, {"feature_max", all.max},
+                  {"one_value", one_value}};
     out.push_back(std::move(f));
   }
 

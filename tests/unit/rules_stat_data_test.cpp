@@ -52,6 +52,39 @@ TEST_CASE("rule labels_invalid: NaN data, loss domain and other ids") {
     CHECK(f[0].conclusive);
     CHECK(f[0].evidence["first_feature_column"] == 1);
   }
+  SUBCASE("every input feature constant (integer pixels divided by 255): data, conclusive") {
+    TraceBuilder b;
+    Trace t = healthy(b);
+    an::DataSummary& d = t.header.data_summary;
+    d.all_features = {0.0, 0.0, 0.0, 0.0, 0, 0};
+    for (auto& c : d.feature_columns) c = d.all_features;
+    auto f = run("labels_invalid", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "constant_inputs");
+    CHECK(f[0].root_cause == RootCause::kData);
+    CHECK(f[0].conclusive);
+    CHECK(f[0].layer == -1);
+    CHECK(f[0].evidence["one_value"] == true);
+    CHECK(f[0].message.find("is 0, in all") != std::string::npos);
+    // Each column constant at its own value: no information either.
+    for (size_t k = 0; k < d.feature_columns.size(); ++k)
+      d.feature_columns[k] = {double(k), double(k), double(k), 0.0, 0, 0};
+    d.all_features = {0.0, 3.0, 1.5, 1.1, 0, 0};
+    f = run("labels_invalid", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].evidence["one_value"] == false);
+    // One column that varies is information: nothing to report.
+    d.feature_columns[2].max = 2.5;
+    CHECK(run("labels_invalid", t).empty());
+    // Columns summarised only in part (a wide input): the overall range decides.
+    d.feature_columns[2].max = 2.0;
+    d.features = 5000;
+    CHECK(run("labels_invalid", t).empty());
+    // One row cannot vary.
+    d.all_features = {0.0, 0.0, 0.0, 0.0, 0, 0};
+    d.rows = 1;
+    CHECK(run("labels_invalid", t).empty());
+  }
   SUBCASE("an Inf target: data") {
     TraceBuilder b;
     Trace t = healthy(b);

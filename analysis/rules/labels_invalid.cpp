@@ -166,10 +166,11 @@ class LabelsInvalid : public Rule {
     // classification loss: the loss is the fault, not the data. Integer targets beyond it
     // are labels coded wrongly (1/2 instead of 0/1, class ids for a binary loss).
     const bool real_valued = !d.targets_integer;
-    // Class ids 0..K (K > 1) under binary cross-entropy: the output layer has one yes/no per
-    // unit where the task needs K + 1 classes, so that is the layer to change.
+    // Class ids spanning 3 or more values (0..2 and up) under binary cross-entropy: the output
+    // layer has one yes/no per unit where the task needs more classes, so that is the layer
+    // to change. Two values coded 1/2 are labels coded wrongly, not a layer's fault.
     const bool ids = d.targets_integer && tmin >= 0 && tmax > 1;
-    const bool class_ids = ids && loss == "binary_crossentropy";
+    const bool class_ids = ids && tmax - tmin >= 2 && loss == "binary_crossentropy";
     Finding f = ctx.make(*this, sym::targets_outside_loss_domain, Stage::kStatic,
                          class_ids ? ru::output_layer(ctx).layer : -1, std::nullopt);
     f.root_cause = real_valued ? RootCause::kLoss : RootCause::kLabels;

@@ -164,7 +164,7 @@ class LossAboveChance : public Rule {
                            "(--clipnorm 1)";
       }
       f.evidence = {{"constant_loss", constant}, {"first_loss", t.loss[0]}, {"blowup_median", mean},
-                    {"blowup_from", k}, {"learning_rate", lr}};
+                    {"blowup_from", k}, {"blowup_onset", onset}, {"learning_rate", lr}};
       out.push_back(std::move(f));
       return;
     }

@@ -36,6 +36,7 @@ import sys
 import numpy as np
 
 import mask_cases  # (this folder)
+from case_spec import add_variant_options  # (this folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
@@ -340,13 +341,8 @@ def write_case(case, built, out_dir):
 def main(argv=None, skipped_names=False):
     """skipped_names: return the names of the cases skipped (--skip-invalid) instead of 0."""
     p = argparse.ArgumentParser(description="attention and LayerNorm diagnosis cases for models/modern")
-    p.add_argument("--out", default=HERE, help="the models/modern folder (default: this file's)")
     p.add_argument("--no-check", action="store_true", help="write the files without the PyTorch check")
-    p.add_argument("--seed-offset", type=int, default=0, help="added to every seed (default 0)")
-    p.add_argument("--scale", default="base", choices=sorted(SCALES), help="size preset (default base)")
-    p.add_argument("--skip-invalid", action="store_true",
-                   help="skip, with a note, a case whose PyTorch check fails instead of stopping")
-    p.add_argument("cases", nargs="*", help="only these cases")
+    add_variant_options(p, HERE, SCALES)
     a = p.parse_args(argv)
     configure(a.scale, a.seed_offset)
     skipped = []

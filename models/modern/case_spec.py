@@ -70,3 +70,15 @@ class Case:
     name: str
     build: Callable[[], Built]
     notes: str = ""
+
+
+def add_variant_options(parser, default_out, scales):
+    """The options of generate.py and attention_cases.py that write re-made variants of
+    the cases: --out, --seed-offset, --scale (one of `scales`), --skip-invalid, and the
+    case names."""
+    parser.add_argument("--out", default=default_out, help="folder of the case folders (default: models/modern)")
+    parser.add_argument("--seed-offset", type=int, default=0, help="added to every seed (default 0)")
+    parser.add_argument("--scale", default="base", choices=sorted(scales), help="size preset (default base)")
+    parser.add_argument("--skip-invalid", action="store_true",
+                        help="skip, with a note, a case whose PyTorch check fails instead of stopping")
+    parser.add_argument("cases", nargs="*", help="only these cases")

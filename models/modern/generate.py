@@ -45,7 +45,7 @@ from torch import nn
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
-from case_spec import Built, Case, Expected  # noqa: E402
+from case_spec import Built, Case, Expected, add_variant_options  # noqa: E402
 from export_torch import export_model  # noqa: E402
 import cnn_cases  # noqa: E402
 
@@ -372,12 +372,7 @@ def main(argv):
     import argparse
 
     p = argparse.ArgumentParser(description="writes the models/modern diagnosis cases (or variants of them)")
-    p.add_argument("--out", default=HERE, help="folder of the case folders (default: this file's, models/modern)")
-    p.add_argument("--seed-offset", type=int, default=0, help="added to every seed (default 0)")
-    p.add_argument("--scale", default="base", choices=sorted(SCALES), help="size preset (default base)")
-    p.add_argument("--skip-invalid", action="store_true",
-                   help="skip, with a note, a case whose PyTorch check fails instead of stopping")
-    p.add_argument("cases", nargs="*", help="only these cases")
+    add_variant_options(p, HERE, SCALES)
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     configure(a.scale, a.seed_offset)

@@ -38,6 +38,8 @@ TEST_CASE("rule loss_above_chance: a blow-up while training is reported after a 
   CHECK(f[0].symptom == "exploding_loss");
   CHECK(f[0].conclusive);
   CHECK(f[0].iteration == 2);  // the median of iterations 1-4 is 12x the chance loss; 22x at 2
+  CHECK(f[0].evidence["blowup_from"] == 1);
+  CHECK(f[0].evidence["blowup_onset"] == 2);
   CHECK(f[0].root_cause == RootCause::kLearningRate);
   CHECK(f[0].lr_direction < 0);
   CHECK(f[0].evidence["blowup_median"].get<double>() == doctest::Approx(12 * kChance3).epsilon(1e-3));
@@ -65,6 +67,17 @@ TEST_CASE("rule loss_above_chance: a blow-up while training is reported after a 
   REQUIRE(end.size() == 1);
   CHECK(end[0].evidence.contains("ends_above_chance"));
   CHECK_FALSE(end[0].evidence.contains("blowup_median"));
+}
+
+TEST_CASE("rule loss_above_chance: a blow-up is placed where the loss reached the level, not at its window") {
+  // Iterations 1-4 at 2, 2, 20, 20x the chance loss: their median (11x) is a blow-up, which
+  // began at iteration 3 (a step's own finding there, an exploding state, is not later).
+  const double jump[] = {1.0, 2, 2, 20, 20, 20, 20, 20};
+  const Trace t = run_of([&](int64_t it) { return (it < 8 ? jump[it] : 20.0) * kChance3; });
+  const auto f = run("loss_above_chance", head(t, 8), false);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].evidence["blowup_from"] == 1);
+  CHECK(f[0].iteration == 3);
 }
 
 TEST_CASE("rule loss_above_chance: no blow-up from one wild batch, a bad start or a healthy run") {

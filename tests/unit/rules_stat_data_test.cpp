@@ -80,6 +80,11 @@ TEST_CASE("rule labels_invalid: NaN data, loss domain and other ids") {
     d.feature_columns[2].max = 2.0;
     d.features = 5000;
     CHECK(run("labels_invalid", t).empty());
+    // NaN in the features: nonfinite_data's, not a constant.
+    d.all_features = {0.0, 0.0, 0.0, 0.0, 3, 0};
+    f = run("labels_invalid", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "nonfinite_data");
     // One row cannot vary.
     d.all_features = {0.0, 0.0, 0.0, 0.0, 0, 0};
     d.rows = 1;
@@ -105,6 +110,12 @@ TEST_CASE("rule labels_invalid: NaN data, loss domain and other ids") {
     CHECK(f[0].recommendation.find("sparse_categorical_crossentropy") != std::string::npos);
     CHECK(f[0].layer == 1);  // one yes/no output for 5 classes: the output layer is to change
     CHECK(f[0].nodes == std::vector<std::string>{"/2/Gemm", "/3/Sigmoid"});
+    // Two classes coded 1/2: labels coded wrongly, which one sigmoid unit can represent.
+    t.header.data_summary.target_columns = {{1.0, 2.0, 1.5, 0.5, 0, 0}};
+    f = run("labels_invalid", t);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].symptom == "targets_outside_loss_domain");
+    CHECK(f[0].layer == -1);
     // Edge: exactly [0, 1] is the domain.
     t.header.data_summary.target_columns = {{0.0, 1.0, 0.5, 0.5, 0, 0}};
     CHECK(run("labels_invalid", t).empty());

@@ -142,6 +142,10 @@ struct LayerInfo {
 struct ColumnSummary {
   double min = 0, max = 0, mean = 0, std = 0;
   int64_t nan = 0, inf = 0;
+  // Finite values below 0, below -1 and above 1: exactly how many an output bounded to
+  // [0, inf), [0, 1] or [-1, 1] cannot reach (the output rules). -1: not counted (traces
+  // written before the fields existed).
+  int64_t below_zero = -1, below_minus_one = -1, above_one = -1;
 };
 
 // An invalid class id in the training data (one-hot or sparse targets): where it is and

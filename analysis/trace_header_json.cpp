@@ -115,8 +115,14 @@ class Fields {
 };
 
 json column(const ColumnSummary& c) {
-  return {{"min", number(c.min)}, {"max", number(c.max)}, {"mean", number(c.mean)},
-          {"std", number(c.std)}, {"nan", c.nan}, {"inf", c.inf}};
+  json j = {{"min", number(c.min)}, {"max", number(c.max)}, {"mean", number(c.mean)},
+            {"std", number(c.std)}, {"nan", c.nan}, {"inf", c.inf}};
+  if (c.below_zero >= 0 && c.below_minus_one >= 0 && c.above_one >= 0) {
+    j["below_zero"] = c.below_zero;
+    j["below_minus_one"] = c.below_minus_one;
+    j["above_one"] = c.above_one;
+  }
+  return j;
 }
 
 ColumnSummary column(const Fields& f) {
@@ -127,6 +133,11 @@ ColumnSummary column(const Fields& f) {
   c.std = f.num("std");
   c.nan = f.count("nan");
   c.inf = f.count("inf");
+  if (f.has("below_zero") || f.has("below_minus_one") || f.has("above_one")) {  // all three, or an error
+    c.below_zero = f.count("below_zero");
+    c.below_minus_one = f.count("below_minus_one");
+    c.above_one = f.count("above_one");
+  }
   return c;
 }
 

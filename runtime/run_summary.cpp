@@ -8,10 +8,10 @@
 
 namespace dl::rt {
 
-an::ColumnSummary summarize(const float* values, int64_t count, int64_t stride) {
+an::ColumnSummary summarize(const float* values, int64_t count, int64_t stride, bool count_bounds) {
   an::ColumnSummary c;
   double sum = 0, sumsq = 0;
-  int64_t finite = 0;
+  int64_t finite = 0, below_zero = 0, below_minus_one = 0, above_one = 0;
   double mn = INFINITY, mx = -INFINITY;
   for (int64_t k = 0; k < count; ++k) {
     const float v = values[k * stride];
@@ -22,7 +22,11 @@ an::ColumnSummary summarize(const float* values, int64_t count, int64_t stride) 
     sumsq += double(v) * v;
     mn = std::min(mn, double(v));
     mx = std::max(mx, double(v));
+    below_zero += v < 0.0f;
+    below_minus_one += v < -1.0f;
+    above_one += v > 1.0f;
   }
+  if (count_bounds) c.below_zero = below_zero, c.below_minus_one = below_minus_one, c.above_one = above_one;
   if (finite > 0) {
     c.min = mn;
     c.max = mx;
@@ -135,7 +139,8 @@ void describe_run(const ExecutionGraph& graph, const TrainConfig& config, const 
   const int64_t shown = std::min<int64_t>(train.x_size, 4096);
   for (int64_t f = 0; f < shown; ++f) d.feature_columns.push_back(summarize(train.x.data() + f, train.n, train.x_size));
   d.all_features = summarize(train.x.data(), train.n * train.x_size, 1);
-  for (int64_t f = 0; f < train.y_size; ++f) d.target_columns.push_back(summarize(train.y.data() + f, train.n, train.y_size));
+  for (int64_t f = 0; f < train.y_size; ++f)
+    d.target_columns.push_back(summarize(train.y.data() + f, train.n, train.y_size, true));
   bool classes = !train.y.empty(), integer = !train.y.empty();
   for (float v : train.y) {
     classes = classes && (v == 0.0f || v == 1.0f);

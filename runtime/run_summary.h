@@ -12,6 +12,7 @@ namespace dl::rt {
 void describe_run(const ExecutionGraph& graph, const TrainConfig& config, const Dataset& train,
                   const std::string& metric_name, bool metric_higher_is_better, an::TraceHeader& header);
 
-an::ColumnSummary summarize(const float* values, int64_t count, int64_t stride);
+// With count_bounds, also the values beyond 0, -1 and 1 (ColumnSummary::below_zero, ...).
+an::ColumnSummary summarize(const float* values, int64_t count, int64_t stride, bool count_bounds = false);
 
 }  // namespace dl::rt

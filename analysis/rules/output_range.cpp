@@ -14,7 +14,17 @@ double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
 // Estimated share of a column's values outside [lo, hi]: exact 0 when min/max lie inside,
 // else from a normal approximation with the column's mean and std.
-double share_outside(const ColumnSummary& c, double lo, double hi) {
+double share_outside(const ColumnSummary& c, double lo, double hi, int64_t rows) {
+  // Exact where the data summary counted the values beyond the usual bounds (0, -1, 1).
+  const int64_t finite = rows - c.nan - c.inf;
+  const bool lo_known = std::isinf(lo) || (lo == 0.0 && c.below_zero >= 0) || (lo == -1.0 && c.below_minus_one >= 0);
+  const bool hi_known = std::isinf(hi) || (hi == 1.0 && c.above_one >= 0);
+  if (finite > 0 && lo_known && hi_known) {
+    const int64_t below = std::isinf(lo) ? 0 : lo == 0.0 ? c.below_zero : c.below_minus_one;
+    const int64_t above = std::isinf(hi) ? 0 : c.above_one;
+    return std::min(1.0, double(below + above) / double(finite));
+  }
+  // Else a normal approximation from the mean and std.
   double below = 0, above = 0;
   if (c.std <= 0) return (c.mean < lo || c.mean > hi) ? 1.0 : 0.0;
   if (c.min < lo) below = std::isinf(lo) ? 0.0 : normal_cdf((lo - c.mean) / c.std);
@@ -33,7 +43,8 @@ class OutputRange : public Rule {
              "report when at least this fraction of the targets' [min, max] span lies outside the output range "
              "(a rounding overshoot of a bounded target is not a fault)"},
             {"conclusive_share", 0.25,
-             "conclusive when at least this estimated share of the targets cannot be reached (normal "
+             "conclusive when at least this share of the targets cannot be reached (counted exactly for "
+             "outputs bounded at 0, -1 or 1, else a normal "
              "approximation from mean/std): a quarter of the data can never be fit"},
             {"unscaled_target", 1000,
              "targets larger than this in magnitude are unscaled regression values: root cause data "
@@ -58,7 +69,7 @@ class OutputRange : public Rule {
       const ColumnSummary& col = d.target_columns[c];
       tmin = std::min(tmin, col.min);
       tmax = std::max(tmax, col.max);
-      const double s = share_outside(col, lo, hi);
+      const double s = share_outside(col, lo, hi, d.rows);
       share += s / double(d.target_columns.size());
       if (s > worst_share) worst_share = s, worst = c;
       row_sum += col.mean;

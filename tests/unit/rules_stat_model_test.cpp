@@ -40,6 +40,23 @@ TEST_CASE("rule output_range: a sigmoid output cannot reach regression targets")
     REQUIRE(g.size() == 1);
     CHECK_FALSE(g[0].conclusive);
   }
+  SUBCASE("ReLU output, y = 2x - 1 on 7 points: 2 of 7 targets negative, counted exactly") {
+    TraceBuilder b2;
+    Trace r = b2.dense("relu", 4).dense("relu", 1).config("loss", "mse").build(5);
+    r.header.data_summary.rows = 7;
+    // The normal approximation from mean 3 and std 4 puts 23% below 0: not conclusive.
+    r.header.data_summary.target_columns = {{-3.0, 9.0, 3.0, 4.0, 0, 0}};
+    auto g = run("output_range", r);
+    REQUIRE(g.size() == 1);
+    CHECK_FALSE(g[0].conclusive);
+    CHECK(g[0].evidence["unreachable_share"].get<double>() == doctest::Approx(0.2266).epsilon(0.01));
+    // Counted: 2 of 7 (29%) can never be reached.
+    r.header.data_summary.target_columns = {{-3.0, 9.0, 3.0, 4.0, 0, 0, 2, 1, 4}};
+    g = run("output_range", r);
+    REQUIRE(g.size() == 1);
+    CHECK(g[0].conclusive);
+    CHECK(g[0].evidence["unreachable_share"].get<double>() == doctest::Approx(2.0 / 7.0));
+  }
   SUBCASE("unscaled targets: root cause data") {
     t.header.data_summary.target_columns = {{1.2e4, 5e5, 1.8e5, 9e4, 0, 0}};
     auto g = run("output_range", t);

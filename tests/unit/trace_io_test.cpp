@@ -40,3 +40,18 @@ TEST_CASE("trace file: header encodes infinite bounds as null and the section co
   CHECK(h["epochs"][1]["loss"] == "NaN");
   CHECK(h["complete"] == false);
 }
+
+TEST_CASE("trace file: a column's counts beyond 0, -1 and 1 are written when counted, unknown when absent") {
+  const Trace t = synthetic_trace(2, 2);
+  auto h = nlohmann::json::parse(header_of(trace_bytes(t)));
+  CHECK(h["data_summary"]["target_columns"][0]["above_one"] == 50);
+  CHECK_FALSE(h["data_summary"]["feature_columns"][0].contains("below_zero"));
+  // A trace written before the fields existed reads as not counted (-1).
+  Trace old = t;
+  old.header.data_summary.target_columns[0].below_zero = -1;
+  old.header.data_summary.target_columns[0].below_minus_one = -1;
+  old.header.data_summary.target_columns[0].above_one = -1;
+  const Trace back = read_trace_bytes(trace_bytes(old), "mem");
+  CHECK(back.header.data_summary.target_columns[0].above_one == -1);
+  CHECK(back.header.data_summary.target_columns[0].below_zero == -1);
+}

@@ -65,7 +65,7 @@ inline Trace synthetic_trace(int records, int probes) {
   d.features = 4;
   d.feature_columns = {{0, 7.9, 5.8, 0.8, 0, 0}, {-kInf, 4.4, 3.0, 0.4, 0, 2}};
   d.all_features = {0, 7.9, 3.4, 1.9, 0, 2};
-  d.target_columns = {{0, 2, 1, 0.8, 0, 0}};
+  d.target_columns = {{0, 2, 1, 0.8, 0, 0, 0, 0, 50}};  // counted beyond 0, -1 and 1
   d.classes = 3;
   d.targets_are_classes = true;
   d.targets_integer = true;
@@ -173,7 +173,14 @@ inline void check_equal(const Trace& a, const Trace& b) {
   }
   CHECK(same(e.all_features.mean, d.all_features.mean));
   REQUIRE(e.target_columns.size() == d.target_columns.size());
-  for (size_t k = 0; k < d.target_columns.size(); ++k) CHECK(same(e.target_columns[k].std, d.target_columns[k].std));
+  for (size_t k = 0; k < d.target_columns.size(); ++k) {
+    CHECK(same(e.target_columns[k].std, d.target_columns[k].std));
+    CHECK(e.target_columns[k].below_zero == d.target_columns[k].below_zero);
+    CHECK(e.target_columns[k].below_minus_one == d.target_columns[k].below_minus_one);
+    CHECK(e.target_columns[k].above_one == d.target_columns[k].above_one);
+  }
+  for (size_t k = 0; k < d.feature_columns.size(); ++k)  // not counted: stays unknown
+    CHECK(e.feature_columns[k].below_zero == d.feature_columns[k].below_zero);
   CHECK(e.classes == d.classes);
   CHECK(e.targets_are_classes == d.targets_are_classes);
   CHECK(e.targets_integer == d.targets_integer);

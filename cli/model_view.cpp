@@ -161,9 +161,13 @@ void print_program(const ir::Model& model, std::ostream& out) {
   out << "# N is the batch size. %x is a value, @w a trainable parameter.\n"
          "# ◆ marks a probe: statistics of the value just written are recorded after the\n"
          "#   step (forward) and of its gradient when the backward sweep reaches it.\n";
-  const size_t folded = model.graph.nodes.size() - g.steps().size();
+  size_t merged = 0;
+  for (const rt::Step& st : g.steps()) merged += st.merged != nullptr;
+  const size_t folded = model.graph.nodes.size() - g.steps().size() - merged;
   if (folded)
     out << fmt::format("# {} node(s) computing only shapes and constants were evaluated at load time.\n", folded);
+  if (merged)
+    out << fmt::format("# {} bias Add(s) run inside the MatMul before them (one step each).\n", merged);
   for (const std::string& w : model.warnings) out << "# note: " << visible(w) << "\n";
   out << "\nprogram forward(";
   for (size_t k = 0; k < g.input_names().size(); ++k)

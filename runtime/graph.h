@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <random>
@@ -53,6 +54,9 @@ struct GraphOptions {
   // ONNX allows empty tensors (a 0 dimension); a model to train never has one, so
   // they are rejected unless allowed (the conformance tests use them).
   bool allow_empty_inputs = false;
+  // Run a MatMul and the Add of its bias as one step (runtime/graph_fuse.cpp); off, every
+  // node is a step of its own (tests compare the two).
+  bool fuse = true;
 };
 
 // A trainable parameter: a float initializer some differentiable input reads.
@@ -73,6 +77,9 @@ struct Step {
   bool needs_backward = false;
   bool recurrent = false;  // op traits say recurrent (reports FwdCtx::inner)
   int layer = -1;
+  // A node this step also runs (the bias Add fused into a MatMul: then `node` is a copy of
+  // the MatMul's node with the bias as input 2 and the Add's output), or null.
+  const ir::Node* merged = nullptr;
 };
 
 // User-level layer (contract): a parameterised node plus the nodes that follow it up to
@@ -167,6 +174,7 @@ class ExecutionGraph {
 
  private:
   void plan(const GraphOptions& options);
+  void fuse_bias_adds(const std::vector<bool>& is_param_source, bool training);
   void build_layers();
   void wire_contexts();
   void allocate_grads();
@@ -183,6 +191,7 @@ class ExecutionGraph {
   std::vector<int> input_slots_, output_slots_;
   std::vector<std::string> input_names_, output_names_;
   std::vector<Step> steps_;
+  std::deque<ir::Node> fused_nodes_;  // the nodes of fused steps (Step::node)
   std::vector<Layer> layers_;
   std::vector<Param> params_;
   Observer* observer_ = nullptr;

@@ -148,6 +148,7 @@ void ExecutionGraph::build_layers() {
     steps_[k].layer = l.index;
     l.steps.push_back(k);
     l.nodes.push_back(steps_[k].node->name);
+    if (steps_[k].merged) l.nodes.push_back(steps_[k].merged->name);
     l.output_step = std::max(l.output_step, k);
     for (int s : steps_[k].inputs)
       if (const auto* names = params_of(s))

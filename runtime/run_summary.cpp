@@ -108,7 +108,10 @@ void describe_run(const ExecutionGraph& graph, const TrainConfig& config, const 
     an::LayerInfo info;
     info.index = l.index;
     info.nodes = l.nodes;
-    for (size_t k : l.steps) info.op_types.push_back(steps[k].node->op_type);
+    for (size_t k : l.steps) {
+      info.op_types.push_back(steps[k].node->op_type);
+      if (steps[k].merged) info.op_types.push_back(steps[k].merged->op_type);
+    }
     info.params = l.params;
     for (const std::string& p : l.params) info.param_count += graph.store()->values.at(p).numel();
     info.feeds = feeds[static_cast<size_t>(l.index)];

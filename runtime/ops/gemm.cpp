@@ -52,9 +52,14 @@ class Gemm : public Op {
   }
 
   // The bias is written first and the product accumulated onto it by the GEMM kernel
-  // (no second pass over Y).
+  // (no second pass over Y); the usual Dense bias ([N] or [1, N], beta 1) by each block of
+  // the product, in place of the zeros it starts from.
   void forward(FwdCtx& ctx) override {
     float* __restrict y = ctx.out[0]->f();
+    if (has_c_ && c_rows_ == 1 && c_cols_ == n_ && beta_ == 1.0f) {
+      gemm_bias(m_, n_, k_, alpha_, a_ref(ctx.in[0]), b_ref(ctx.in[1]), ctx.in[2]->f(), y, n_);
+      return;
+    }
     if (has_c_) {
       const float* __restrict c = ctx.in[2]->f();
       if (c_rows_ == 1 && c_cols_ == n_) {  // [N] / [1, N]: the usual Dense bias

@@ -113,6 +113,7 @@ struct Product {
   Index res_stride;
   float alpha;
   bool accumulate;
+  const float* bias;  // when not accumulating: C's rows start as this row (n values), else as zeros
   bool split_rows;  // blocks of lhs rows (C columns) rather than rhs columns (C rows)
   Index block;      // rows (or columns) per block
   Index blocks;
@@ -124,7 +125,9 @@ struct Product {
     const Index c0 = split_rows ? 0 : t * block, c1 = split_rows ? cols : (last ? cols : std::min(cols, c0 + block));
     if (r1 <= r0 || c1 <= c0) return;
     float* out = res + r0 + c0 * res_stride;
-    if (!accumulate)
+    if (!accumulate && bias)
+      for (Index c = c0; c < c1; ++c) std::memcpy(res + r0 + c * res_stride, bias + r0, size_t(r1 - r0) * sizeof(float));
+    else if (!accumulate)
       for (Index c = c0; c < c1; ++c) std::memset(res + r0 + c * res_stride, 0, size_t(r1 - r0) * sizeof(float));
     const float* l = lhs + (lhs_row_major ? r0 * lhs_stride : r0);
     const float* r = rhs + (rhs_row_major ? c0 : c0 * rhs_stride);
@@ -145,11 +148,17 @@ int gemm_threads(int64_t m, int64_t n, int64_t k) {
   return budget;
 }
 
-void gemm(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, float* c, int64_t ldc, bool accumulate) {
+namespace {
+
+void product(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, const float* bias, float* c,
+             int64_t ldc, bool accumulate) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     if (!accumulate)
-      for (int64_t i = 0; i < m; ++i) std::memset(c + i * ldc, 0, size_t(n) * sizeof(float));
+      for (int64_t i = 0; i < m; ++i) {
+        if (bias) std::memcpy(c + i * ldc, bias, size_t(n) * sizeof(float));
+        else std::memset(c + i * ldc, 0, size_t(n) * sizeof(float));
+      }
     return;
   }
   Product p;
@@ -168,6 +177,7 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, floa
   p.res_stride = ldc;
   p.alpha = alpha;
   p.accumulate = accumulate;
+  p.bias = bias;
   const int threads = gemm_threads(m, n, k);
   // Each block packs all of the other operand: cut along C's columns (lhs rows) when
   // op(A) is the smaller operand to repeat, else along C's rows.
@@ -191,6 +201,17 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, floa
   }
   parallel_blocks(blocks, threads, [](const void* ctx, int64_t t) { static_cast<const Product*>(ctx)->run_block(t); },
                   &p);
+}
+
+}  // namespace
+
+void gemm(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, float* c, int64_t ldc, bool accumulate) {
+  product(m, n, k, alpha, a, b, nullptr, c, ldc, accumulate);
+}
+
+void gemm_bias(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, const float* bias, float* c,
+               int64_t ldc) {
+  product(m, n, k, alpha, a, b, bias, c, ldc, false);
 }
 
 }  // namespace dl::rt

@@ -25,6 +25,11 @@ struct MatRef {
 // C += alpha * op(A) * op(B) when accumulate. op(A) is m x k, op(B) is k x n. C must not
 // overlap A or B.
 void gemm(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, float* c, int64_t ldc, bool accumulate);
+// C = bias + alpha * op(A) * op(B), bias a row of n values added to every row: each block
+// of C starts from the bias instead of zeros (no pass of its own over C). The bits of
+// gemm() onto C holding the bias rows, with accumulate.
+void gemm_bias(int64_t m, int64_t n, int64_t k, float alpha, MatRef a, MatRef b, const float* bias, float* c,
+               int64_t ldc);
 
 // Threads a product of m * n * k multiply-adds would use: 1 below the size that pays, and
 // for mid-size products while helpers are congested (runtime/parallel.h).

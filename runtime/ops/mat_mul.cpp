@@ -13,15 +13,22 @@
 // products by the gradient matrix they accumulate into (a broadcast operand's matrix is
 // shared by several products): a group runs on one thread in batch order, the order of
 // the serial loop, so dA and dB are the same bits for any thread count.
+//
+// With a bias (make_mat_mul_with_bias, runtime/ops/fused.h: a MatMul and the Add of its
+// layer's bias planned as one step, runtime/graph_fuse.cpp), Y = A B + C for a row C of N
+// values: each product starts from the bias rows instead of zeros (gemm_bias), and
+// backward sums dY's columns into dC row by row, reporting dY to the probe on the way.
 #include <algorithm>
 #include <utility>
 #include <vector>
 
 #include "runtime/attrs.h"
 #include "runtime/ops/broadcast.h"
+#include "runtime/ops/fused.h"
 #include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/shape_util.h"
 #include "runtime/parallel.h"
+#include "runtime/sink_chunks.h"
 
 namespace dl::rt {
 namespace {
@@ -69,12 +76,20 @@ std::vector<std::vector<int64_t>> group_by_offset(const std::vector<int64_t>& of
   return groups;
 }
 
+// Output values per panel when a bias product reports Y to a probe (forward): about a
+// quarter of L2, so each panel is still cached when it is reported.
+constexpr int64_t kPanelValues = 1 << 16;
+
 class MatMul : public Op {
  public:
-  explicit MatMul(const ir::Node& node) : Op(node) { Attrs(node).finish(); }
+  // bias_add: the name of the Add whose bias this MatMul takes as input 2 (empty: none).
+  explicit MatMul(const ir::Node& node, std::string bias_add = {}) : Op(node), bias_add_(std::move(bias_add)) {
+    Attrs(node).finish();
+  }
 
   void infer(InferCtx& ctx) override {
-    check_inputs(ctx, 2, 2, 2, where());
+    const size_t inputs = bias_add_.empty() ? 2 : 3;
+    check_inputs(ctx, inputs, inputs, inputs, where());
     const Tensor& a = *ctx.in[0];
     const Tensor& b = *ctx.in[1];
     if (a.dtype() != DType::kFloat32 || b.dtype() != DType::kFloat32)
@@ -107,11 +122,34 @@ class MatMul : public Op {
     b_groups_ = group_by_offset(b_off_);
     if (a.rank() > 1) out.push_back(m_);
     if (b.rank() > 1) out.push_back(n_);
+    if (!bias_add_.empty()) {
+      const Tensor& c = *ctx.in[2];
+      if (c.dtype() != DType::kFloat32 || c.shape() != Shape{n_} || b.rank() < 2)
+        throw ShapeError(where() + ": the bias of '" + bias_add_ + "' " + shape_str(c.shape()) +
+                         " is not one value per output column (" + std::to_string(n_) + ")");
+    }
     ctx.out[0]->plan(DType::kFloat32, out);
   }
 
   void forward(FwdCtx& ctx) override {
     Job job{this, ctx.in[0]->f(), ctx.in[1]->f(), nullptr, ctx.out[0]->f(), nullptr};
+    if (!bias_add_.empty()) {
+      job.bias = ctx.in[2]->f();
+      // One product on the calling thread, its output wanted by a probe: in panels of
+      // rows, each reported while cached (the bits of the whole product: Eigen's depth
+      // blocking depends on K alone, and panels are whole register blocks of rows).
+      if (ctx.out_stats && fold_ && gemm_threads(rows_, n_, k_) == 1) {
+        ChunkReporter report(ctx.out_stats, job.y, rows_ * n_);
+        const int64_t panel = std::max<int64_t>(48, kPanelValues / n_ / 48 * 48);
+        for (int64_t i = 0; i < rows_; i += panel) {
+          const int64_t rows = std::min(panel, rows_ - i);
+          gemm_bias(rows, n_, k_, 1.0f, {job.a + i * k_, k_, false}, {job.b, n_, false}, job.bias, job.y + i * n_, n_);
+          report.upto((i + rows) * n_);
+        }
+        report.finish();
+        return;
+      }
+    }
     run(static_cast<int64_t>(a_off_.size()), [](const void* p, int64_t t) {
       const Job& j = *static_cast<const Job*>(p);
       const MatMul& o = *j.op;
@@ -141,16 +179,23 @@ class MatMul : public Op {
         for (int64_t t : o.b_groups_[static_cast<size_t>(g - j.na)]) o.grad_b(j, t, !(first && j.assign_b)), first = false;
       }
     }, job);
+    if (!bias_add_.empty() && ctx.din.size() > 2 && ctx.din[2]) bias_gradient(ctx);
   }
   // Every matrix of A and B is read by some product, so each of its group's first
-  // products writes all of its gradient.
+  // products writes all of its gradient; the bias's first row likewise.
   // (No products at all, a batch of 0 against a batch of more than 1: nothing written.)
-  bool assigns_gradient(size_t i) const override { return i < 2 && !a_off_.empty(); }
+  bool assigns_gradient(size_t i) const override {
+    return (i < 2 || (i == 2 && !bias_add_.empty() && rows_ > 0)) && !a_off_.empty();
+  }
+  std::string describe() const override {
+    return bias_add_.empty() ? std::string() : "adds the bias of '" + bias_add_ + "' in the same step";
+  }
 
   OpTraits traits() const override { return linear_layer_traits(); }
   // B [..., K, N] (A [..., M, K]): K is the fan-in; a 1-D B [K] is one output unit.
   ParamRole param_role(size_t i, const Shape& s) const override {
     const size_t r = s.size();
+    if (i == 2 && !bias_add_.empty()) return param_role_of(ParamRole::Kind::kBias);
     if (i > 1 || r == 0) return {};
     if (r == 1) return i == 1 ? weight_role(s[0], 1) : weight_role(1, s[0]);
     return i == 1 ? weight_role(s[r - 2], s[r - 1]) : weight_role(s[r - 1], s[r - 2]);
@@ -163,14 +208,36 @@ class MatMul : public Op {
     const MatMul* op;
     const float *a, *b, *dy;
     float *y, *db;
+    const float* bias = nullptr;  // forward: the bias row, or null
     int64_t na = 0;  // backward: blocks of dA groups before the dB ones
     bool assign_a = false, assign_b = false;  // backward: BwdCtx::assigns(0), (1)
   };
 
   void product(const Job& j, int64_t t) const {
     const size_t u = static_cast<size_t>(t);
-    gemm(rows_, n_, k_, 1.0f, {j.a + a_off_[u], k_, false}, {j.b + b_off_[u], n_, false}, j.y + t * rows_ * n_, n_,
-         false);
+    const MatRef a{j.a + a_off_[u], k_, false}, b{j.b + b_off_[u], n_, false};
+    if (j.bias) gemm_bias(rows_, n_, k_, 1.0f, a, b, j.bias, j.y + t * rows_ * n_, n_);
+    else gemm(rows_, n_, k_, 1.0f, a, b, j.y + t * rows_ * n_, n_, false);
+  }
+  // dC += the column sums of dY, row by row (its first writer: the first row as 0 + it),
+  // dY reported to the probe's sink chunk by chunk on the way.
+  void bias_gradient(BwdCtx& ctx) const {
+    float* __restrict dc = ctx.din[2]->f();
+    const float* __restrict g = ctx.dout[0]->f();
+    const bool assign = ctx.assigns(2);
+    const int64_t n = static_cast<int64_t>(a_off_.size()) * rows_ * n_;
+    chunked_loop(n, ctx.dout_stats, g, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi;) {
+        const int64_t row = i / n_, col = i - row * n_, len = std::min(n_ - col, hi - i);
+        float* __restrict d = dc + col;
+        const float* __restrict gi = g + i;
+        if (row == 0 && assign)
+          for (int64_t t = 0; t < len; ++t) d[t] = 0.0f + gi[t];
+        else
+          for (int64_t t = 0; t < len; ++t) d[t] += gi[t];
+        i += len;
+      }
+    });
   }
   void grad_a(const Job& j, int64_t t, bool accumulate) const {
     const size_t u = static_cast<size_t>(t);
@@ -195,6 +262,7 @@ class MatMul : public Op {
     parallel_blocks(blocks, threads, fn, &job);
   }
 
+  std::string bias_add_;
   int64_t m_ = 0, k_ = 0, n_ = 0;
   bool fold_ = false;
   int64_t rows_ = 0;                    // rows of each A / Y matrix product (batch * M when folded)
@@ -237,5 +305,9 @@ std::vector<OpSample> samples() {
 }  // namespace
 
 OpInfo op_info_mat_mul() { return {"MatMul", {1, 9, 13}, make, samples}; }
+
+std::unique_ptr<Op> make_mat_mul_with_bias(const ir::Node& node, const std::string& add_name) {
+  return std::make_unique<MatMul>(node, add_name);
+}
 
 }  // namespace dl::rt

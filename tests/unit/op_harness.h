@@ -25,7 +25,10 @@ struct OpRun {
   rt::InnerStats* inner = nullptr;      // and FwdCtx::inner
 
   OpRun(const ir::Node& node, std::vector<rt::Tensor> in, bool train = false)
-      : op(rt::make_op(node)), inputs(std::move(in)), outputs(node.outputs.size()), training(train) {
+      : OpRun(rt::make_op(node), std::move(in), node.outputs.size(), train) {}
+  // An op made otherwise (the planner's fused ops, runtime/ops/fused.h).
+  OpRun(std::unique_ptr<rt::Op> made, std::vector<rt::Tensor> in, size_t outs, bool train = false)
+      : op(std::move(made)), inputs(std::move(in)), outputs(outs), training(train) {
     rt::InferCtx ic;
     ic.training = training;
     for (auto& t : inputs) ic.in.push_back(&t);

@@ -1,0 +1,204 @@
+// A MatMul and the Add of its bias planned as one step (runtime/graph_fuse.cpp,
+// runtime/ops/mat_mul.cpp): the op against a MatMul and an Add (its output in panels for
+// a probe, the bits of the whole product; dY reported; dC the column sums), and graphs
+// planned with and without fusing: the same values, gradients and layers, one step less;
+// what is not a bias stays an Add.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "runtime/graph.h"
+#include "runtime/ops/fused.h"
+#include "runtime/probe_stats.h"
+#include "tests/unit/op_harness.h"
+#include "tests/unit/parallel_test_util.h"
+#include "tests/unit/small_cnn.h"
+#include "tests/unit/transform_fixtures.h"
+
+using namespace dl;
+using dl::rt::SinkSums;
+using dl::rt::Tensor;
+using dl::test::OpRun;
+using dl::test::random_values;
+
+namespace {
+
+rt::stats::Bands bands_of(bool light) {
+  rt::stats::Bands b;
+  b.light = light;
+  return b;
+}
+
+void check_reported(const SinkSums& sink, const Tensor& t, bool light) {
+  REQUIRE(sink.reported() == t.numel());
+  rt::stats::Sums want;
+  rt::stats::add_values_parallel(t.f(), t.numel(), bands_of(light), want);
+  test::check_same_stats(rt::stats::finish(sink.total(), t.numel()), rt::stats::finish(want, t.numel()));
+}
+
+OpRun fused_run(const std::vector<Tensor>& in) {
+  ir::Node node = rt::sample_node("MatMul", 3, 1, {}, 13);
+  return OpRun(rt::make_mat_mul_with_bias(node, "bias_add"), in, 1, true);
+}
+
+}  // namespace
+
+TEST_CASE("MatMul with a bias: Y = A B + C in panels for a probe, the bits of the whole product; dC the column sums") {
+  // Shapes below the size that wakes a helper (panels run only on the calling thread):
+  // 300 rows of 200 (panels of 288 rows and a tail of 12), 100 rows of 1000 (48, 48, 4).
+  struct Case { int64_t batch, m, k, n; };
+  for (const Case c : {Case{2, 150, 64, 200}, Case{1, 100, 40, 1000}}) {
+    INFO("A [" << c.batch << ", " << c.m << ", " << c.k << "] B [" << c.k << ", " << c.n << "]");
+    const Tensor a = Tensor::floats({c.batch, c.m, c.k}, random_values(c.batch * c.m * c.k, 11)),
+                 b = Tensor::floats({c.k, c.n}, random_values(c.k * c.n, 12)),
+                 bias = Tensor::floats({c.n}, random_values(c.n, 13));
+    for (const bool light : {true, false}) {
+      OpRun probed = fused_run({a, b, bias}), plain = fused_run({a, b, bias});
+      OpRun product(rt::sample_node("MatMul", 2, 1, {}, 13), {a, b}, true);
+      CHECK(probed.op->describe() == "adds the bias of 'bias_add' in the same step");
+      SinkSums y, dy;
+      y.reset(bands_of(light));
+      dy.reset(bands_of(light));
+      probed.out_stats = &y;
+      probed.dout_stats = &dy;
+      probed.forward();
+      plain.forward();
+      product.forward();
+      const std::vector<float> got = probed.outputs[0].fvec(), ab = product.outputs[0].fvec();
+      CHECK(got == plain.outputs[0].fvec());  // panels: the same bits
+      check_reported(y, probed.outputs[0], light);
+      double worst = 0;
+      for (size_t i = 0; i < got.size(); ++i)
+        worst = std::max(worst, std::fabs(double(got[i]) - (double(ab[i]) + bias.fvec()[i % size_t(c.n)])));
+      CHECK(worst < 1e-5);
+      // Backward: dA and dB as the MatMul's (the same products), dC the column sums of dY;
+      // written whole by the first writer (assign: buffers start as NaN).
+      const Tensor g = Tensor::floats(got.size() == 0 ? rt::Shape{} : probed.outputs[0].shape(),
+                                      random_values(int64_t(got.size()), 14));
+      CHECK(probed.op->assigns_gradient(2));
+      const std::vector<Tensor> d = probed.backward({&g}, {true, true, true}, 7u);
+      const std::vector<Tensor> dp = product.backward({&g}, {true, true}, 3u);
+      CHECK(d[0].fvec() == dp[0].fvec());
+      CHECK(d[1].fvec() == dp[1].fvec());
+      check_reported(dy, g, light);
+      for (int64_t j = 0; j < c.n; ++j) {
+        double want = 0;
+        for (int64_t r = 0; r < c.batch * c.m; ++r) want += g.fvec()[size_t(r * c.n + j)];
+        CHECK(std::fabs(d[2].fvec()[size_t(j)] - want) < 1e-4);
+      }
+    }
+  }
+}
+
+TEST_CASE("MatMul with a bias: a bias that is not one value per column is refused by name") {
+  const Tensor a = Tensor::floats({2, 3}, random_values(6, 15)), b = Tensor::floats({3, 4}, random_values(12, 16));
+  CHECK_THROWS_WITH_AS(fused_run({a, b, Tensor::floats({3}, random_values(3, 17))}),
+                       doctest::Contains("the bias of 'bias_add' [3] is not one value per output column (4)"),
+                       dl::ShapeError);
+}
+
+namespace {
+
+// x [N, 5, 6] -> MatMul(x, W [6, 4]) + bias -> Relu -> MatMul(., W2 [4, 3]) + bias2 (bias first).
+ir::Model biased(const std::string& bias2_kind) {
+  ir::Model m;
+  m.path = "biased";
+  m.ir_version = 8;
+  m.opset = m.original_opset = 13;
+  ir::Graph& g = m.graph;
+  g.inputs = {test::vinfo("x", {-1, 5, 6})};
+  g.outputs = {test::vinfo("y", {-1, 5, 3})};
+  g.initializers["w1"] = test::floats("w1", {6, 4}, random_values(24, 18));
+  g.initializers["b1"] = test::floats("b1", {4}, random_values(4, 19));
+  g.initializers["w2"] = test::floats("w2", {4, 3}, random_values(12, 20));
+  g.nodes.push_back(test::node("mm1", "MatMul", {"x", "w1"}, {"h0"}, 13));
+  g.nodes.push_back(test::node("add1", "Add", {"h0", "b1"}, {"h1"}, 13));
+  g.nodes.push_back(test::node("relu", "Relu", {"h1"}, {"h"}, 13));
+  g.nodes.push_back(test::node("mm2", "MatMul", {"h", "w2"}, {"z"}, 13));
+  if (bias2_kind == "input") {  // a bias fed as data, not a parameter
+    g.inputs.push_back(test::vinfo("b2", {3}));
+  } else if (bias2_kind == "2d") {  // [1, 3]: broadcast, but not a row of N
+    g.initializers["b2"] = test::floats("b2", {1, 3}, random_values(3, 21));
+  } else {
+    g.initializers["b2"] = test::floats("b2", {3}, random_values(3, 21));
+  }
+  g.nodes.push_back(test::node("add2", "Add", {"b2", "z"}, {"y"}, 13));
+  if (bias2_kind == "shared") g.outputs.push_back(test::vinfo("z", {-1, 5, 3}));  // the product is read outside
+  return m;
+}
+
+struct Trained {
+  std::vector<float> y;
+  std::map<std::string, std::vector<float>> grads;
+  size_t steps = 0;
+  std::vector<std::vector<std::string>> layer_nodes;
+};
+
+Trained run_graph(const ir::Model& m, bool fuse) {
+  rt::GraphOptions o;
+  o.batch_size = 2;
+  o.training = true;
+  o.fuse = fuse;
+  rt::ExecutionGraph g(m, o);
+  for (const std::string& name : g.input_names()) {
+    Tensor& t = g.input(name);
+    const std::vector<float> v = random_values(t.numel(), 22);
+    std::copy(v.begin(), v.end(), t.f());
+  }
+  g.forward();
+  for (size_t i = 0; i < g.output_names().size(); ++i) {
+    Tensor& d = g.output_grad(i);
+    const std::vector<float> v = random_values(d.numel(), 23 + unsigned(i));
+    std::copy(v.begin(), v.end(), d.f());
+  }
+  g.backward();
+  Trained t;
+  t.y = g.output(0).fvec();
+  for (rt::Param& p : g.params()) t.grads[p.name] = p.grad->fvec();
+  t.steps = g.steps().size();
+  for (const rt::Layer& l : g.layers()) t.layer_nodes.push_back(l.nodes);
+  return t;
+}
+
+void check_close(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+}
+
+}  // namespace
+
+TEST_CASE("graphs: a MatMul and its bias Add run as one step, with the values, gradients and layers of two") {
+  const ir::Model m = biased("bias");
+  const Trained fused = run_graph(m, true), apart = run_graph(m, false);
+  CHECK(apart.steps == 5);
+  CHECK(fused.steps == 3);
+  CHECK(fused.layer_nodes == apart.layer_nodes);
+  CHECK(fused.layer_nodes == std::vector<std::vector<std::string>>{{"mm1", "add1", "relu"}, {"mm2", "add2"}});
+  check_close(fused.y, apart.y);
+  REQUIRE(fused.grads.size() == 4);
+  for (const auto& [name, g] : apart.grads) {
+    INFO(name);
+    REQUIRE(fused.grads.count(name));
+    check_close(fused.grads.at(name), g);
+  }
+  rt::GraphOptions o;
+  o.batch_size = 1;
+  rt::ExecutionGraph g(m, o);
+  REQUIRE(g.steps().size() == 3);
+  CHECK(g.steps()[0].node->name == "mm1");
+  CHECK(g.steps()[0].merged->name == "add1");
+  CHECK(g.value_name(g.steps()[0].outputs[0]) == "h1");
+  CHECK(g.steps()[2].merged->name == "add2");
+}
+
+TEST_CASE("graphs: an Add of data, of a [1, N] tensor or of a product read elsewhere stays a step") {
+  for (const char* kind : {"input", "2d", "shared"}) {
+    INFO(kind);
+    const ir::Model m = biased(kind);
+    const Trained fused = run_graph(m, true), apart = run_graph(m, false);
+    CHECK(fused.steps == 4);  // only the first layer's bias is fused
+    CHECK(apart.steps == 5);
+    check_close(fused.y, apart.y);
+    for (const auto& [name, g] : apart.grads) check_close(fused.grads.at(name), g);
+  }
+}

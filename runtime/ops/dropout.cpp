@@ -58,7 +58,7 @@ class DropoutOp : public Op {
     if (ctx.in.size() > 2 && ctx.in[2] && ctx.in[2]->at(0) != 0) train = true;
     applied_ = train && ratio > 0.0f;
     if (!applied_) {
-      std::copy(xf, xf + n, y);
+      chunked_loop(n, ctx.in_stats, xf, [&](int64_t lo, int64_t hi) { std::copy(xf + lo, xf + hi, y + lo); });
       // All ones: written once per plan (only this op writes its mask), not every step.
       if (mask && !mask_all_kept_) fill_mask(mask, n, nullptr);
       mask_all_kept_ = mask != nullptr;
@@ -73,11 +73,19 @@ class DropoutOp : public Op {
     std::mt19937_64& rng = *ctx.rng;
     for (int64_t k = 0; k < n; ++k) keep_[size_t(k)] = rng() >= threshold ? scale : 0.0f;
     const float* keep = keep_.data();
-    chunked_loop(n, ctx.out_stats, y, [&](int64_t lo, int64_t hi) {
+    ChunkReporter out(ctx.out_stats, y, n), in(ctx.in_stats, xf, n);
+    chunked_loop(n, nullptr, y, [&](int64_t lo, int64_t hi) {
       for (int64_t k = lo; k < hi; ++k) y[k] = xf[k] * keep[k];
+      out.upto(hi);
+      in.upto(hi);
     });
+    out.finish();
+    in.finish();
     if (mask) fill_mask(mask, n, keep_.data());
   }
+  // X (FwdCtx::in_stats) chunk by chunk in the loop that reads it: a layer's output that
+  // a Dropout reads next is reported there (runtime/probes.h).
+  bool reports_input() const override { return true; }
   // Without dropping, out[0] is a copy of in[0]; else forward() reports out[0] and
   // backward() dout[0] chunk by chunk (runtime/sink_chunks.h).
   bool copies_input() const override { return !applied_; }

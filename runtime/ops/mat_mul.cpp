@@ -18,6 +18,9 @@
 // layer's bias planned as one step, runtime/graph_fuse.cpp), Y = A B + C for a row C of N
 // values: each product starts from the bias rows instead of zeros (gemm_bias), and
 // backward sums dY's columns into dC row by row, reporting dY to the probe on the way.
+// Its output is left to the probe, or to the step that reads it next: computing the
+// product in panels of rows, each reported to the probe while cached, made the product
+// slower than the pass it saved (bench/README.md, run 36).
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -76,10 +79,6 @@ std::vector<std::vector<int64_t>> group_by_offset(const std::vector<int64_t>& of
   return groups;
 }
 
-// Output values per panel when a bias product reports Y to a probe (forward): about a
-// quarter of L2, so each panel is still cached when it is reported.
-constexpr int64_t kPanelValues = 1 << 16;
-
 class MatMul : public Op {
  public:
   // bias_add: the name of the Add whose bias this MatMul takes as input 2 (empty: none).
@@ -133,23 +132,7 @@ class MatMul : public Op {
 
   void forward(FwdCtx& ctx) override {
     Job job{this, ctx.in[0]->f(), ctx.in[1]->f(), nullptr, ctx.out[0]->f(), nullptr};
-    if (!bias_add_.empty()) {
-      job.bias = ctx.in[2]->f();
-      // One product on the calling thread, its output wanted by a probe: in panels of
-      // rows, each reported while cached (the bits of the whole product: Eigen's depth
-      // blocking depends on K alone, and panels are whole register blocks of rows).
-      if (ctx.out_stats && fold_ && gemm_threads(rows_, n_, k_) == 1) {
-        ChunkReporter report(ctx.out_stats, job.y, rows_ * n_);
-        const int64_t panel = std::max<int64_t>(48, kPanelValues / n_ / 48 * 48);
-        for (int64_t i = 0; i < rows_; i += panel) {
-          const int64_t rows = std::min(panel, rows_ - i);
-          gemm_bias(rows, n_, k_, 1.0f, {job.a + i * k_, k_, false}, {job.b, n_, false}, job.bias, job.y + i * n_, n_);
-          report.upto((i + rows) * n_);
-        }
-        report.finish();
-        return;
-      }
-    }
+    if (!bias_add_.empty()) job.bias = ctx.in[2]->f();
     run(static_cast<int64_t>(a_off_.size()), [](const void* p, int64_t t) {
       const Job& j = *static_cast<const Job*>(p);
       const MatMul& o = *j.op;

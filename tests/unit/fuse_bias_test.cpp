@@ -1,6 +1,6 @@
 // A MatMul and the Add of its bias planned as one step (runtime/graph_fuse.cpp,
-// runtime/ops/mat_mul.cpp): the op against a MatMul and an Add (its output in panels for
-// a probe, the bits of the whole product; dY reported; dC the column sums), and graphs
+// runtime/ops/mat_mul.cpp): the op against a MatMul and an Add (Y left to the probe, dY
+// reported, dC the column sums), and graphs
 // planned with and without fusing: the same values, gradients and layers, one step less;
 // what is not a bias stays an Add.
 #include <doctest/doctest.h>
@@ -43,11 +43,10 @@ OpRun fused_run(const std::vector<Tensor>& in) {
 
 }  // namespace
 
-TEST_CASE("MatMul with a bias: Y = A B + C in panels for a probe, the bits of the whole product; dC the column sums") {
-  // Shapes below the size that wakes a helper (panels run only on the calling thread):
-  // 300 rows of 200 (panels of 288 rows and a tail of 12), 100 rows of 1000 (48, 48, 4).
+TEST_CASE("MatMul with a bias: Y = A B + C, dA and dB the MatMul's, dC the column sums, dY reported") {
+  // A folded batch on the calling thread; one that wakes a helper (2 x 300 x 96 x 200).
   struct Case { int64_t batch, m, k, n; };
-  for (const Case c : {Case{2, 150, 64, 200}, Case{1, 100, 40, 1000}}) {
+  for (const Case c : {Case{2, 150, 64, 200}, Case{1, 100, 40, 1000}, Case{2, 300, 96, 200}}) {
     INFO("A [" << c.batch << ", " << c.m << ", " << c.k << "] B [" << c.k << ", " << c.n << "]");
     const Tensor a = Tensor::floats({c.batch, c.m, c.k}, random_values(c.batch * c.m * c.k, 11)),
                  b = Tensor::floats({c.k, c.n}, random_values(c.k * c.n, 12)),
@@ -65,8 +64,8 @@ TEST_CASE("MatMul with a bias: Y = A B + C in panels for a probe, the bits of th
       plain.forward();
       product.forward();
       const std::vector<float> got = probed.outputs[0].fvec(), ab = product.outputs[0].fvec();
-      CHECK(got == plain.outputs[0].fvec());  // panels: the same bits
-      check_reported(y, probed.outputs[0], light);
+      CHECK(got == plain.outputs[0].fvec());
+      CHECK(y.reported() == 0);  // left to the probe's pass or the next step
       double worst = 0;
       for (size_t i = 0; i < got.size(); ++i)
         worst = std::max(worst, std::fabs(double(got[i]) - (double(ab[i]) + bias.fvec()[i % size_t(c.n)])));

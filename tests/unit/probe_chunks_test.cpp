@@ -1,6 +1,6 @@
 // Ops that report their tensors to the probes' sinks chunk by chunk (ChunkReporter,
 // runtime/sink_chunks.h): the binary arithmetic ops (output, the input read in the
-// output's order, the output gradient), Softmax, Dropout, LayerNormalization, Concat,
+// output's order, the output gradient), Softmax, Dropout (and its input), LayerNormalization, Concat,
 // Slice, Expand, Clip and the copies' backward passes (Transpose's where it runs), against a separate reduction of the same tensor (count, extremes, zeros exact;
 // sums to float rounding), light and full; and a network of them and of copies
 // (Op::copies_input, whose records take their input's sums) trained with probes: every
@@ -97,14 +97,19 @@ TEST_CASE("binary ops and Softmax report Y, X and dY chunk by chunk; the same ou
            "Softmax", true);
 }
 
-TEST_CASE("Dropout reports Y and dY; copies report dY and say they copy their input") {
+TEST_CASE("Dropout reports Y, X and dY; copies report dY and say they copy their input") {
   const int64_t n = 3 * 4096 + 100;
   const Tensor x = Tensor::floats({n}, random_values(n, 78));
   const auto dropout = dl::rt::sample_node("Dropout", 1, 1, {{"ratio", dl::rt::attr_f(0.3f)}}, 7);
-  check_op(dropout, {x}, true, "Dropout", false);
+  check_op(dropout, {x}, true, "Dropout", true);
   OpRun dropping(dropout, {x}, true), inference(dropout, {x}, false);
+  SinkSums copied;  // a Dropout that drops nothing reports X as it copies it
+  copied.reset(bands_of(true));
+  inference.in_stats = &copied;
   dropping.forward();
   inference.forward();
+  check_reported(copied, x, true, "Dropout inference X");
+  CHECK(inference.outputs[0].fvec() == x.fvec());
   CHECK(!dropping.op->copies_input());
   CHECK(inference.op->copies_input());
   const auto flatten = dl::rt::sample_node("Flatten", 1, 1, {}, 13);

@@ -68,7 +68,8 @@ struct Param {
 
 // One instruction of the imperative program.
 struct Step {
-  const ir::Node* node = nullptr;  // owned by the graph's (shared) model
+  // Owned by the graph's (shared) model, or by the graph (a fused step's node).
+  const ir::Node* node = nullptr;
   std::unique_ptr<Op> op;
   std::vector<int> inputs;   // value slots, -1 for omitted optional inputs
   std::vector<int> outputs;  // value slots, -1 for omitted optional outputs

@@ -4,7 +4,8 @@
 // rows (runtime/ops/mat_mul.cpp), as Gemm does with its C. The Add's pass over the output,
 // its backward pass and the probe of the value before the bias go away: the layer's linear
 // map is probed once, after its bias, as a Gemm layer's is. The layer still lists both
-// nodes (Step::merged).
+// nodes (Step::merged), the Add right after the MatMul (steps between them, which read
+// neither, stay where they were).
 #include "converter/errors.h"
 #include "runtime/graph.h"
 #include "runtime/ops/fused.h"
@@ -25,7 +26,10 @@ void ExecutionGraph::fuse_bias_adds(const std::vector<bool>& is_param_source, bo
     const int y = mm.outputs[0];
     if (y < 0 || reads[size_t(y)] != 1 || mm.inputs[0] < 0 || mm.inputs[1] < 0) continue;
     Step& add = steps_[size_t(reader[size_t(y)])];
-    if (add.op->type() != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1 || add.outputs[0] < 0) continue;
+    // (An Add before opset 7 may broadcast along another axis: left alone.)
+    if (add.op->type() != "Add" || add.node->since_version < 7 || add.inputs.size() != 2 || add.outputs.size() != 1 ||
+        add.outputs[0] < 0)
+      continue;
     const size_t ci = add.inputs[0] == y ? 1 : 0;
     const int c = add.inputs[ci];
     if (c < 0 || c == y || !is_param_source[size_t(c)]) continue;
@@ -50,9 +54,12 @@ void ExecutionGraph::fuse_bias_adds(const std::vector<bool>& is_param_source, bo
     ic.out_known = {false};
     op->infer(ic);  // the Add's output shape again (checked above)
     out.allocate();
-    // The value before the bias is no step's any more: its buffer goes back.
+    // The value before the bias is no step's any more: its buffer goes back (a fresh
+    // tensor of its shape, no storage: plan() alone would keep the vector's capacity).
     const int64_t bytes = pre.numel() * int64_t(sizeof(float));
-    slot_ptr_[size_t(y)]->plan(pre.dtype(), Shape(pre.shape()));
+    Tensor unused;
+    unused.plan(pre.dtype(), Shape(pre.shape()));
+    *slot_ptr_[size_t(y)] = std::move(unused);
     budget_->release(bytes);
     planned_bytes_ -= bytes;
     mm.op = std::move(op);

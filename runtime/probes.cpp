@@ -100,7 +100,8 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
     }
   }
   declare_inner_probes(graph);
-  // A step whose op reports its input (an activation with vector loops) reduces, at
+  // A step whose op reports its input (Op::reports_input: an activation with vector
+  // loops, a binary op, Softmax, Dropout) reduces, at
   // light iterations, the output of the step right before it when it reads that (in[0])
   // in its own loop, unless that step reports its output itself (Op::reports_output).
   in_probe_.assign(steps.size(), -1);

@@ -38,10 +38,11 @@ namespace dl::rt {
 // Relu's forward and backward loops (its output, its input, its output gradient) and
 // Conv's bias-gradient sums over dY. Reading a tensor back costs 5 to 10x more
 // (BM_ReluChunks, bench/micro_bench.cpp; bench/README.md, run 8). The output of a step
-// that an activation with vector loops reads next (Conv -> Relu, Gemm -> Relu) is
-// therefore not reduced when written but by that activation when it is the very next
-// step (FwdCtx::in_stats): the probe waits for it, and reduces the tensor itself if it
-// does not report it. A step that reports its own output for less (Op::reports_output:
+// that an op reporting its input reads next (Op::reports_input: an activation with
+// vector loops, Conv -> Relu, Gemm -> Relu; a binary op; Softmax; Dropout, a fused
+// MatMul + bias -> Dropout) is therefore not reduced when written but by that op when it
+// is the very next step (FwdCtx::in_stats): the probe waits for it, and reduces the
+// tensor itself if it does not report it. A step that reports its own output for less (Op::reports_output:
 // BatchNormalization, from its batch statistics) keeps it.
 //
 // Parameters (weight, param_grad and update probes) can hold most of the values a step

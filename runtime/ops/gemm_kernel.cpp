@@ -118,7 +118,8 @@ struct Product {
   Index block;      // rows (or columns) per block
   Index blocks;
 
-  // Computes block t: its part of C, zeroed first unless accumulating.
+  // Computes block t: its part of C, first zeroed (or set to the bias rows) unless
+  // accumulating.
   void run_block(Index t) const {
     const bool last = t + 1 == blocks;  // takes the rest (see gemm(): never a one-wide tail)
     const Index r0 = split_rows ? t * block : 0, r1 = split_rows ? (last ? rows : std::min(rows, r0 + block)) : rows;

@@ -6,9 +6,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 
 #include "runtime/graph.h"
 #include "runtime/ops/fused.h"
+#include "runtime/ops/shape_util.h"
 #include "runtime/probe_stats.h"
 #include "tests/unit/op_harness.h"
 #include "tests/unit/parallel_test_util.h"
@@ -44,48 +46,63 @@ OpRun fused_run(const std::vector<Tensor>& in) {
 }  // namespace
 
 TEST_CASE("MatMul with a bias: Y = A B + C, dA and dB the MatMul's, dC the column sums, dY reported") {
-  // A folded batch on the calling thread; one that wakes a helper (2 x 300 x 96 x 200).
-  struct Case { int64_t batch, m, k, n; };
-  for (const Case c : {Case{2, 150, 64, 200}, Case{1, 100, 40, 1000}, Case{2, 300, 96, 200}}) {
-    INFO("A [" << c.batch << ", " << c.m << ", " << c.k << "] B [" << c.k << ", " << c.n << "]");
-    const Tensor a = Tensor::floats({c.batch, c.m, c.k}, random_values(c.batch * c.m * c.k, 11)),
-                 b = Tensor::floats({c.k, c.n}, random_values(c.k * c.n, 12)),
-                 bias = Tensor::floats({c.n}, random_values(c.n, 13));
-    for (const bool light : {true, false}) {
-      OpRun probed = fused_run({a, b, bias}), plain = fused_run({a, b, bias});
-      OpRun product(rt::sample_node("MatMul", 2, 1, {}, 13), {a, b}, true);
-      CHECK(probed.op->describe() == "adds the bias of 'bias_add' in the same step");
-      SinkSums y, dy;
-      y.reset(bands_of(light));
-      dy.reset(bands_of(light));
-      probed.out_stats = &y;
-      probed.dout_stats = &dy;
-      probed.forward();
-      plain.forward();
-      product.forward();
-      const std::vector<float> got = probed.outputs[0].fvec(), ab = product.outputs[0].fvec();
-      CHECK(got == plain.outputs[0].fvec());
-      CHECK(y.reported() == 0);  // left to the probe's pass or the next step
-      double worst = 0;
-      for (size_t i = 0; i < got.size(); ++i)
-        worst = std::max(worst, std::fabs(double(got[i]) - (double(ab[i]) + bias.fvec()[i % size_t(c.n)])));
-      CHECK(worst < 1e-5);
-      // Backward: dA and dB as the MatMul's (the same products), dC the column sums of dY;
-      // written whole by the first writer (assign: buffers start as NaN).
-      const Tensor g = Tensor::floats(got.size() == 0 ? rt::Shape{} : probed.outputs[0].shape(),
-                                      random_values(int64_t(got.size()), 14));
-      CHECK(probed.op->assigns_gradient(2));
-      const std::vector<Tensor> d = probed.backward({&g}, {true, true, true}, 7u);
-      const std::vector<Tensor> dp = product.backward({&g}, {true, true}, 3u);
-      CHECK(d[0].fvec() == dp[0].fvec());
-      CHECK(d[1].fvec() == dp[1].fvec());
-      check_reported(dy, g, light);
-      for (int64_t j = 0; j < c.n; ++j) {
-        double want = 0;
-        for (int64_t r = 0; r < c.batch * c.m; ++r) want += g.fvec()[size_t(r * c.n + j)];
-        CHECK(std::fabs(d[2].fvec()[size_t(j)] - want) < 1e-4);
+  // Folded batches (B without batch dimensions), per-product batches (B with them, A
+  // broadcast), a 1-D A; one large enough to wake a helper. Run on 2 threads and on 1:
+  // the same bits. K is below Eigen's depth block, so Y is exactly the MatMul's product
+  // plus the bias (the kernel adds each finished dot product onto the bias once).
+  struct Case {
+    rt::Shape a, b;
+  };
+  const std::vector<Case> cases = {{{2, 150, 64}, {64, 200}},   {{1, 100, 40}, {40, 1000}}, {{2, 300, 96}, {96, 200}},
+                                   {{3, 1, 4, 5}, {2, 5, 6}},    {{5}, {2, 5, 6}},          {{2, 3, 4, 5}, {5, 7}}};
+  for (const Case& c : cases) {
+    INFO("A " << rt::shape_str(c.a) << " B " << rt::shape_str(c.b));
+    const Tensor a = Tensor::floats(c.a, random_values(rt::shape_numel(c.a), 11)),
+                 b = Tensor::floats(c.b, random_values(rt::shape_numel(c.b), 12));
+    const int64_t n = c.b.back();
+    const Tensor bias = Tensor::floats({n}, random_values(n, 13));
+    std::map<int, std::vector<std::vector<float>>> by_threads;
+    test::on_two_then_one([&](int threads) {
+      for (const bool light : {true, false}) {
+        OpRun fused = fused_run({a, b, bias}), again = fused_run({a, b, bias});
+        OpRun product(rt::sample_node("MatMul", 2, 1, {}, 13), {a, b}, true);
+        CHECK(fused.op->describe() == "adds the bias of 'bias_add' in the same step");
+        SinkSums y, dy;
+        y.reset(bands_of(light));
+        dy.reset(bands_of(light));
+        fused.out_stats = &y;
+        fused.dout_stats = &dy;
+        fused.forward();
+        again.forward();
+        product.forward();
+        const std::vector<float> got = fused.outputs[0].fvec(), ab = product.outputs[0].fvec();
+        REQUIRE(got.size() == ab.size());
+        bool exact = true;
+        for (size_t i = 0; i < got.size(); ++i) exact = exact && got[i] == ab[i] + bias.fvec()[i % size_t(n)];
+        CHECK(exact);
+        CHECK(y.reported() == 0);  // left to the probe's pass or the next step
+        // Backward: dA and dB as the MatMul's (the same products); dC the column sums of dY,
+        // written whole as the first writer (assign: the buffer starts as NaN) or added onto
+        // zeros: the same bits.
+        const Tensor g = Tensor::floats(fused.outputs[0].shape(), random_values(int64_t(got.size()), 14));
+        CHECK(fused.op->assigns_gradient(2));
+        const std::vector<Tensor> d = fused.backward({&g}, {true, true, true}, 7u);
+        const std::vector<Tensor> added = again.backward({&g}, {true, true, true}, 3u);
+        const std::vector<Tensor> dp = product.backward({&g}, {true, true}, 3u);
+        CHECK(d[0].fvec() == dp[0].fvec());
+        CHECK(d[1].fvec() == dp[1].fvec());
+        CHECK(d[2].fvec() == added[2].fvec());
+        check_reported(dy, g, light);
+        const int64_t rows = int64_t(got.size()) / n;
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0;
+          for (int64_t r = 0; r < rows; ++r) want += g.fvec()[size_t(r * n + j)];
+          CHECK(std::fabs(d[2].fvec()[size_t(j)] - want) < 1e-4);
+        }
+        if (light) by_threads[threads] = {got, d[0].fvec(), d[1].fvec(), d[2].fvec()};
       }
-    }
+    });
+    CHECK(by_threads[2] == by_threads[1]);
   }
 }
 

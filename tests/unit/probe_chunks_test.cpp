@@ -213,6 +213,26 @@ dl::ir::Model attention_like() {
   return b.m;
 }
 
+// x [N, 2, 16, 16] -> Reshape [N, 32, 16] -> MatMul W1 [16, 24] + b1 (one step: the planner
+// fuses the bias Add) -> Dropout (reports its input: the fused output, deferred to it) ->
+// Relu -> Flatten -> Gemm 4.
+dl::ir::Model linear_dropout() {
+  dl::test::ProbeGraph b("linear_dropout", 13);
+  b.random("W1", {16, 24}, 0.3f, 96);
+  b.random("b1", {24}, 0.1f, 97);
+  b.random("W2", {4, 768}, 0.05f, 98);
+  b.random("b2", {4}, 0.05f, 99);
+  b.int64s("shape", {3}, {0, 32, 16});
+  b.node("/0/Reshape", "Reshape", {"x", "shape"}, "r");
+  b.node("/1/MatMul", "MatMul", {"r", "W1"}, "m");
+  b.node("/1/Add", "Add", {"m", "b1"}, "a");
+  b.node("/1/Dropout", "Dropout", {"a"}, "d", {{"ratio", dl::rt::attr_f(0.25f)}}, 7);
+  b.node("/1/Relu", "Relu", {"d"}, "h");
+  b.node("/2/Flatten", "Flatten", {"h"}, "f");
+  b.node("/2/Gemm", "Gemm", {"f", "W2", "b2"}, "y", {{"transB", dl::rt::attr_i(1)}});
+  return b.m;
+}
+
 // After each update: every record against a separate reduction of its tensor.
 struct Records : dl::rt::TrainListener {
   const dl::an::Trace* trace = nullptr;
@@ -248,5 +268,18 @@ TEST_CASE("probes through chunked reports and copies: every record is a separate
         REQUIRE(trace.size() == 16);
         CHECK(check.light >= 6 * 10);  // iterations 9-14, forward and gradient probes
         CHECK(check.full >= 9 * 10);
+      });
+}
+
+TEST_CASE("probes on a fused MatMul + bias read by a Dropout: every record is a separate reduction's; training unchanged") {
+  const dl::ir::Model model = linear_dropout();
+  dl::rt::GraphOptions o;
+  o.batch_size = 2;
+  CHECK(dl::rt::ExecutionGraph(model, o).steps().size() == 6);  // the bias Add runs inside the MatMul
+  dl::test::probes_leave_training_unchanged<Records>(
+      model, dl::test::cnn_setup(model, 64, 16, 100), [](const dl::an::Trace& trace, const Records& check) {
+        REQUIRE(trace.size() == 16);
+        CHECK(check.light >= 6 * 8);
+        CHECK(check.full >= 9 * 8);
       });
 }

@@ -59,4 +59,23 @@ void chunked_loop(int64_t n, ValueSink* sink, const float* x, Body body) {
   r.finish();
 }
 
+// The same reporting two tensors of n values, y to sink_y and x to sink_x (either may be
+// null): an op's output and the input it reads in the same order (FwdCtx::in_stats).
+template <class Body>
+void chunked_loop(int64_t n, ValueSink* sink_y, const float* y, ValueSink* sink_x, const float* x, Body body) {
+  if (!sink_y && !sink_x) {
+    body(int64_t{0}, n);
+    return;
+  }
+  ChunkReporter ry(sink_y, y, n), rx(sink_x, x, n);
+  for (int64_t lo = 0; lo < n; lo += kChunk) {
+    const int64_t hi = lo + kChunk < n ? lo + kChunk : n;
+    body(lo, hi);
+    ry.upto(hi);
+    rx.upto(hi);
+  }
+  ry.finish();
+  rx.finish();
+}
+
 }  // namespace dl::rt

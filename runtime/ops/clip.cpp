@@ -73,18 +73,12 @@ class ClipOp : public Op {
     // Written so a NaN input stays NaN (both comparisons are false). Full sinks get Y and
     // X chunk by chunk, while in cache (runtime/sink_chunks.h).
     if (!out_light && !in_light) {
-      ChunkReporter ry(ctx.out_stats, y, n), rx(ctx.in_stats, xf, n);
-      for (int64_t from = 0; from < n; from += kChunk) {
-        const int64_t to = std::min(n, from + kChunk);
+      chunked_loop(n, ctx.out_stats, y, ctx.in_stats, xf, [&](int64_t from, int64_t to) {
         for (int64_t k = from; k < to; ++k) {
           const float v = xf[k] < lo ? lo : xf[k];
           y[k] = v > hi ? hi : v;
         }
-        ry.upto(to);
-        rx.upto(to);
-      }
-      ry.finish();
-      rx.finish();
+      });
       return;
     }
     // The light sums of Y and of X (the previous step's output) from the loop's

@@ -73,16 +73,9 @@ class DropoutOp : public Op {
     std::mt19937_64& rng = *ctx.rng;
     for (int64_t k = 0; k < n; ++k) keep_[size_t(k)] = rng() >= threshold ? scale : 0.0f;
     const float* keep = keep_.data();
-    ChunkReporter out(ctx.out_stats, y, n), in(ctx.in_stats, xf, n);
-    const int64_t step = out.active() || in.active() ? kChunk : std::max<int64_t>(n, 1);
-    for (int64_t lo = 0; lo < n; lo += step) {
-      const int64_t hi = std::min(n, lo + step);
+    chunked_loop(n, ctx.out_stats, y, ctx.in_stats, xf, [&](int64_t lo, int64_t hi) {
       for (int64_t k = lo; k < hi; ++k) y[k] = xf[k] * keep[k];
-      out.upto(hi);
-      in.upto(hi);
-    }
-    out.finish();
-    in.finish();
+    });
     if (mask) fill_mask(mask, n, keep_.data());
   }
   // X (FwdCtx::in_stats) chunk by chunk in the loop that reads it: a layer's output that

@@ -62,7 +62,7 @@ class Gemm : public Op {
     }
     if (has_c_) {
       const float* __restrict c = ctx.in[2]->f();
-      if (c_rows_ == 1 && c_cols_ == n_) {  // [N] / [1, N]: the usual Dense bias
+      if (c_rows_ == 1 && c_cols_ == n_) {  // [N] / [1, N] with a beta other than 1
         for (int64_t i = 0; i < m_; ++i)
           for (int64_t j = 0; j < n_; ++j) y[i * n_ + j] = beta_ * c[j];
       } else {

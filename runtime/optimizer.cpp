@@ -7,7 +7,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 
 #include "converter/errors.h"
 #include "runtime/optimizer_impl.h"
@@ -146,15 +145,14 @@ void Optimizer::update_part(const Part& p, int64_t part) {
   float* slots[8];
   for (int k = 0; k < slots_; ++k) slots[k] = slot_ptrs_[static_cast<size_t>(k)] + lo;
   if (!p.observer) {
-    update(p.w + lo, p.g + lo, slots, hi - lo, p.lr_t);
+    update(p.w + lo, p.g + lo, slots, hi - lo, p.lr_t, nullptr);
     return;
   }
   float* before = before_.data() + part * int64_t(kChunk);
   for (int64_t off = lo; off < hi; off += int64_t(kChunk)) {
     const int64_t len = std::min<int64_t>(int64_t(kChunk), hi - off);
-    std::memcpy(before, p.w + off, size_t(len) * sizeof(float));
     for (int k = 0; k < slots_; ++k) slots[k] = slot_ptrs_[static_cast<size_t>(k)] + off;
-    update(p.w + off, p.g + off, slots, len, p.lr_t);
+    update(p.w + off, p.g + off, slots, len, p.lr_t, before);  // (copies w's old values to before)
     p.observer->on_chunk(p.param, part, off, p.raw + off, before, p.w + off, len);
   }
 }

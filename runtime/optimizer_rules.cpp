@@ -16,24 +16,24 @@ class Sgd final : public Optimizer {
   explicit Sgd(const OptimizerConfig& c) : Optimizer(c, 0.01, c.momentum > 0 ? 1 : 0) {}
 
  protected:
-  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t) override {
+  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) override {
     const float lr = static_cast<float>(lr_t);
     if (config_.momentum <= 0) {  // ResourceApplyGradientDescent
-      for (int64_t k = 0; k < n; ++k) w[k] -= g[k] * lr;
+      each_value(w, before, n, [&](int64_t k) { w[k] -= g[k] * lr; });
       return;
     }
     const float mu = static_cast<float>(config_.momentum);  // ResourceApplyKerasMomentum
     float* a = s[0];
     if (config_.nesterov) {
-      for (int64_t k = 0; k < n; ++k) {
+      each_value(w, before, n, [&](int64_t k) {
         a[k] = a[k] * mu - g[k] * lr;
         w[k] += a[k] * mu - g[k] * lr;
-      }
+      });
     } else {
-      for (int64_t k = 0; k < n; ++k) {
+      each_value(w, before, n, [&](int64_t k) {
         a[k] = a[k] * mu - g[k] * lr;
         w[k] += a[k];
-      }
+      });
     }
   }
 };
@@ -48,16 +48,16 @@ class Adam final : public Optimizer {
     b1_power_ = std::pow(kBeta1, step);
     b2_power_ = std::pow(kBeta2, step);
   }
-  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t) override {
+  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) override {
     const float alpha = static_cast<float>(lr_t * std::sqrt(1.0 - b2_power_) / (1.0 - b1_power_));
     const float c1 = static_cast<float>(1.0 - kBeta1), c2 = static_cast<float>(1.0 - kBeta2);
     float* m = s[0];
     float* v = s[1];
-    for (int64_t k = 0; k < n; ++k) {
+    each_value(w, before, n, [&](int64_t k) {
       m[k] += (g[k] - m[k]) * c1;
       v[k] += (g[k] * g[k] - v[k]) * c2;
       w[k] -= (m[k] * alpha) / (std::sqrt(v[k]) + kEpsilon);
-    }
+    });
   }
 
  private:
@@ -69,24 +69,24 @@ class RmsProp final : public Optimizer {
   explicit RmsProp(const OptimizerConfig& c) : Optimizer(c, 0.001, c.momentum > 0 ? 2 : 1) {}
 
  protected:
-  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t) override {
+  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) override {
     const float lr = static_cast<float>(lr_t);
     const float rho = 0.9f, one_minus_rho = 1.0f - rho;
     float* ms = s[0];
     if (config_.momentum <= 0) {  // keras rmsprop.py _resource_apply_dense, no momentum
-      for (int64_t k = 0; k < n; ++k) {
+      each_value(w, before, n, [&](int64_t k) {
         ms[k] = rho * ms[k] + one_minus_rho * (g[k] * g[k]);
         w[k] -= lr * g[k] / (std::sqrt(ms[k]) + kEpsilon);
-      }
+      });
       return;
     }
     const float mu = static_cast<float>(config_.momentum);  // ResourceApplyRMSProp
     float* mom = s[1];
-    for (int64_t k = 0; k < n; ++k) {
+    each_value(w, before, n, [&](int64_t k) {
       ms[k] += (g[k] * g[k] - ms[k]) * one_minus_rho;
       mom[k] = mom[k] * mu + (g[k] * lr) / std::sqrt(ms[k] + kEpsilon);
       w[k] -= mom[k];
-    }
+    });
   }
 };
 
@@ -96,13 +96,13 @@ class Adagrad final : public Optimizer {
 
  protected:
   float init_slot(int) const override { return 0.1f; }  // initial_accumulator_value
-  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t) override {
+  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) override {
     const float lr = static_cast<float>(lr_t);
     float* acc = s[0];
-    for (int64_t k = 0; k < n; ++k) {  // ResourceApplyAdagradV2
+    each_value(w, before, n, [&](int64_t k) {  // ResourceApplyAdagradV2
       acc[k] += g[k] * g[k];
       w[k] -= g[k] * lr / (std::sqrt(acc[k]) + kEpsilon);
-    }
+    });
   }
 };
 
@@ -111,17 +111,17 @@ class Adadelta final : public Optimizer {
   explicit Adadelta(const OptimizerConfig& c) : Optimizer(c, 1.0, 2) {}
 
  protected:
-  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t) override {
+  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) override {
     const float lr = static_cast<float>(lr_t);
     const float rho = 0.95f, one_minus_rho = 1.0f - rho;
     float* acc = s[0];
     float* acc_update = s[1];
-    for (int64_t k = 0; k < n; ++k) {  // ResourceApplyAdadelta
+    each_value(w, before, n, [&](int64_t k) {  // ResourceApplyAdadelta
       acc[k] = acc[k] * rho + g[k] * g[k] * one_minus_rho;
       const float u = std::sqrt(acc_update[k] + kEpsilon) / std::sqrt(acc[k] + kEpsilon) * g[k];
       w[k] -= u * lr;
       acc_update[k] = acc_update[k] * rho + u * u * one_minus_rho;
-    }
+    });
   }
 };
 
@@ -131,17 +131,17 @@ class Adamax final : public Optimizer {
 
  protected:
   void begin_step(int64_t t) override { b1_power_ = std::pow(kBeta1, double(t + 1)); }
-  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t) override {
+  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) override {
     const float scaled_lr = static_cast<float>(lr_t / (1.0 - b1_power_));
     const float c1 = static_cast<float>(1.0 - kBeta1), b2 = static_cast<float>(kBeta2);
     float* m = s[0];
     float* v = s[1];
-    for (int64_t k = 0; k < n; ++k) {  // ResourceApplyAdaMax
+    each_value(w, before, n, [&](int64_t k) {  // ResourceApplyAdaMax
       m[k] += (g[k] - m[k]) * c1;
       const float decayed = b2 * v[k], a = std::fabs(g[k]);
       v[k] = decayed < a ? a : decayed;  // Eigen cwiseMax
       w[k] -= scaled_lr * (m[k] / (v[k] + kEpsilon));
-    }
+    });
   }
 
  private:
@@ -163,7 +163,7 @@ class Nadam final : public Optimizer {
     m_schedule_next_ = m_schedule_ * mu_next_;
     v_denominator_ = 1.0 - std::pow(kBeta2, step);
   }
-  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t) override {
+  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) override {
     const float lr = static_cast<float>(lr_t);
     const float g_scale = static_cast<float>(1.0 / (1.0 - m_schedule_));
     const float m_scale = static_cast<float>(1.0 / (1.0 - m_schedule_next_));
@@ -172,7 +172,7 @@ class Nadam final : public Optimizer {
     const float one_minus_mu = static_cast<float>(1.0 - mu_t_), mu_next = static_cast<float>(mu_next_);
     float* m = s[0];
     float* v = s[1];
-    for (int64_t k = 0; k < n; ++k) {
+    each_value(w, before, n, [&](int64_t k) {
       const float g_prime = g[k] * g_scale;
       m[k] = b1 * m[k] + (1.0f - b1) * g[k];
       const float m_prime = m[k] * m_scale;
@@ -180,7 +180,7 @@ class Nadam final : public Optimizer {
       const float v_prime = v[k] * v_scale;
       const float m_bar = one_minus_mu * g_prime + mu_next * m_prime;
       w[k] -= lr * m_bar / (std::sqrt(v_prime) + kEpsilon);
-    }
+    });
   }
 
  private:

@@ -143,10 +143,21 @@ struct PartLog : dl::rt::Optimizer::UpdateObserver {
 }  // namespace
 
 TEST_CASE("optimizer: chunked update with an observer is the same update, observed exactly") {
-  for (const char* name : {"sgd", "adam", "rmsprop", "nadam"}) {
-    INFO(name);
+  // Every rule and variant: each copies the old weights for the observer in its own loop
+  // (opt_detail::each_value).
+  struct Rule {
+    const char* name;
+    double momentum;
+    bool nesterov;
+  };
+  for (const Rule& rule : {Rule{"sgd", 0, false}, Rule{"sgd", 0.9, false}, Rule{"sgd", 0.9, true}, Rule{"adam", 0, false},
+                           Rule{"rmsprop", 0, false}, Rule{"rmsprop", 0.5, false}, Rule{"adagrad", 0, false},
+                           Rule{"adadelta", 0, false}, Rule{"adamax", 0, false}, Rule{"nadam", 0, false}}) {
+    INFO(rule.name << " momentum " << rule.momentum << (rule.nesterov ? " nesterov" : ""));
     dl::rt::OptimizerConfig cfg;
-    cfg.name = name;
+    cfg.name = rule.name;
+    cfg.momentum = rule.momentum;
+    cfg.nesterov = rule.nesterov;
     cfg.learning_rate = 0.1;
     cfg.clipvalue = 0.9;  // the observer sees the raw gradient, the update uses the clipped one
     auto plain = dl::rt::make_optimizer(cfg), watched = dl::rt::make_optimizer(cfg);

@@ -12,6 +12,7 @@
 // BM_Conv{Forward,Backward}/...      the Conv op on LeNet-5's two convolutions
 // BM_ReduceStats/n/dead_zone         the probe reduction over n floats
 // BM_SinkChunk, BM_ParamChunk         the probes' sums of one chunk, of a parameter's chunks
+// BM_OptimizerStep/values/mode       an optimizer step, unobserved or observed (the probes' full iterations)
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -25,6 +26,7 @@
 #include "bench/op_bench.h"
 #include "runtime/attrs.h"
 #include "runtime/ops/gemm_kernel.h"
+#include "runtime/optimizer.h"
 #include "runtime/probes.h"
 #include "runtime/registry.h"
 #include "runtime/threads.h"
@@ -253,6 +255,44 @@ void BM_ParamChunk(benchmark::State& state) {
   state.SetItemsProcessed(int64_t(state.iterations()) * n);
 }
 BENCHMARK(BM_ParamChunk)->ArgsProduct({{2048, 352256}, {0, 1}})->ArgNames({"n", "mode"});
+
+// An Adam step over `values` parameter values in tensors of 2,048 values each (as
+// shufflenet_v2's 352k in 170 tensors, from L3: weights, gradient and two slots are 5.6 MB):
+// mode 0 no observer (the probes' light iterations), 1 an observer that takes each chunk
+// and does nothing with it (the cost of the chunked, observed update itself: the copy of
+// the old weights, since session 22 in the rules' own loop), 2 an observer computing the
+// parameter statistics (add_param_chunk, as ProbeRecorder::on_chunk at full iterations).
+struct ParamStatsObserver final : rt::Optimizer::UpdateObserver {
+  rt::stats::ParamSums sums;
+  bool compute = false;
+  void on_chunk(size_t, int64_t, int64_t, const float* g, const float* b, const float* a, int64_t n) override {
+    if (compute) rt::stats::add_param_chunk(g, b, a, n, sums);
+    benchmark::DoNotOptimize(a);
+  }
+};
+void BM_OptimizerStep(benchmark::State& state) {
+  const int64_t total = state.range(0), each = 2048;
+  const int mode = int(state.range(1));
+  std::vector<rt::Tensor> w, g;
+  for (int64_t k = 0; k < total / each; ++k) {
+    w.push_back(random_tensor({each}, -1, 1, unsigned(2 * k + 1)));
+    g.push_back(random_tensor({each}, -1e-2f, 1e-2f, unsigned(2 * k + 2)));
+  }
+  std::vector<rt::Param> params;
+  for (size_t k = 0; k < w.size(); ++k) params.push_back({"p" + std::to_string(k), &w[k], &g[k]});
+  rt::OptimizerConfig cfg;
+  cfg.name = "adam";
+  cfg.learning_rate = 1e-6;  // (many steps: the weights hardly move)
+  auto opt = rt::make_optimizer(cfg);
+  ParamStatsObserver observer;
+  observer.compute = mode == 2;
+  for (auto _ : state) {
+    opt->step(params, mode == 0 ? nullptr : &observer);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * total);
+}
+BENCHMARK(BM_OptimizerStep)->ArgsProduct({{352256}, {0, 1, 2}})->ArgNames({"values", "mode"});
 
 }  // namespace
 

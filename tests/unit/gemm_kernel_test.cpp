@@ -152,35 +152,39 @@ TEST_CASE("optimizer: chunked update with an observer is the same update, observ
   };
   for (const Rule& rule : {Rule{"sgd", 0, false}, Rule{"sgd", 0.9, false}, Rule{"sgd", 0.9, true}, Rule{"adam", 0, false},
                            Rule{"rmsprop", 0, false}, Rule{"rmsprop", 0.5, false}, Rule{"adagrad", 0, false},
-                           Rule{"adadelta", 0, false}, Rule{"adamax", 0, false}, Rule{"nadam", 0, false}}) {
-    INFO(rule.name << " momentum " << rule.momentum << (rule.nesterov ? " nesterov" : ""));
-    dl::rt::OptimizerConfig cfg;
-    cfg.name = rule.name;
-    cfg.momentum = rule.momentum;
-    cfg.nesterov = rule.nesterov;
-    cfg.learning_rate = 0.1;
-    cfg.clipvalue = 0.9;  // the observer sees the raw gradient, the update uses the clipped one
-    auto plain = dl::rt::make_optimizer(cfg), watched = dl::rt::make_optimizer(cfg);
-    // One parameter longer than a chunk, one short.
-    const std::vector<float> w1v = random_values(5000, 6), g1v = random_values(5000, 7);
-    dl::rt::Tensor w1 = dl::rt::Tensor::floats({5000}, w1v), g1 = dl::rt::Tensor::floats({5000}, g1v);
-    dl::rt::Tensor w2 = dl::rt::Tensor::floats({3}, {1.0f, 2.0f, 3.0f}), g2 = dl::rt::Tensor::floats({3}, {0.5f, 1.5f, -0.5f});
-    dl::rt::Tensor v1 = w1, h1 = g1, v2 = w2, h2 = g2;
-    std::vector<dl::rt::Param> p = {{"w1", &w1, &g1}, {"w2", &w2, &g2}}, q = {{"w1", &v1, &h1}, {"w2", &v2, &h2}};
-    for (int step = 0; step < 3; ++step) {
-      const std::vector<float> before = v1.fvec();
-      plain->step(p);
-      ChunkLog log;
-      watched->step(q, &log);
-      CHECK(w1.fvec() == v1.fvec());  // bit-identical
-      CHECK(w2.fvec() == v2.fvec());
-      REQUIRE(log.after.size() == 2);
-      CHECK(log.before[0] == before);
-      CHECK(log.after[0] == v1.fvec());
-      CHECK(log.grad[0] == h1.fvec());
-      CHECK(log.after[1] == v2.fvec());
+                           Rule{"adadelta", 0, false}, Rule{"adamax", 0, false}, Rule{"nadam", 0, false}})
+    for (bool clip : {true, false}) {
+      INFO(rule.name << " momentum " << rule.momentum << (rule.nesterov ? " nesterov" : "") << (clip ? " clipped" : ""));
+      dl::rt::OptimizerConfig cfg;
+      cfg.name = rule.name;
+      cfg.momentum = rule.momentum;
+      cfg.nesterov = rule.nesterov;
+      cfg.learning_rate = 0.1;
+      if (clip) cfg.clipvalue = 0.9;  // the observer sees the raw gradient, the update uses the clipped one
+      auto plain = dl::rt::make_optimizer(cfg), watched = dl::rt::make_optimizer(cfg);
+      // One parameter longer than a chunk (its last chunk ends in a partial vector), one
+      // shorter than a vector (the loops' scalar remainders).
+      const std::vector<float> w1v = random_values(5001, 6), g1v = random_values(5001, 7);
+      dl::rt::Tensor w1 = dl::rt::Tensor::floats({5001}, w1v), g1 = dl::rt::Tensor::floats({5001}, g1v);
+      dl::rt::Tensor w2 = dl::rt::Tensor::floats({3}, {1.0f, 2.0f, 3.0f}), g2 = dl::rt::Tensor::floats({3}, {0.5f, 1.5f, -0.5f});
+      dl::rt::Tensor v1 = w1, h1 = g1, v2 = w2, h2 = g2;
+      std::vector<dl::rt::Param> p = {{"w1", &w1, &g1}, {"w2", &w2, &g2}}, q = {{"w1", &v1, &h1}, {"w2", &v2, &h2}};
+      for (int step = 0; step < 3; ++step) {
+        const std::vector<float> before1 = v1.fvec(), before2 = v2.fvec();
+        plain->step(p);
+        ChunkLog log;
+        watched->step(q, &log);
+        CHECK(w1.fvec() == v1.fvec());  // bit-identical
+        CHECK(w2.fvec() == v2.fvec());
+        REQUIRE(log.after.size() == 2);
+        CHECK(log.before[0] == before1);
+        CHECK(log.before[1] == before2);
+        CHECK(log.after[0] == v1.fvec());
+        CHECK(log.after[1] == v2.fvec());
+        CHECK(log.grad[0] == h1.fvec());
+        CHECK(log.grad[1] == h2.fvec());
+      }
     }
-  }
 }
 
 TEST_CASE("optimizer: a large parameter's parts on two threads are the serial update, each part observed in order") {

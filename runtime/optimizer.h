@@ -110,9 +110,9 @@ class Optimizer {
   // Updates w (n elements) in place from the transformed gradient g; s[k] is slot k's
   // state for this parameter (n floats each, zero-initialised unless init_slot says).
   // `before`, when not null (an UpdateObserver watches), receives w's values before the
-  // update, copied in the rule's own loop (opt_detail::each_value) where a copy of its
-  // own was a pass over weights not touched since the last update (bench/README.md, run
-  // 37): the rule's load of w then finds them in L1.
+  // update, copied in the rule's own loop (opt_detail::each_value): one more store of
+  // values the loop loads anyway, where a copy of its own was a pass over weights not
+  // touched since the last update (bench/README.md, run 37).
   virtual void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) = 0;
   virtual float init_slot(int /*slot*/) const { return 0.0f; }
   virtual void begin_step(int64_t /*t*/) {}  // once per step, before any update()

@@ -154,7 +154,9 @@ TEST_CASE("optimizer: chunked update with an observer is the same update, observ
                            Rule{"rmsprop", 0, false}, Rule{"rmsprop", 0.5, false}, Rule{"adagrad", 0, false},
                            Rule{"adadelta", 0, false}, Rule{"adamax", 0, false}, Rule{"nadam", 0, false}})
     for (bool clip : {true, false}) {
-      INFO(rule.name << " momentum " << rule.momentum << (rule.nesterov ? " nesterov" : "") << (clip ? " clipped" : ""));
+      const std::string label = std::string(rule.name) + " momentum " + std::to_string(rule.momentum) +
+                                (rule.nesterov ? " nesterov" : "") + (clip ? " clipped" : "");
+      INFO(label);
       dl::rt::OptimizerConfig cfg;
       cfg.name = rule.name;
       cfg.momentum = rule.momentum;

@@ -122,6 +122,7 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
   step_rms_.assign(step_probes_.size(), 0.0f);
   step_slot_.assign(probes.size(), -1);
   for (size_t i = 0; i < step_probes_.size(); ++i) step_slot_[size_t(step_probes_[i])] = int(i);
+  declare_plain(graph);
   step_last_.assign(step_probes_.size(), an::TensorStats{});
   step_full_rms_.assign(step_probes_.size(), 0.0f);
   step_has_full_.assign(step_probes_.size(), 0);
@@ -157,15 +158,43 @@ bool ProbeRecorder::light(int probe) const {
   return !step_full_ && slot >= 0 && step_has_full_[size_t(slot)];
 }
 
+bool ProbeRecorder::moments_only(int probe) const {
+  const int slot = step_slot_[size_t(probe)];
+  return slot >= 0 && (plain_[size_t(slot)] || light(probe));
+}
+
 stats::Bands ProbeRecorder::bands(int probe, bool with_bands) const {
   stats::Bands b = with_bands ? probe_bands_[size_t(probe)] : stats::Bands{};
-  b.light = light(probe);
+  b.light = moments_only(probe);
   return b;
+}
+
+// Plain step probes: neither a dead zone nor saturation bands to count (a gradient probe
+// never has them), no mask, and not of the output layer (whose output gradient's exact
+// zeros the analysis reads: loss_activation_mismatch) nor writing a model output.
+void ProbeRecorder::declare_plain(const ExecutionGraph& graph) {
+  const auto& steps = graph.steps();
+  const int output_layer = static_cast<int>(graph.layers().size()) - 1;
+  std::vector<uint8_t> writes_output(steps.size(), 0);
+  for (const std::string& name : graph.output_names()) {
+    const int slot = graph.slot_of(name);
+    for (size_t k = 0; k < steps.size(); ++k)
+      if (!steps[k].outputs.empty() && steps[k].outputs[0] == slot) writes_output[k] = 1;
+  }
+  plain_.assign(step_probes_.size(), 0);
+  for (size_t k = 0; k < steps.size(); ++k) {
+    if (steps[k].layer == output_layer || writes_output[k]) continue;
+    if (forward_probe_[k] >= 0) {
+      const stats::Bands& b = probe_bands_[size_t(forward_probe_[k])];
+      plain_[size_t(step_slot_[size_t(forward_probe_[k])])] = !b.dead && !b.sat && !b.masked;
+    }
+    if (gradient_probe_[k] >= 0) plain_[size_t(step_slot_[size_t(gradient_probe_[k])])] = 1;
+  }
 }
 
 ValueSink* ProbeRecorder::forward_sink(size_t step_index) {
   if (!fused_ || !current_ || forward_probe_[step_index] < 0) return nullptr;
-  if (deferred_[step_index] && light(forward_probe_[step_index])) return nullptr;  // the next step reports it
+  if (deferred_[step_index] && moments_only(forward_probe_[step_index])) return nullptr;  // the next step reports it
   sink_probe_ = forward_probe_[step_index];
   sink_.reset(bands(sink_probe_, true));
   return &sink_;
@@ -210,7 +239,7 @@ void ProbeRecorder::on_forward(size_t step_index, const Step& step) {
   if (!current_ || forward_probe_[step_index] < 0) return;
   const int probe = forward_probe_[step_index];
   if (in_probe_[step_index] >= 0 && in_probe_[step_index] == pending_probe_) reduce_pending();
-  if (deferred_[step_index] && light(probe)) {
+  if (deferred_[step_index] && moments_only(probe)) {
     reduce_pending();
     pending_probe_ = probe;
     pending_tensor_ = step.fwd.out[0];

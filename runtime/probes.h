@@ -33,6 +33,19 @@ namespace dl::rt {
 // up to kStepFullEvery - 1 records late (a layer that dies outright has L2 0 and is
 // reduced in full at once).
 //
+// A plain step probe (plain_: no dead zone, no saturation bands, no mask; every gradient
+// probe; not of the output layer and not writing a model output) has nothing more to
+// take at a full iteration than at a light one: the analysis reads mean |x| and the exact
+// zeros only of the output layer's tensors (loss_activation_mismatch: the zeros of the
+// output gradient), and the band fractions of a tensor without bands are 0. Its every
+// record holds the moments and extremes, flagged an::TensorStats::kNoMagnitudes, taken
+// by the ops' fused light paths (and deferred to the next step, or from a copy's input)
+// at full iterations too; its drift test and NaN/Inf counting are the others'. At
+// full iterations this leaves the passes the fractions cost to the tensors that have
+// them: counting |x| and the zeros had taken two thirds again of a light pass's work on
+// every value (BM_SinkChunk) and a pass of the probe's own over each tensor the next step
+// would otherwise have reported.
+//
 // At light iterations most of LeNet-5's 1.9M step values per iteration are reduced in
 // the registers of the loops that compute or read them (ValueSink::light, add_sums):
 // Relu's forward and backward loops (its output, its input, its output gradient) and
@@ -134,7 +147,14 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   static double rms(const an::TensorStats& s);
   static bool moved(double now, double then);
   bool full_iteration(const IterationInfo& info) const;
-  bool light(int probe) const;  // reduce this step probe to moments and extremes only
+  bool light(int probe) const;  // a light iteration for this step probe (its fractions carried)
+  // Reduce this step probe to moments and extremes only: at light iterations, and at
+  // every iteration for a plain probe (plain_).
+  bool moments_only(int probe) const;
+  // Per step probe: plain, the moments and extremes being all its full reduction takes
+  // (no bands; mean |x| and the zeros not taken, an::TensorStats::kNoMagnitudes).
+  std::vector<uint8_t> plain_;
+  void declare_plain(const ExecutionGraph& graph);
   stats::Bands bands(int probe, bool with_bands) const;
   std::vector<stats::Bands> probe_bands_;  // per probe: Bands::of its op description
   // Reduces t into this record's entry of `probe`, from `sink`'s sums when an op

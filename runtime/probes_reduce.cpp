@@ -11,12 +11,14 @@
 
 namespace dl::rt {
 namespace {
-// Whether sums taken under bands a are the ones bands b would take: light sums are the
-// moments and extremes only (a NaN/Inf turns the iteration full), full ones count the
-// same dead zone and saturation bands; masked sums (Bands::masked) left -inf out.
+// Whether sums taken under bands a serve a reduction under bands b: a light one (the
+// moments and extremes only; a NaN/Inf turns the iteration full) takes those of any sums
+// (a full reduction's are the light pass's, bit for bit: stats::fast_sums), a full one
+// needs the same dead zone and saturation bands; masked sums (Bands::masked) left -inf out.
 bool same_sums(const stats::Bands& a, const stats::Bands& b) {
-  if (a.light != b.light || a.masked != b.masked) return false;
-  if (a.light) return true;
+  if (a.masked != b.masked) return false;
+  if (b.light) return true;  // a full reduction's moments and extremes are a light one's
+  if (a.light) return false;
   return a.dead == b.dead && a.sat == b.sat && a.nonneg == b.nonneg && (!a.dead || a.dead_at == b.dead_at) &&
          (!a.sat || (a.sat_lo == b.sat_lo && a.sat_hi == b.sat_hi));
 }
@@ -49,10 +51,10 @@ void ProbeRecorder::prefetch_probe(int probe) const {
 }
 
 void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands, const SinkSums* sink) {
-  // An op reduced the whole tensor as it ran (ValueSink), or nothing of it; light sums
-  // do not do for a full reduction (the iteration turned full since the sink was set).
+  // An op reduced the whole tensor as it ran (ValueSink), or nothing of it; moments do
+  // not do for a full reduction (the iteration turned full since the sink was set).
   const int64_t n = t->numel();
-  if (sink && n > 0 && sink->reported() == n && sink->light() == light(probe)) {
+  if (sink && n > 0 && sink->reported() == n && sink->light() == moments_only(probe)) {
     const stats::Sums r = sink->total();
     reduce_sums(probe, t, with_bands, &r);
   } else {
@@ -67,7 +69,22 @@ void ProbeRecorder::reduce_sums(int probe, const Tensor* t, bool with_bands, con
   bool reported = given != nullptr;
   const size_t slot = size_t(step_slot_[size_t(probe)]);
   const bool floats = n > 0 && t->dtype() == DType::kFloat32;
-  if (light(probe) && floats) {
+  const bool plain = plain_[slot] != 0;
+  // Records what was reduced at this iteration for copies (copy_sums).
+  const auto keep = [&](const stats::Sums& r) {
+    slot_sums_[slot] = r;
+    slot_count_[slot] = n;
+    slot_bands_[slot] = bands(probe, with_bands);
+    slot_iteration_[slot] = iteration_;
+  };
+  // This probe's last full reduction, the reference of its drift test and of what a light
+  // record carries.
+  const auto last_full = [&](const an::TensorStats& s) {
+    step_last_[slot] = s;
+    step_full_rms_[slot] = float(rms(s));
+    step_has_full_[slot] = 1;
+  };
+  if (moments_only(probe) && floats) {
     stats::Sums r;
     if (reported) r = *given;
     else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
@@ -77,9 +94,23 @@ void ProbeRecorder::reduce_sums(int probe, const Tensor* t, bool with_bands, con
       r = stats::Sums{};
       stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
     }
+    // (Sums kept from a full reduction of a copy's input count more: not taken here.)
+    r.sumabs = 0;
+    r.zeros = r.dead = r.sat = 0;
     an::TensorStats s = stats::finish(r, n);
     // (Sums an op reported with add_sums count no NaN/Inf: they only make the sums non-finite.)
-    if (s.finite() && std::isfinite(r.sum) && std::isfinite(r.sumsq) && !moved(rms(s), step_full_rms_[slot])) {
+    const bool finite = s.finite() && std::isfinite(r.sum) && std::isfinite(r.sumsq);
+    if (finite && plain) {  // complete: at a full iteration, or one its drift turns full
+      s.flags |= an::TensorStats::kNoMagnitudes;
+      if (!light(probe) || moved(rms(s), step_full_rms_[slot])) {
+        step_full_ = true;
+        last_full(s);
+      }
+      out = s;
+      keep(r);
+      return;
+    }
+    if (finite && !moved(rms(s), step_full_rms_[slot])) {
       const an::TensorStats& last = step_last_[slot];
       s.mean_abs = last.mean_abs;
       s.zero_frac = last.zero_frac;
@@ -88,10 +119,7 @@ void ProbeRecorder::reduce_sums(int probe, const Tensor* t, bool with_bands, con
       s.dead_units = last.dead_units;
       s.flags |= an::TensorStats::kFractionsCarried;
       out = s;
-      slot_sums_[slot] = r;
-      slot_count_[slot] = n;
-      slot_bands_[slot] = bands(probe, with_bands);
-      slot_iteration_[slot] = iteration_;
+      keep(r);
       return;
     }
     // NaN/Inf, or a change of norm: this tensor again in full, and the rest of the iteration.
@@ -103,16 +131,15 @@ void ProbeRecorder::reduce_sums(int probe, const Tensor* t, bool with_bands, con
     if (reported) r = *given;
     else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
     out = stats_of(*t, r, bands(probe, with_bands), desc ? &unit_flags_ : nullptr);
-    slot_sums_[slot] = r;
-    slot_count_[slot] = n;
-    slot_bands_[slot] = bands(probe, with_bands);
-    slot_iteration_[slot] = iteration_;
+    if (plain) {  // (the exact path took them for chunks holding NaN/Inf only)
+      out.mean_abs = out.zero_frac = 0;
+      out.flags |= an::TensorStats::kNoMagnitudes;
+    }
+    keep(r);
   } else {
     out = reduce_stats(*t, desc, desc ? &unit_flags_ : nullptr);
   }
-  step_last_[slot] = out;
-  step_full_rms_[slot] = float(rms(out));
-  step_has_full_[slot] = 1;
+  last_full(out);
   if (!out.finite() && !nonfinite_) {
     nonfinite_ = true;
     if (with_bands) reduce_previous_params();

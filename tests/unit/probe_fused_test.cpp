@@ -306,8 +306,8 @@ TEST_CASE("probes do not change training of a residual BatchNormalization net; i
   dl::test::probes_leave_training_unchanged<LightRecords>(
       model, dl::test::cnn_setup(model, 64, 16, 69), [](const dl::an::Trace& trace, const LightRecords& check) {
         REQUIRE(trace.size() == 16);
-        CHECK(trace.at(9, 0).fractions_carried());
-        // Iterations 9-15 but 15 (the epoch's last) are light: 6 of them, every step probe.
-        CHECK(check.light_checked >= 6 * 10);
+        // Iterations 9-15 but 15 (the epoch's last) are light: 6 of them, for the probes
+        // that carry fractions (the Relu outputs', the Gemm's: the others are plain).
+        CHECK(check.light_checked >= 6 * 4);
       });
 }

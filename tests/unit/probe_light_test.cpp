@@ -22,11 +22,12 @@ namespace {
 // Light iterations (runtime/probes.h): each step probe's fresh fields against a separate
 // reduction of the tensor, its carried fields against its last full record. After the
 // update of iteration `scale_after` the Gemm weights W grow 10x (the Gemm output's norm
-// and every gradient's jump); after that of `nan_after` a weight of the first conv turns
-// NaN.
+// and every gradient's jump), after that of `scale_k_after` the conv weights K (the conv
+// output's norm, a plain probe's, and every later tensor's); after that of `nan_after` a
+// weight of the first conv turns NaN.
 struct LightChecker : dl::rt::TrainListener {
   const dl::an::Trace* trace = nullptr;
-  int64_t scale_after = -1, nan_after = -1;
+  int64_t scale_after = -1, scale_k_after = -1, nan_after = -1;
   std::map<size_t, dl::an::TensorStats> last_full;  // per probe
   std::map<int64_t, std::string> pattern;           // per iteration: F (full) or L (light) per step probe
   int light_checked = 0;
@@ -38,7 +39,15 @@ struct LightChecker : dl::rt::TrainListener {
       INFO("iteration " << info.iteration << ", " << p.node << (fwd ? " forward" : " gradient"));
       CHECK(got.nan == want.nan);
       CHECK(got.inf == want.inf);
-      pattern[info.iteration] += got.fractions_carried() ? 'L' : 'F';
+      // P: a plain probe (no bands, not of the output layer): moments and extremes at
+      // every iteration, no fractions to carry.
+      pattern[info.iteration] += got.fractions_carried() ? 'L' : got.magnitudes_taken() ? 'F' : 'P';
+      if (!got.magnitudes_taken()) {
+        CHECK(got.flags == dl::an::TensorStats::kNoMagnitudes);
+        CHECK(got.std == doctest::Approx(want.std).epsilon(1e-4));
+        check_same_stats(got, want);
+        return;
+      }
       if (!got.fractions_carried()) {
         check_same_stats(got, want);
         last_full[k] = got;
@@ -61,7 +70,7 @@ struct LightChecker : dl::rt::TrainListener {
       ++light_checked;
     });
     for (dl::rt::Param& prm : const_cast<dl::rt::ExecutionGraph&>(g).params()) {
-      if (prm.name == "W" && info.iteration == scale_after)
+      if ((prm.name == "W" && info.iteration == scale_after) || (prm.name == "K" && info.iteration == scale_k_after))
         for (int64_t i = 0; i < prm.value->numel(); ++i) prm.value->f()[i] *= 10.0f;
       if (prm.name == "K" && info.iteration == nan_after) prm.value->f()[0] = std::numeric_limits<float>::quiet_NaN();
     }
@@ -87,30 +96,34 @@ TEST_CASE("probes: light iterations between full ones; a jump of norm or a NaN m
   trainer.add_listener(&probes);
   LightChecker check;
   check.trace = &trace;
-  check.scale_after = 12;  // iteration 13: a light one
-  check.nan_after = 20;    // iteration 21: a light one
+  check.scale_after = 12;    // iteration 13: a light one
+  check.scale_k_after = 19;  // iteration 20: a light one
+  check.nan_after = 20;      // iteration 21: a light one
   trainer.add_listener(&check);
   trainer.run();
   REQUIRE(trace.size() == 24);
   // Probes in program order, each step's output then its gradient: Conv, Relu, MaxPool,
-  // Flatten, Gemm.
-  const std::string full(10, 'F'), light(10, 'L');
+  // Flatten, Gemm. Plain (P): every gradient and the outputs of Conv, MaxPool and Flatten;
+  // the Relu output has a dead zone and the Gemm (the output layer) keeps its zeros.
+  const std::string full = "PPFPPPPPFF", light = "PPLPPPPPLL";
   const int64_t every = dl::rt::ProbeRecorder::kStepFullEvery;
-  REQUIRE(every >= 4);  // so that iterations 13 and 21 are light ones
+  REQUIRE(every >= 4);  // so that iterations 13, 20 and 21 are light ones
   for (int64_t it = 0; it < 24; ++it) {
-    if (it == 13 || it == 21) continue;
+    if (it == 13 || it == 20 || it == 21) continue;
     INFO("iteration " << it);
     // (From iteration 21 on every tensor holds NaN: full.)
     const bool on_schedule = it < dl::rt::ProbeRecorder::kFirstFull || it % every == 0 || it > 21;
     CHECK(check.pattern[it] == (on_schedule ? full : light));
   }
-  // Iteration 13: the outputs of Conv, Relu, MaxPool and Flatten are light; the Gemm
-  // output, whose norm jumped, and everything after it (the gradients) are full.
-  CHECK(check.pattern[13] == "LFLFLFLFFF");
+  // Iteration 13: the Relu output is light; the Gemm output, whose norm jumped, and
+  // everything after it (the gradients) are full.
+  CHECK(check.pattern[13] == "PPLPPPPPFF");
+  // Iteration 20: the conv output's norm jumped (a plain probe's): everything after it is full.
+  CHECK(check.pattern[20] == full);
   // Iteration 21: the NaN shows in the first tensor; everything is full, NaN counted.
   CHECK(check.pattern[21] == full);
   CHECK(trace.at(21, 0).nan > 0);
-  CHECK(check.light_checked >= 5 * 10);
+  CHECK(check.light_checked >= 8 * 3);  // the Relu output and the Gemm's probes, light
 }
 
 TEST_CASE("probes do not change training: the fused light paths give the same parameters, bit for bit") {
@@ -131,7 +144,9 @@ TEST_CASE("probes do not change training: the fused light paths give the same pa
     trainer.run();
     if (with_probes) {
       REQUIRE(trace.size() == 16);
-      CHECK(trace.at(9, 0).fractions_carried());
+      size_t carried = 0;  // (the Relu output and the Gemm's probes)
+      for (size_t k = 0; k < trace.header.probes.size(); ++k) carried += trace.at(9, k).fractions_carried();
+      CHECK(carried >= 3);
     }
     for (dl::rt::Param& p : trainer.graph().params()) params[with_probes].emplace_back(p.value->f(), p.value->f() + p.value->numel());
   }
@@ -166,7 +181,8 @@ TEST_CASE("probes: a small model's records are all full, also where the trace de
       odd_admitted = odd_admitted || info.iteration % trace->stride() != 0;
       for (size_t k = 0; k < trace->header.probes.size(); ++k) {
         INFO("iteration " << info.iteration << ", probe " << k);
-        CHECK(trace->at(r, k).flags == 0u);
+        // (kNoMagnitudes: a plain probe's; nothing carried)
+        CHECK((trace->at(r, k).flags & ~dl::an::TensorStats::kNoMagnitudes) == 0u);
       }
     }
   } check;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <set>
 
 #include "bench/bench_util.h"
@@ -13,6 +14,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 const char* const kLoss = "(loss, gradient zeroing)";
 const char* const kUpdate = "(optimizer update)";
+constexpr double kInf = std::numeric_limits<double>::infinity();
 }  // namespace
 
 double OpTypeCost::total() const {
@@ -33,6 +35,46 @@ StepProfiler::StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::Prob
     : graph_(g), warmup_(warmup), probes_(probes) {
   now_.resize(g.steps().size());
   for (Laps& l : kind_) l.resize(g.steps().size());
+  for (Laps& l : min_) {
+    l.resize(g.steps().size());
+    std::fill(l.fwd.begin(), l.fwd.end(), kInf);
+    std::fill(l.bwd.begin(), l.bwd.end(), kInf);
+    l.update = kInf;
+  }
+}
+
+std::vector<double> StepProfiler::step_minima(Kind k) const {
+  const Laps& l = min_[k];
+  std::vector<double> m(l.fwd);
+  m.insert(m.end(), l.bwd.begin(), l.bwd.end());
+  m.push_back(l.update);
+  return m;
+}
+
+void merge_minima(std::vector<double>& into, const std::vector<double>& m) {
+  if (into.empty()) {
+    into = m;
+    return;
+  }
+  for (size_t k = 0; k < into.size() && k < m.size(); ++k) into[k] = std::min(into[k], m[k]);
+}
+
+void print_probe_minima(const std::string& model, const std::vector<double>& off, const std::vector<double>& light,
+                        const std::vector<double>& full, int64_t n_light, int64_t n_full) {
+  const auto sum = [](const std::vector<double>& v) {
+    double t = 0;
+    for (double x : v) t += x;
+    return 1e3 * t;
+  };
+  const double o = sum(off), l = n_light ? sum(light) : 0.0, f = n_full ? sum(full) : 0.0;
+  const double lp = n_light ? 100 * (l / o - 1) : 0.0, fp = n_full ? 100 * (f / o - 1) : 0.0;
+  const double wp = n_light + n_full ? (double(n_light) * lp + double(n_full) * fp) / double(n_light + n_full) : 0.0;
+  std::printf("probe cost from each step's shortest time over every round (wall ms per iteration): off %.3f, light "
+              "%.3f (%+.2f%%), full %.3f (%+.2f%%); the timed mix of %lld light and %lld full %+.2f%%\n",
+              o, l, lp, f, fp, (long long)n_light, (long long)n_full, wp);
+  std::printf("PROBEMIN model=%s off_ms=%.4f light_ms=%.4f full_ms=%.4f light_pct=%.2f full_pct=%.2f window_pct=%.2f\n",
+              model.c_str(), o, l, f, lp, fp, wp);
+  std::fflush(stdout);
 }
 
 void StepProfiler::on_batch_begin(const rt::IterationInfo& info) {
@@ -70,6 +112,10 @@ void StepProfiler::after_update(const rt::ExecutionGraph& g, const rt::Iteration
   const Kind kind = probes_ && !probes_->step_full() ? kLight : kFull;
   kind_[kind].add(now_);
   ++steps_[kind];
+  Laps& m = min_[kind];
+  for (size_t k = 0; k < m.fwd.size(); ++k)
+    m.fwd[k] = std::min(m.fwd[k], now_.fwd[k]), m.bwd[k] = std::min(m.bwd[k], now_.bwd[k]);
+  m.update = std::min(m.update, now_.update);
 }
 
 void StepProfiler::lap(double& wall, double& cpu) {

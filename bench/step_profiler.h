@@ -62,6 +62,11 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   // by program step instead ("fwd Conv name", "bwd Conv name").
   OpTypeCost op_type_cost(unsigned kinds = 3, bool by_step = false) const;
   int64_t steps(Kind k) const { return steps_[k]; }
+  // Per program step (forward steps, then backward steps, then the update), the shortest
+  // wall time it took at any timed iteration of kind k (+inf without one). Interference
+  // from other processes only lengthens a step: summed, these minima are a low-noise
+  // estimate of an iteration's own cost (train_bench --profile, PROBEMIN).
+  std::vector<double> step_minima(Kind k) const;
 
  private:
   struct Laps {
@@ -77,6 +82,7 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   rt::ProbeRecorder* probes_;
   Laps now_;      // this iteration's
   Laps kind_[2];  // the timed iterations', by kind
+  Laps min_[2];   // each step's shortest wall time over them, by kind
   int64_t steps_[2] = {0, 0};
   int64_t first_backward_ = -1;
   bool on_ = false;
@@ -90,5 +96,13 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
 void print_probe_cost(const std::string& model, const std::vector<OpTypeCost>& off,
                       const std::vector<OpTypeCost>& all, const std::vector<OpTypeCost>& light,
                       const std::vector<OpTypeCost>& full);
+
+// Elementwise minimum of step minima (StepProfiler::step_minima) into `into` (empty: a copy).
+void merge_minima(std::vector<double>& into, const std::vector<double>& m);
+// The probes' cost from per-step minima over every round: "PROBEMIN model=... off_ms=...
+// light_ms=... full_ms=... light_pct=... full_pct=... window_pct=..." (window: the timed
+// iterations' mix of n_light light and n_full full ones).
+void print_probe_minima(const std::string& model, const std::vector<double>& off, const std::vector<double>& light,
+                        const std::vector<double>& full, int64_t n_light, int64_t n_full);
 
 }  // namespace dl::bench

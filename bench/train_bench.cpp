@@ -142,6 +142,8 @@ rt::Dataset load_data(const ir::Model& model, const rt::TrainConfig& c, const st
 // iterations, the light and the full ones (by bench::StepProfiler::Kind).
 struct ProfileCosts {
   bench::OpTypeCost all, light, full;
+  std::vector<double> min_light, min_full;  // StepProfiler::step_minima (off: all kFull)
+  int64_t n_light = 0, n_full = 0;
 };
 ProfileCosts profile_run(const ir::Model& model, const rt::TrainConfig& config,
                                                  const rt::Dataset& data, const Args& a, bool with_probes,
@@ -169,8 +171,11 @@ ProfileCosts profile_run(const ir::Model& model, const rt::TrainConfig& config,
     prof->print_op_types(a.model.substr(a.model.find_last_of('/') + 1));
   }
   const bool by_step = a.profile_steps;
-  return {prof->op_type_cost(3, by_step), prof->op_type_cost(1u << bench::StepProfiler::kLight, by_step),
-          prof->op_type_cost(1u << bench::StepProfiler::kFull, by_step)};
+  using SP = bench::StepProfiler;
+  return {prof->op_type_cost(3, by_step),      prof->op_type_cost(1u << SP::kLight, by_step),
+          prof->op_type_cost(1u << SP::kFull, by_step), prof->step_minima(SP::kLight),
+          prof->step_minima(SP::kFull),        prof->steps(SP::kLight),
+          prof->steps(SP::kFull)};
 }
 
 // --profile: one run (probes on when --modes lists probes); with --modes off,probes the
@@ -183,6 +188,8 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
     return;
   }
   std::vector<bench::OpTypeCost> off, all, light, full;
+  std::vector<double> min_off, min_light, min_full;
+  int64_t n_light = 0, n_full = 0;
   for (int64_t round = 0; round < a.rounds; ++round) {
     for (int k = 0; k < 2; ++k) {
       const bool with_probes = (k == 1) != (round % 2 == 1);  // order reversed every other round
@@ -190,12 +197,16 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
       const bench::OpTypeCost& c = p.all;
       std::printf("round %lld  %-6s  CPU %8.2f ms/step", (long long)round, with_probes ? "probes" : "off", c.total());
       if (with_probes) {
+        bench::merge_minima(min_light, p.min_light);
+        bench::merge_minima(min_full, p.min_full);
+        n_light = p.n_light, n_full = p.n_full;
         all.push_back(c);
         light.push_back(p.light);
         full.push_back(p.full);
         std::printf("  (light %lld: %.2f, full %lld: %.2f)", (long long)light.back().steps, light.back().total(),
                     (long long)full.back().steps, full.back().total());
       } else {
+        bench::merge_minima(min_off, p.min_full);
         off.push_back(c);
       }
       std::printf("\n");
@@ -203,6 +214,7 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
     }
   }
   bench::print_probe_cost(name, off, all, light, full);
+  bench::print_probe_minima(name, min_off, min_light, min_full, n_light, n_full);
 }
 
 struct Timing {

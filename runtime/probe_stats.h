@@ -65,10 +65,11 @@ void add_values_parallel(const float* x, int64_t n, const Bands& b, Sums& total)
 // The update after - before of one chunk (sum of squares).
 void add_update(const float* before, const float* after, int64_t n, UpdateSums& update);
 
-// One optimizer chunk of a parameter: every statistic of its gradient and of its new
-// values (no bands), and the update's sum of squares, in one pass over the three
-// streams (runtime/param_stats.cpp). The same counts and extremes as add_values and
-// add_update; the sums differ from theirs in rounding only.
+// One optimizer chunk of a parameter: the moments and extremes of its gradient and of
+// its new values (no sum of |x|, no zeros: Bands::light's), and the update's sum of
+// squares, in one pass over the three streams (runtime/param_stats.cpp). The same
+// extremes and NaN/Inf counts as add_values (light) and add_update; the sums differ from
+// theirs in rounding only.
 struct ParamSums {
   Sums grad, weight;
   UpdateSums update;

@@ -27,6 +27,13 @@ an::TensorStats carry(an::TensorStats s) {
   s.flags |= an::TensorStats::kCarried;
   return s;
 }
+// A parameter's weight or gradient record: no mean |x| or zeros (stats::add_param_chunk;
+// the exact path of a chunk holding NaN/Inf, or a pass of reduce_stats, took them).
+an::TensorStats moments(an::TensorStats s) {
+  s.mean_abs = s.zero_frac = 0;
+  s.flags |= an::TensorStats::kNoMagnitudes;
+  return s;
+}
 }  // namespace
 
 // (An epoch's last batch may be smaller: hence the root mean square, not the L2 norm.)
@@ -287,8 +294,8 @@ void ProbeRecorder::reduce_previous_params() {
   for (size_t k = 0; k < n; ++k) {
     const size_t w = size_t(weight_probe_[k]);
     an::TensorStats& weight = trace_.at(r - 2, w);
-    weight = reduce_stats(*params[k].value, nullptr, nullptr);
-    trace_.at(r - 2, w + 1) = reduce_stats(*params[k].grad, nullptr, nullptr);
+    weight = moments(reduce_stats(*params[k].value, nullptr, nullptr));
+    trace_.at(r - 2, w + 1) = moments(reduce_stats(*params[k].grad, nullptr, nullptr));
     if (weight.finite()) continue;  // its update stays carried: finite, size unknown
     // The weights were finite before that update (they gave finite outputs): the
     // change is non-finite exactly where the new weights are.
@@ -384,8 +391,8 @@ void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInf
     an::TensorStats u;
     u.count = static_cast<uint32_t>(std::min<int64_t>(n, UINT32_MAX));
     if (seen) {
-      out[0] = stats::finish(weight, n);
-      out[1] = stats::finish(grad, n);
+      out[0] = moments(stats::finish(weight, n));
+      out[1] = moments(stats::finish(grad, n));
       const double sq = update.sq, wn = out[0].l2;
       u.l2 = float(std::sqrt(sq));
       u.mean = float(wn > 0 ? std::sqrt(sq) / wn : (sq > 0 ? INFINITY : 0.0));
@@ -393,8 +400,8 @@ void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInf
     } else {
       // The optimizer showed the update to another observer: the gradient (unchanged
       // by the update) and the new weights are still here; the change is not.
-      out[0] = reduce_stats(*params[k].value, nullptr, nullptr);
-      out[1] = reduce_stats(*params[k].grad, nullptr, nullptr);
+      out[0] = moments(reduce_stats(*params[k].value, nullptr, nullptr));
+      out[1] = moments(reduce_stats(*params[k].grad, nullptr, nullptr));
     }
     out[2] = u;
     for (int j = 0; j < 3; ++j) p.last[j] = out[j];

@@ -294,12 +294,17 @@ TEST_CASE("probe schedule: full iterations, carried records in between") {
       const an::TensorStats &w = t.at(r, params[0]), &u = t.at(r, params[2]);
       CHECK(u.l2 > 0);
       CHECK(u.mean == doctest::Approx(u.l2 / w.l2).epsilon(1e-5));
+      // Weights and gradients: moments and extremes (no mean |x| or zeros); updates: ||dw||.
+      CHECK(w.flags == an::TensorStats::kNoMagnitudes);
+      CHECK(t.at(r, params[1]).flags == an::TensorStats::kNoMagnitudes);
+      CHECK(w.mean_abs == 0.0f);
+      CHECK(u.flags == 0u);
       continue;
     }
     ++carried;
     for (size_t k : params) {  // the last full record's values, flagged
       an::TensorStats a = t.at(r, k), b = t.at(last_full, k);
-      CHECK(a.flags == an::TensorStats::kCarried);
+      CHECK(a.flags == (b.flags | an::TensorStats::kCarried));
       CHECK(a.l2 == b.l2);
       CHECK(a.mean == b.mean);
       CHECK(a.min == b.min);

@@ -38,10 +38,10 @@ struct TensorStats {
   static constexpr uint32_t kFractionsCarried = 2;
   // kNoMagnitudes: mean_abs and zero_frac were not taken (they read 0): the analysis
   // reads no magnitude or zero count of the probe. Every weight and param_grad probe, and
-  // step output and gradient probes without a dead zone or saturation bands (so
-  // dead_frac, sat_frac and dead_units are 0 by definition) outside the output layer:
-  // those are reduced to moments and extremes at every iteration (runtime/probes.h) and
-  // never carry fractions.
+  // the step output and gradient probes without a dead zone, saturation bands or a mask
+  // (so dead_frac, sat_frac and dead_units are 0 by definition) outside the output layer
+  // and not a model output: those are reduced to moments and extremes at every iteration
+  // (runtime/probes.h) and never carry fractions.
   static constexpr uint32_t kNoMagnitudes = 4;
   uint32_t flags = 0;
   bool finite() const { return nan == 0 && inf == 0; }

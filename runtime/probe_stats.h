@@ -27,7 +27,8 @@ namespace stats {
 //
 // `light`: the sum, the sum of squares, min and max only (mean, std, L2 norm and the
 // extremes; NaN/Inf show in them): for the iterations whose step statistics carry the
-// rest (runtime/probes.h). sumabs, zeros, dead and sat stay 0. A chunk holding NaN/Inf
+// rest, every reduction of a plain step probe and a parameter's (runtime/probes.h).
+// sumabs, zeros, dead and sat stay 0. A chunk holding NaN/Inf
 // (or whose float sums overflow) is reduced on the exact path, which counts everything.
 struct Bands {
   bool dead = false, sat = false, nonneg = false, light = false;

@@ -245,7 +245,16 @@ void ProbeRecorder::on_forward(size_t step_index, const Step& step) {
   record_inner(step_index);
   if (!current_ || forward_probe_[step_index] < 0) return;
   const int probe = forward_probe_[step_index];
-  if (in_probe_[step_index] >= 0 && in_probe_[step_index] == pending_probe_) reduce_pending();
+  if (in_probe_[step_index] >= 0 && in_probe_[step_index] == pending_probe_) {
+    // The op reported the input its own graph chose (Op::reported_input): a smaller last
+    // batch runs another graph, where a broadcast input can have the output's size too
+    // (an Add of a [1, S, D] constant and a [1, S, D] batch reports the constant). Its
+    // sums count only when that input is the pending tensor.
+    const size_t in = step.op->reported_input();
+    if (in_sink_probe_ == pending_probe_ && (in >= step.fwd.in.size() || step.fwd.in[in] != pending_tensor_))
+      in_sink_probe_ = -1;
+    reduce_pending();
+  }
   if (deferred_[step_index] && moments_only(probe)) {
     reduce_pending();
     pending_probe_ = probe;

@@ -86,10 +86,11 @@ namespace dl::rt {
 // parts; the binary arithmetic ops, Softmax and Dropout chunk by chunk, ChunkReporter in
 // runtime/sink_chunks.h); the probe then takes their sums instead of a pass of its own.
 // The output of an op that copies its input (Op::copies_input: Reshape, Transpose, ...)
-// takes the sums of that input's reduction in the same iteration when they were taken
-// with the same bands (light, or the same dead zone and saturation bands): the same
-// values, so the same moments, extremes and counts (a reordering copy: up to the rounding
-// of the order of the sums).
+// takes the sums of that input's reduction in the same iteration when they serve its
+// own: any sums with the same mask for a reduction to moments and extremes (light, or a
+// plain probe's), sums with the same dead zone and saturation bands for a full one: the
+// same values, so the same moments, extremes and counts (up to the rounding of the order
+// of the sums where an op reported them, or a reordering copy).
 //
 // At full iterations parameters are reduced while the optimizer updates them
 // (Optimizer::UpdateObserver), from each chunk while its gradient, old and new values
@@ -166,7 +167,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   // ---- copies (Op::copies_input) ----
   void declare_copies(const ExecutionGraph& graph);
   // The sums this iteration's reduction of step_index's input took, when they do for its
-  // forward probe (same bands), else null; and of the output gradient of the step whose
+  // forward probe (same_sums in probes_reduce.cpp), else null; and of the output gradient of the step whose
   // backward pass alone gave step_index's output gradient, passed on unchanged.
   const stats::Sums* copy_sums(size_t step_index, const Step& step) const;
   const stats::Sums* copy_grad_sums(size_t step_index, const Tensor& grad) const;

@@ -2,8 +2,8 @@
 // its own), and the probes of copies (Op::copies_input: Reshape, Flatten, Squeeze,
 // Unsqueeze, Identity, Transpose, a Dropout that dropped nothing): their output holds
 // their input's values, so its reduction takes the sums of the input's, taken in the
-// same iteration under the same bands, instead of a pass of its own. Part of
-// ProbeRecorder (runtime/probes.h).
+// same iteration under bands that serve it (same_sums), instead of a pass of its own.
+// Part of ProbeRecorder (runtime/probes.h).
 #include <cmath>
 #include <unordered_map>
 
@@ -13,7 +13,8 @@ namespace dl::rt {
 namespace {
 // Whether sums taken under bands a serve a reduction under bands b: a light one (the
 // moments and extremes only; a NaN/Inf turns the iteration full) takes those of any sums
-// (a full reduction's are the light pass's, bit for bit: stats::fast_sums), a full one
+// with the same mask (a full pass's moments are the light pass's, bit for bit:
+// stats::fast_sums; an op's reports, up to the rounding of their grouping), a full one
 // needs the same dead zone and saturation bands; masked sums (Bands::masked) left -inf out.
 bool same_sums(const stats::Bands& a, const stats::Bands& b) {
   if (a.masked != b.masked) return false;

@@ -146,6 +146,9 @@ class UnaryOp : public Op {
         }
         const float* done = p.step(p, k, end);
         if (p.stats) p.stats->add(part, done, end - k);
+        // (A full output with a deferred light input, a plain probe's: Conv -> Relu at a
+        // full iteration. The input chunk is still in L1.)
+        if (p.in_stats && p.in_stats->light()) p.in_stats->add(part, p.x + k, end - k);
       }
     }, &pass);
   }

@@ -233,6 +233,26 @@ dl::ir::Model linear_dropout() {
   return b.m;
 }
 
+// x [N, 2, 16, 16] -> Reshape [N, 32, 16] -> MatMul W1 [16, 24] -> Mul by P [1, 32, 24] (a
+// broadcast constant first: at batch N > 1 the Mul reports its second input, the MatMul's
+// output, deferred to it; in a graph of one row both inputs have the output's size) ->
+// Relu -> Flatten -> Gemm 4.
+dl::ir::Model broadcast_mul() {
+  dl::test::ProbeGraph b("broadcast_mul", 13);
+  b.random("W1", {16, 24}, 0.3f, 101);
+  b.random("P", {1, 32, 24}, 1.0f, 102);
+  b.random("W2", {4, 768}, 0.05f, 103);
+  b.random("b2", {4}, 0.05f, 104);
+  b.int64s("shape", {3}, {0, 32, 16});
+  b.node("/0/Reshape", "Reshape", {"x", "shape"}, "r");
+  b.node("/1/MatMul", "MatMul", {"r", "W1"}, "m");
+  b.node("/1/Mul", "Mul", {"P", "m"}, "a");
+  b.node("/1/Relu", "Relu", {"a"}, "h");
+  b.node("/2/Flatten", "Flatten", {"h"}, "f");
+  b.node("/2/Gemm", "Gemm", {"f", "W2", "b2"}, "y", {{"transB", dl::rt::attr_i(1)}});
+  return b.m;
+}
+
 // After each update: every record against a separate reduction of its tensor.
 struct Records : dl::rt::TrainListener {
   const dl::an::Trace* trace = nullptr;
@@ -269,8 +289,9 @@ TEST_CASE("probes through chunked reports and copies: every record is a separate
   dl::test::probes_leave_training_unchanged<Records>(
       model, dl::test::cnn_setup(model, 64, 16, 95), [](const dl::an::Trace& trace, const Records& check) {
         REQUIRE(trace.size() == 16);
-        // Light at iterations 9-14: the Relu output, the Gemm's output and gradient (the
-        // output layer); the 15 other probes are plain at every iteration.
+        // Light at iterations 9-14: the Softmax output (saturation bands), the Gemm's
+        // output and gradient (the output layer); the 15 other probes are plain at every
+        // iteration.
         CHECK(check.light >= 6 * 3);
         CHECK(check.plain >= 16 * 15);
         CHECK(check.full >= 10 * 3);
@@ -289,4 +310,23 @@ TEST_CASE("probes on a fused MatMul + bias read by a Dropout: every record is a 
         CHECK(check.plain >= 16 * 8);
         CHECK(check.full >= 10 * 3);
       });
+}
+
+TEST_CASE("probes when the last batch's smaller graph reports another input: every record is its own tensor's") {
+  // 4 batches of 64 rows and a last one of 1 row, run by a graph of its own (all of them
+  // full iterations, so the MatMul output, a plain probe's, is deferred to the Mul that
+  // reads it). That graph's Mul reports P, which has the output's size there: the
+  // MatMul's record must not take P's sums.
+  const dl::ir::Model model = broadcast_mul();
+  dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, 4, 105);
+  dl::rt::Dataset& d = setup.data;
+  const std::vector<float> x = random_values(d.x_size, 106), y = random_values(d.y_size, 107);
+  d.x.insert(d.x.end(), x.begin(), x.end());
+  d.y.insert(d.y.end(), y.begin(), y.end());
+  d.line_of_row.push_back(d.n + 1);
+  d.n += 1;
+  dl::test::probes_leave_training_unchanged<Records>(model, setup, [](const dl::an::Trace& trace, const Records& check) {
+    REQUIRE(trace.size() == 5);
+    CHECK(check.plain >= 5 * 8);
+  });
 }

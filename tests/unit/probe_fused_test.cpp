@@ -311,3 +311,47 @@ TEST_CASE("probes do not change training of a residual BatchNormalization net; i
         CHECK(check.light_checked >= 6 * 4);
       });
 }
+
+TEST_CASE("probes: a plain probe's jump of norm makes the rest of its iteration full, and becomes its reference") {
+  // After the update of iteration 10 the first Conv's kernel grows 10x: at iteration 11
+  // (a light one) the Conv output's norm jumps (a plain probe: moments at every
+  // iteration), while the BatchNormalization after it keeps the Relu's output as it was.
+  // The Relu output is reduced in full at 11 only because of the Conv's jump, and is
+  // light again at 12: the jump became the Conv output's reference.
+  const dl::ir::Model model = residual_bn_cnn();
+  const dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, 16, 72);
+  dl::rt::Trainer trainer(model, setup.config, setup.data, dl::rt::Dataset{});
+  dl::an::Trace trace;
+  dl::rt::ProbeRecorder probes(trainer.graph(), trace);
+  REQUIRE(probes.step_values() > dl::rt::ProbeRecorder::kAlwaysFull);
+  trace.set_capacity_bytes(16 << 20);
+  trace.reserve_iterations(16);
+  trainer.set_observer(&probes);
+  trainer.add_listener(&probes);
+  struct Scale : dl::rt::TrainListener {
+    void after_update(const dl::rt::ExecutionGraph& g, const dl::rt::IterationInfo& info) override {
+      if (info.iteration != 10) return;
+      for (dl::rt::Param& p : const_cast<dl::rt::ExecutionGraph&>(g).params())
+        if (p.name == "K1")
+          for (int64_t i = 0; i < p.value->numel(); ++i) p.value->f()[i] *= 10.0f;
+    }
+  } scale;
+  trainer.add_listener(&scale);  // (after the recorder's record of iteration 10)
+  trainer.run();
+  REQUIRE(trace.size() == 16);
+  const auto probe = [&](const char* node) {
+    for (size_t k = 0; k < trace.header.probes.size(); ++k)
+      if (trace.header.probes[k].node == node && trace.header.probes[k].kind == dl::an::ProbeKind::kForward) return k;
+    FAIL("no probe of " << node);
+    return size_t(0);
+  };
+  const size_t conv = probe("/0/Conv"), relu = probe("/2/Relu");
+  for (size_t r = 9; r < 14; ++r) {
+    INFO("iteration " << r);
+    CHECK_FALSE(trace.at(r, conv).magnitudes_taken());
+    CHECK_FALSE(trace.at(r, conv).fractions_carried());
+    CHECK(trace.at(r, relu).fractions_carried() == (r != 11));
+  }
+  CHECK(trace.at(11, conv).l2 > 5 * trace.at(10, conv).l2);
+  CHECK(trace.at(11, relu).l2 == doctest::Approx(trace.at(10, relu).l2).epsilon(0.2));
+}

@@ -1,7 +1,8 @@
 // Probes: an executor observer and training listener that reduce every tensor the
 // program writes (step outputs, their gradients, parameters, their gradients and
 // updates) to a fixed-size statistics record in the trace, right after it is written.
-// The reductions themselves are in runtime/probe_stats.h.
+// The reductions themselves are in runtime/probe_stats.h; the recorder's step side is in
+// runtime/probes.cpp and probes_reduce.cpp, its parameter side in runtime/probes_params.cpp.
 #pragma once
 
 #include <memory>

@@ -1,6 +1,7 @@
 #include "bench/step_profiler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <set>
@@ -49,6 +50,29 @@ std::vector<double> StepProfiler::step_minima(Kind k) const {
   m.insert(m.end(), l.bwd.begin(), l.bwd.end());
   m.push_back(l.update);
   return m;
+}
+
+std::vector<std::string> StepProfiler::step_labels() const {
+  std::vector<std::string> names;
+  for (const char* dir : {"fwd ", "bwd "})
+    for (const rt::Step& st : graph_.steps()) names.push_back(dir + st.node->op_type + " " + st.node->name);
+  names.push_back("update");
+  return names;
+}
+
+void print_probe_steps(const std::string& model, const std::vector<std::string>& labels,
+                       const std::vector<double>& off, const std::vector<double>& light,
+                       const std::vector<double>& full, size_t top) {
+  std::vector<size_t> order;
+  for (size_t k = 0; k < off.size() && k < full.size() && k < labels.size(); ++k)
+    if (std::isfinite(off[k]) && std::isfinite(full[k])) order.push_back(k);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return full[a] - off[a] > full[b] - off[b]; });
+  if (order.size() > top) order.resize(top);
+  for (size_t k : order)
+    std::printf("PROBESTEP model=%s step=\"%s\" off_us=%.1f light_us=%+.1f full_us=%+.1f\n", model.c_str(),
+                labels[k].c_str(), 1e6 * off[k], k < light.size() && std::isfinite(light[k]) ? 1e6 * (light[k] - off[k]) : 0.0,
+                1e6 * (full[k] - off[k]));
+  std::fflush(stdout);
 }
 
 void merge_minima(std::vector<double>& into, const std::vector<double>& m) {

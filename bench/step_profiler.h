@@ -67,6 +67,8 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   // from other processes only lengthens a step: summed, these minima are a low-noise
   // estimate of an iteration's own cost (train_bench --profile, PROBEMIN).
   std::vector<double> step_minima(Kind k) const;
+  // The names of step_minima's entries ("fwd Conv name", "bwd Conv name", "update").
+  std::vector<std::string> step_labels() const;
 
  private:
   struct Laps {
@@ -104,5 +106,11 @@ void merge_minima(std::vector<double>& into, const std::vector<double>& m);
 // iterations' mix of n_light light and n_full full ones).
 void print_probe_minima(const std::string& model, const std::vector<double>& off, const std::vector<double>& light,
                         const std::vector<double>& full, int64_t n_light, int64_t n_full);
+// The `top` program steps whose minima grow most with probes (full iterations; light ones
+// beside them): "PROBESTEP model=... step=... off_us=... light_us=... full_us=..." lines,
+// where a whole-network figure says how much and this says where (--profile-steps).
+void print_probe_steps(const std::string& model, const std::vector<std::string>& labels,
+                       const std::vector<double>& off, const std::vector<double>& light,
+                       const std::vector<double>& full, size_t top);
 
 }  // namespace dl::bench

@@ -144,6 +144,7 @@ struct ProfileCosts {
   bench::OpTypeCost all, light, full;
   std::vector<double> min_light, min_full;  // StepProfiler::step_minima (off: all kFull)
   int64_t n_light = 0, n_full = 0;
+  std::vector<std::string> labels;  // StepProfiler::step_labels
 };
 ProfileCosts profile_run(const ir::Model& model, const rt::TrainConfig& config,
                                                  const rt::Dataset& data, const Args& a, bool with_probes,
@@ -175,7 +176,7 @@ ProfileCosts profile_run(const ir::Model& model, const rt::TrainConfig& config,
   return {prof->op_type_cost(3, by_step),      prof->op_type_cost(1u << SP::kLight, by_step),
           prof->op_type_cost(1u << SP::kFull, by_step), prof->step_minima(SP::kLight),
           prof->step_minima(SP::kFull),        prof->steps(SP::kLight),
-          prof->steps(SP::kFull)};
+          prof->steps(SP::kFull),       prof->step_labels()};
 }
 
 // --profile: one run (probes on when --modes lists probes); with --modes off,probes the
@@ -190,6 +191,7 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
   std::vector<bench::OpTypeCost> off, all, light, full;
   std::vector<double> min_off, min_light, min_full;
   int64_t n_light = 0, n_full = 0;
+  std::vector<std::string> labels;
   for (int64_t round = 0; round < a.rounds; ++round) {
     for (int k = 0; k < 2; ++k) {
       const bool with_probes = (k == 1) != (round % 2 == 1);  // order reversed every other round
@@ -200,6 +202,7 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
         bench::merge_minima(min_light, p.min_light);
         bench::merge_minima(min_full, p.min_full);
         n_light = p.n_light, n_full = p.n_full;
+        labels = p.labels;
         all.push_back(c);
         light.push_back(p.light);
         full.push_back(p.full);
@@ -215,6 +218,7 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
   }
   bench::print_probe_cost(name, off, all, light, full);
   bench::print_probe_minima(name, min_off, min_light, min_full, n_light, n_full);
+  if (a.profile_steps) bench::print_probe_steps(name, labels, min_off, min_light, min_full, 16);
 }
 
 struct Timing {

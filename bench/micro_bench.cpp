@@ -261,14 +261,18 @@ BENCHMARK(BM_ParamChunk)->ArgsProduct({{2048, 352256}, {0, 1}})->ArgNames({"n", 
 // shufflenet_v2's 352k in 170 tensors, from L3: weights, gradient and two slots are 5.6 MB):
 // mode 0 no observer (the probes' light iterations), 1 an observer that takes each chunk
 // and does nothing with it (the cost of the chunked, observed update itself: the copy of
-// the old weights, since session 22 in the rules' own loop), 2 an observer computing the
-// parameter statistics (add_param_chunk, as ProbeRecorder::on_chunk at full iterations).
+// the old weights, since session 22 in the rules' own loop), 2 an observer taking the
+// parameter statistics from the rule's loop (chunk_sums, as ProbeRecorder at full
+// iterations since run 39), 3 one computing them after each chunk's update
+// (add_param_chunk in on_chunk: as ProbeRecorder before run 39, and now for clipped
+// gradients and embedding tables).
 struct ParamStatsObserver final : rt::Optimizer::UpdateObserver {
   rt::stats::ParamSums sums;
-  bool compute = false;
+  int mode = 0;
   void on_chunk(size_t, int64_t, int64_t, const float* g, const float* b, const float* a, int64_t n) override {
-    if (compute) rt::stats::add_param_chunk(g, b, a, n, sums);
+    if (mode == 3) rt::stats::add_param_chunk(g, b, a, n, sums);
   }
+  rt::stats::ParamSums* chunk_sums(size_t, int64_t) override { return mode == 2 ? &sums : nullptr; }
 };
 void BM_OptimizerStep(benchmark::State& state) {
   const int64_t total = state.range(0), each = 2048;
@@ -285,7 +289,7 @@ void BM_OptimizerStep(benchmark::State& state) {
   cfg.learning_rate = 1e-6;  // (many steps: the weights hardly move)
   auto opt = rt::make_optimizer(cfg);
   ParamStatsObserver observer;
-  observer.compute = mode == 2;
+  observer.mode = mode;
   opt->step(params);  // (the first step allocates the slots)
   for (auto _ : state) {
     opt->step(params, mode == 0 ? nullptr : &observer);
@@ -293,7 +297,7 @@ void BM_OptimizerStep(benchmark::State& state) {
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * total);
 }
-BENCHMARK(BM_OptimizerStep)->ArgsProduct({{352256}, {0, 1, 2}})->ArgNames({"values", "mode"});
+BENCHMARK(BM_OptimizerStep)->ArgsProduct({{352256, 2228224}, {0, 1, 2, 3}})->ArgNames({"values", "mode"});
 
 }  // namespace
 

@@ -145,15 +145,18 @@ void Optimizer::update_part(const Part& p, int64_t part) {
   float* slots[8];
   for (int k = 0; k < slots_; ++k) slots[k] = slot_ptrs_[static_cast<size_t>(k)] + lo;
   if (!p.observer) {
-    update(p.w + lo, p.g + lo, slots, hi - lo, p.lr_t, nullptr);
+    update(p.w + lo, p.g + lo, slots, hi - lo, p.lr_t, nullptr, nullptr);
     return;
   }
   float* before = before_.data() + part * int64_t(kChunk);
   for (int64_t off = lo; off < hi; off += int64_t(kChunk)) {
     const int64_t len = std::min<int64_t>(int64_t(kChunk), hi - off);
     for (int k = 0; k < slots_; ++k) slots[k] = slot_ptrs_[static_cast<size_t>(k)] + off;
-    update(p.w + off, p.g + off, slots, len, p.lr_t, before);  // (copies w's old values to before)
-    p.observer->on_chunk(p.param, part, off, p.raw + off, before, p.w + off, len);
+    // (The rule copies w's old values to before; takes the statistics too when the
+    // observer wants only those and the gradient is the raw one.)
+    stats::ParamSums* sums = p.g == p.raw ? p.observer->chunk_sums(p.param, part) : nullptr;
+    update(p.w + off, p.g + off, slots, len, p.lr_t, before, sums);
+    if (!sums) p.observer->on_chunk(p.param, part, off, p.raw + off, before, p.w + off, len);
   }
 }
 

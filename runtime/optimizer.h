@@ -44,6 +44,10 @@
 
 namespace dl::rt {
 
+namespace stats {
+struct ParamSums;  // runtime/probe_stats.h
+}
+
 struct OptimizerConfig {
   std::string name = "rmsprop";
   std::optional<double> learning_rate;  // unset: the optimizer's default (see above)
@@ -90,6 +94,13 @@ class Optimizer {
     virtual void on_chunk(size_t param, int64_t part, int64_t offset, const float* grad, const float* before,
                           const float* after, int64_t n) = 0;
     virtual bool concurrent_parts(size_t /*param*/) const { return false; }
+    // Instead of on_chunk, where the observer wants only the chunks' statistics: the sums
+    // that part `part` of parameter `param` adds them to (stats::ParamSums, as
+    // stats::add_param_chunk would), which the rule then takes in its own loop from the
+    // registers that hold the gradient and the old and new values (opt_detail::each_vector);
+    // nullptr: on_chunk. Asked once per chunk, on the chunk's thread; never for a
+    // clipped gradient (the statistics are the raw gradient's: on_chunk then).
+    virtual stats::ParamSums* chunk_sums(size_t /*param*/, int64_t /*part*/) { return nullptr; }
   };
   static constexpr size_t kChunk = 2048;  // floats (8 KiB)
   void step(std::vector<Param>& params, UpdateObserver* observer = nullptr);
@@ -110,10 +121,10 @@ class Optimizer {
   // Updates w (n elements) in place from the transformed gradient g; s[k] is slot k's
   // state for this parameter (n floats each, zero-initialised unless init_slot says).
   // `before`, when not null (an UpdateObserver watches), receives w's values before the
-  // update, copied in the rule's own loop (opt_detail::each_value): one more store of
-  // values the loop loads anyway, where a copy of its own was a pass over weights not
-  // touched since the last update (bench/README.md, run 37).
-  virtual void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) = 0;
+  // update, and `sums`, when not null (then `before` is too), the chunk's statistics,
+  // both taken in the rule's own loop (opt_detail::each_vector).
+  virtual void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before,
+                      stats::ParamSums* sums) = 0;
   virtual float init_slot(int /*slot*/) const { return 0.0f; }
   virtual void begin_step(int64_t /*t*/) {}  // once per step, before any update()
   virtual bool decays_lr() const { return true; }

@@ -16,23 +16,23 @@ class Sgd final : public Optimizer {
   explicit Sgd(const OptimizerConfig& c) : Optimizer(c, 0.01, c.momentum > 0 ? 1 : 0) {}
 
  protected:
-  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) override {
+  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before,
+              stats::ParamSums* sums) override {
     const float lr = static_cast<float>(lr_t);
     if (config_.momentum <= 0) {  // ResourceApplyGradientDescent
-      each_value(w, before, n, [&](int64_t k) { w[k] -= g[k] * lr; });
+      each_vector<0>(w, g, s, n, before, sums, [=](auto& x, auto gk, auto*) { x -= gk * lr; });
       return;
     }
     const float mu = static_cast<float>(config_.momentum);  // ResourceApplyKerasMomentum
-    float* a = s[0];
     if (config_.nesterov) {
-      each_value(w, before, n, [&](int64_t k) {
-        a[k] = a[k] * mu - g[k] * lr;
-        w[k] += a[k] * mu - g[k] * lr;
+      each_vector<1>(w, g, s, n, before, sums, [=](auto& x, auto gk, auto* st) {
+        st[0] = st[0] * mu - gk * lr;
+        x += st[0] * mu - gk * lr;
       });
     } else {
-      each_value(w, before, n, [&](int64_t k) {
-        a[k] = a[k] * mu - g[k] * lr;
-        w[k] += a[k];
+      each_vector<1>(w, g, s, n, before, sums, [=](auto& x, auto gk, auto* st) {
+        st[0] = st[0] * mu - gk * lr;
+        x += st[0];
       });
     }
   }
@@ -48,15 +48,16 @@ class Adam final : public Optimizer {
     b1_power_ = std::pow(kBeta1, step);
     b2_power_ = std::pow(kBeta2, step);
   }
-  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) override {
+  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before,
+              stats::ParamSums* sums) override {
     const float alpha = static_cast<float>(lr_t * std::sqrt(1.0 - b2_power_) / (1.0 - b1_power_));
     const float c1 = static_cast<float>(1.0 - kBeta1), c2 = static_cast<float>(1.0 - kBeta2);
-    float* m = s[0];
-    float* v = s[1];
-    each_value(w, before, n, [&](int64_t k) {
-      m[k] += (g[k] - m[k]) * c1;
-      v[k] += (g[k] * g[k] - v[k]) * c2;
-      w[k] -= (m[k] * alpha) / (std::sqrt(v[k]) + kEpsilon);
+    each_vector<2>(w, g, s, n, before, sums, [=](auto& x, auto gk, auto* st) {
+      auto& m = st[0];
+      auto& v = st[1];
+      m += (gk - m) * c1;
+      v += (gk * gk - v) * c2;
+      x -= (m * alpha) / (root(v) + kEpsilon);
     });
   }
 
@@ -69,23 +70,25 @@ class RmsProp final : public Optimizer {
   explicit RmsProp(const OptimizerConfig& c) : Optimizer(c, 0.001, c.momentum > 0 ? 2 : 1) {}
 
  protected:
-  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) override {
+  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before,
+              stats::ParamSums* sums) override {
     const float lr = static_cast<float>(lr_t);
     const float rho = 0.9f, one_minus_rho = 1.0f - rho;
-    float* ms = s[0];
     if (config_.momentum <= 0) {  // keras rmsprop.py _resource_apply_dense, no momentum
-      each_value(w, before, n, [&](int64_t k) {
-        ms[k] = rho * ms[k] + one_minus_rho * (g[k] * g[k]);
-        w[k] -= lr * g[k] / (std::sqrt(ms[k]) + kEpsilon);
+      each_vector<1>(w, g, s, n, before, sums, [=](auto& x, auto gk, auto* st) {
+        auto& ms = st[0];
+        ms = rho * ms + one_minus_rho * (gk * gk);
+        x -= lr * gk / (root(ms) + kEpsilon);
       });
       return;
     }
     const float mu = static_cast<float>(config_.momentum);  // ResourceApplyRMSProp
-    float* mom = s[1];
-    each_value(w, before, n, [&](int64_t k) {
-      ms[k] += (g[k] * g[k] - ms[k]) * one_minus_rho;
-      mom[k] = mom[k] * mu + (g[k] * lr) / std::sqrt(ms[k] + kEpsilon);
-      w[k] -= mom[k];
+    each_vector<2>(w, g, s, n, before, sums, [=](auto& x, auto gk, auto* st) {
+      auto& ms = st[0];
+      auto& mom = st[1];
+      ms += (gk * gk - ms) * one_minus_rho;
+      mom = mom * mu + (gk * lr) / root(ms + kEpsilon);
+      x -= mom;
     });
   }
 };
@@ -96,12 +99,13 @@ class Adagrad final : public Optimizer {
 
  protected:
   float init_slot(int) const override { return 0.1f; }  // initial_accumulator_value
-  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) override {
+  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before,
+              stats::ParamSums* sums) override {
     const float lr = static_cast<float>(lr_t);
-    float* acc = s[0];
-    each_value(w, before, n, [&](int64_t k) {  // ResourceApplyAdagradV2
-      acc[k] += g[k] * g[k];
-      w[k] -= g[k] * lr / (std::sqrt(acc[k]) + kEpsilon);
+    each_vector<1>(w, g, s, n, before, sums, [=](auto& x, auto gk, auto* st) {  // ResourceApplyAdagradV2
+      auto& acc = st[0];
+      acc += gk * gk;
+      x -= gk * lr / (root(acc) + kEpsilon);
     });
   }
 };
@@ -111,16 +115,17 @@ class Adadelta final : public Optimizer {
   explicit Adadelta(const OptimizerConfig& c) : Optimizer(c, 1.0, 2) {}
 
  protected:
-  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) override {
+  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before,
+              stats::ParamSums* sums) override {
     const float lr = static_cast<float>(lr_t);
     const float rho = 0.95f, one_minus_rho = 1.0f - rho;
-    float* acc = s[0];
-    float* acc_update = s[1];
-    each_value(w, before, n, [&](int64_t k) {  // ResourceApplyAdadelta
-      acc[k] = acc[k] * rho + g[k] * g[k] * one_minus_rho;
-      const float u = std::sqrt(acc_update[k] + kEpsilon) / std::sqrt(acc[k] + kEpsilon) * g[k];
-      w[k] -= u * lr;
-      acc_update[k] = acc_update[k] * rho + u * u * one_minus_rho;
+    each_vector<2>(w, g, s, n, before, sums, [=](auto& x, auto gk, auto* st) {  // ResourceApplyAdadelta
+      auto& acc = st[0];
+      auto& acc_update = st[1];
+      acc = acc * rho + gk * gk * one_minus_rho;
+      const auto u = root(acc_update + kEpsilon) / root(acc + kEpsilon) * gk;
+      x -= u * lr;
+      acc_update = acc_update * rho + u * u * one_minus_rho;
     });
   }
 };
@@ -131,16 +136,16 @@ class Adamax final : public Optimizer {
 
  protected:
   void begin_step(int64_t t) override { b1_power_ = std::pow(kBeta1, double(t + 1)); }
-  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) override {
+  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before,
+              stats::ParamSums* sums) override {
     const float scaled_lr = static_cast<float>(lr_t / (1.0 - b1_power_));
     const float c1 = static_cast<float>(1.0 - kBeta1), b2 = static_cast<float>(kBeta2);
-    float* m = s[0];
-    float* v = s[1];
-    each_value(w, before, n, [&](int64_t k) {  // ResourceApplyAdaMax
-      m[k] += (g[k] - m[k]) * c1;
-      const float decayed = b2 * v[k], a = std::fabs(g[k]);
-      v[k] = decayed < a ? a : decayed;  // Eigen cwiseMax
-      w[k] -= scaled_lr * (m[k] / (v[k] + kEpsilon));
+    each_vector<2>(w, g, s, n, before, sums, [=](auto& x, auto gk, auto* st) {  // ResourceApplyAdaMax
+      auto& m = st[0];
+      auto& v = st[1];
+      m += (gk - m) * c1;
+      v = larger(magnitude(gk), b2 * v);  // Eigen cwiseMax
+      x -= scaled_lr * (m / (v + kEpsilon));
     });
   }
 
@@ -163,23 +168,24 @@ class Nadam final : public Optimizer {
     m_schedule_next_ = m_schedule_ * mu_next_;
     v_denominator_ = 1.0 - std::pow(kBeta2, step);
   }
-  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before) override {
+  void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before,
+              stats::ParamSums* sums) override {
     const float lr = static_cast<float>(lr_t);
     const float g_scale = static_cast<float>(1.0 / (1.0 - m_schedule_));
     const float m_scale = static_cast<float>(1.0 / (1.0 - m_schedule_next_));
     const float v_scale = static_cast<float>(1.0 / v_denominator_);
     const float b1 = static_cast<float>(kBeta1), b2 = static_cast<float>(kBeta2);
     const float one_minus_mu = static_cast<float>(1.0 - mu_t_), mu_next = static_cast<float>(mu_next_);
-    float* m = s[0];
-    float* v = s[1];
-    each_value(w, before, n, [&](int64_t k) {
-      const float g_prime = g[k] * g_scale;
-      m[k] = b1 * m[k] + (1.0f - b1) * g[k];
-      const float m_prime = m[k] * m_scale;
-      v[k] = b2 * v[k] + (1.0f - b2) * (g[k] * g[k]);
-      const float v_prime = v[k] * v_scale;
-      const float m_bar = one_minus_mu * g_prime + mu_next * m_prime;
-      w[k] -= lr * m_bar / (std::sqrt(v_prime) + kEpsilon);
+    each_vector<2>(w, g, s, n, before, sums, [=](auto& x, auto gk, auto* st) {
+      auto& m = st[0];
+      auto& v = st[1];
+      const auto g_prime = gk * g_scale;
+      m = b1 * m + (1.0f - b1) * gk;
+      const auto m_prime = m * m_scale;
+      v = b2 * v + (1.0f - b2) * (gk * gk);
+      const auto v_prime = v * v_scale;
+      const auto m_bar = one_minus_mu * g_prime + mu_next * m_prime;
+      x -= lr * m_bar / (root(v_prime) + kEpsilon);
     });
   }
 

@@ -94,10 +94,12 @@ namespace dl::rt {
 // of the sums where an op reported them, or a reordering copy).
 //
 // At full iterations parameters are reduced while the optimizer updates them
-// (Optimizer::UpdateObserver), from each chunk while its gradient, old and new values
-// are in L1, so no copy of the weights is kept; into sums per fixed part of the
-// parameter (the optimizer's threads update parts at once), merged in part order. Other iterations attach no observer:
-// the optimizer runs its plain loop.
+// (Optimizer::UpdateObserver): by the rule's own loop from the registers that hold each
+// chunk's gradient, old and new values (chunk_sums), or, for a clipped gradient or an
+// embedding table's changed rows, from each chunk while it is in L1 (on_chunk); so no
+// copy of the weights is kept; into sums per fixed part of the parameter (the
+// optimizer's threads update parts at once), merged in part order. Other iterations
+// attach no observer: the optimizer runs its plain loop.
 class ProbeRecorder : public Observer, public TrainListener, public Optimizer::UpdateObserver {
  public:
   static constexpr int64_t kFullEvery = 16;         // the sparsest schedule
@@ -123,6 +125,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   Optimizer::UpdateObserver* update_observer(const IterationInfo& info) override;
   void on_chunk(size_t param, int64_t part, int64_t offset, const float* grad, const float* before,
                 const float* after, int64_t n) override;
+  stats::ParamSums* chunk_sums(size_t param, int64_t part) override;
   bool concurrent_parts(size_t param) const override;
   void after_update(const ExecutionGraph& graph, const IterationInfo& info) override;
   ValueSink* forward_sink(size_t step_index) override;

@@ -100,6 +100,15 @@ void ProbeRecorder::on_chunk(size_t param, int64_t part, int64_t offset, const f
     }
 }
 
+// The statistics alone, taken by the rule: not for an embedding table, whose changed
+// rows on_chunk marks from the old and new values.
+stats::ParamSums* ProbeRecorder::chunk_sums(size_t param, int64_t part) {
+  if (param >= weight_probe_.size() || rows_[param].probe >= 0) return nullptr;
+  ParamState::Part& p = params_[param].parts[part];
+  p.seen = true;
+  return &p.sums;
+}
+
 // An embedding table's changed rows are marked from every part: its parts in turn.
 bool ProbeRecorder::concurrent_parts(size_t param) const { return param >= rows_.size() || rows_[param].probe < 0; }
 

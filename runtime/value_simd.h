@@ -15,6 +15,10 @@
 
 #include "runtime/value_sums.h"
 
+#if defined(__SSE__)
+#include <immintrin.h>
+#endif
+
 namespace dl::rt::simd {
 
 using stats::add_scalar;
@@ -61,6 +65,22 @@ inline VecF vmin(VecF a, VecF b) { return a < b ? a : b; }
 inline VecF vmax(VecF a, VecF b) { return a > b ? a : b; }
 inline VecU umin(VecU a, VecU b) { return a < b ? a : b; }
 #endif
+// The correctly rounded square root in every lane (as std::sqrt on each).
+inline VecF vsqrt(VecF v) {
+#if defined(__AVX512F__)
+  // (The masked form: GCC 12's _mm512_sqrt_ps warns of its own undefined source.)
+  return (VecF)_mm512_mask_sqrt_ps((__m512)v, __mmask16(0xffff), (__m512)v);
+#elif defined(__AVX__)
+  return (VecF)_mm256_sqrt_ps((__m256)v);
+#elif defined(__SSE__)
+  return (VecF)_mm_sqrt_ps((__m128)v);
+#else
+  for (int j = 0; j < kLanes; ++j) v[j] = std::sqrt(v[j]);
+  return v;
+#endif
+}
+// |v| in every lane (the sign bit cleared, as std::fabs).
+inline VecF vabs(VecF v) { return (VecF)((VecU)v & 0x7fffffffu); }
 // 1.0 in every lane, read from a volatile so the compiler cannot fold v * 1 away: the
 // kernels add sums as s + v * 1, which runs on the FMA units (v * 1 = v exactly, so the
 // sum is the same as s + v) and leaves the adders to min and max.

@@ -1,7 +1,7 @@
 // The GEMM kernel behind Gemm/MatMul/Conv: every transpose combination, overwrite and
 // accumulate, strided output, vector shapes, and products large enough to be split
-// across threads (block-parallel), against a double-precision reference; and the
-// optimizer's update norms against a copy-and-diff of the weights.
+// across threads (block-parallel), against a double-precision reference; the
+// vectorised statistics pass against the exact one; the GEMM scratch's failed allocation.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -14,8 +14,6 @@
 
 #include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/gemm_scratch.h"
-#include "runtime/optimizer.h"
-#include "runtime/parallel.h"
 #include "runtime/probes.h"
 #include "runtime/threads.h"
 
@@ -98,154 +96,6 @@ TEST_CASE("gemm kernel: products split across threads match the serial result") 
   CHECK(dl::rt::gemm_threads(64, 784, 256) == 1);
   check_product(64, 784, 256, true, true, false, 1);
   dl::rt::set_compute_threads(0);
-}
-
-namespace {
-
-// Records what the optimizer shows an update observer.
-// Records what the optimizer shows an update observer that takes the chunks of a
-// parameter's parts in turn (not concurrent_parts).
-struct ChunkLog : dl::rt::Optimizer::UpdateObserver {
-  std::vector<std::vector<float>> grad, before, after;
-  void on_chunk(size_t param, int64_t part, int64_t offset, const float* g, const float* b, const float* a,
-                int64_t n) override {
-    if (grad.size() <= param) grad.resize(param + 1), before.resize(param + 1), after.resize(param + 1);
-    REQUIRE(int64_t(after[param].size()) == offset);  // chunks in order, no gaps
-    REQUIRE(part >= 0);
-    REQUIRE(part < dl::rt::kMaxElementwiseParts);
-    grad[param].insert(grad[param].end(), g, g + n);
-    before[param].insert(before[param].end(), b, b + n);
-    after[param].insert(after[param].end(), a, a + n);
-  }
-};
-
-// One that takes the parts of a parameter at once (on the compute threads): each part's
-// chunks in order, within the part's fixed range; records the update per value.
-struct PartLog : dl::rt::Optimizer::UpdateObserver {
-  explicit PartLog(int64_t n) : n(n), change(size_t(n), 0.0f), next(size_t(dl::rt::kMaxElementwiseParts), -1) {}
-  int64_t n;
-  std::vector<float> change;
-  std::vector<int64_t> next;  // per part: where its next chunk starts
-  std::vector<int> bad = std::vector<int>(size_t(dl::rt::kMaxElementwiseParts), 0);  // per part (threads)
-  bool concurrent_parts(size_t) const override { return true; }
-  void on_chunk(size_t, int64_t part, int64_t offset, const float*, const float* b, const float* a,
-                int64_t len) override {
-    int64_t lo, hi;
-    dl::rt::part_range(n, dl::rt::elementwise_parts(n), part, lo, hi);
-    int64_t& at = next[size_t(part)];
-    if (at < 0) at = lo;
-    bad[size_t(part)] |= offset != at || offset + len > hi;  // (REQUIRE is not thread-safe)
-    at = offset + len;
-    for (int64_t k = 0; k < len; ++k) change[size_t(offset + k)] = a[k] - b[k];
-  }
-};
-
-}  // namespace
-
-TEST_CASE("optimizer: chunked update with an observer is the same update, observed exactly") {
-  // Every rule and variant: each copies the old weights for the observer in its own loop
-  // (opt_detail::each_value).
-  struct Rule {
-    const char* name;
-    double momentum;
-    bool nesterov;
-  };
-  for (const Rule& rule : {Rule{"sgd", 0, false}, Rule{"sgd", 0.9, false}, Rule{"sgd", 0.9, true}, Rule{"adam", 0, false},
-                           Rule{"rmsprop", 0, false}, Rule{"rmsprop", 0.5, false}, Rule{"adagrad", 0, false},
-                           Rule{"adadelta", 0, false}, Rule{"adamax", 0, false}, Rule{"nadam", 0, false}})
-    for (bool clip : {true, false}) {
-      const std::string label = std::string(rule.name) + " momentum " + std::to_string(rule.momentum) +
-                                (rule.nesterov ? " nesterov" : "") + (clip ? " clipped" : "");
-      INFO(label);
-      dl::rt::OptimizerConfig cfg;
-      cfg.name = rule.name;
-      cfg.momentum = rule.momentum;
-      cfg.nesterov = rule.nesterov;
-      cfg.learning_rate = 0.1;
-      if (clip) cfg.clipvalue = 0.9;  // the observer sees the raw gradient, the update uses the clipped one
-      auto plain = dl::rt::make_optimizer(cfg), watched = dl::rt::make_optimizer(cfg);
-      // One parameter longer than a chunk (its last chunk ends in a partial vector), one
-      // shorter than a vector (the loops' scalar remainders).
-      const std::vector<float> w1v = random_values(5001, 6), g1v = random_values(5001, 7);
-      dl::rt::Tensor w1 = dl::rt::Tensor::floats({5001}, w1v), g1 = dl::rt::Tensor::floats({5001}, g1v);
-      dl::rt::Tensor w2 = dl::rt::Tensor::floats({3}, {1.0f, 2.0f, 3.0f}), g2 = dl::rt::Tensor::floats({3}, {0.5f, 1.5f, -0.5f});
-      dl::rt::Tensor v1 = w1, h1 = g1, v2 = w2, h2 = g2;
-      std::vector<dl::rt::Param> p = {{"w1", &w1, &g1}, {"w2", &w2, &g2}}, q = {{"w1", &v1, &h1}, {"w2", &v2, &h2}};
-      for (int step = 0; step < 3; ++step) {
-        const std::vector<float> before1 = v1.fvec(), before2 = v2.fvec();
-        plain->step(p);
-        ChunkLog log;
-        watched->step(q, &log);
-        CHECK(w1.fvec() == v1.fvec());  // bit-identical
-        CHECK(w2.fvec() == v2.fvec());
-        REQUIRE(log.after.size() == 2);
-        CHECK(log.before[0] == before1);
-        CHECK(log.before[1] == before2);
-        CHECK(log.after[0] == v1.fvec());
-        CHECK(log.after[1] == v2.fvec());
-        CHECK(log.grad[0] == h1.fvec());
-        CHECK(log.grad[1] == h2.fvec());
-      }
-    }
-}
-
-TEST_CASE("optimizer: a large parameter's parts on two threads are the serial update, each part observed in order") {
-  const int64_t n = 300000;  // several parts (runtime/parallel.h)
-  REQUIRE(dl::rt::elementwise_parts(n) > 1);
-  dl::rt::OptimizerConfig cfg;
-  cfg.name = "adam";
-  cfg.learning_rate = 0.01;
-  // The reference: the same values as ten parameters of one part each.
-  std::vector<float> reference;
-  {
-    auto opt = dl::rt::make_optimizer(cfg);
-    const std::vector<float> wv = random_values(size_t(n), 9), gv = random_values(size_t(n), 10);
-    const int64_t piece = n / 10;
-    REQUIRE(dl::rt::elementwise_parts(piece) == 1);
-    std::vector<dl::rt::Tensor> ws, gs;
-    for (int64_t k = 0; k < 10; ++k) {
-      ws.push_back(dl::rt::Tensor::floats({piece}, std::vector<float>(wv.begin() + k * piece, wv.begin() + (k + 1) * piece)));
-      gs.push_back(dl::rt::Tensor::floats({piece}, std::vector<float>(gv.begin() + k * piece, gv.begin() + (k + 1) * piece)));
-    }
-    std::vector<dl::rt::Param> p;
-    for (size_t k = 0; k < ws.size(); ++k) p.push_back({"w" + std::to_string(k), &ws[k], &gs[k]});
-    for (int step = 0; step < 2; ++step) opt->step(p);
-    for (const dl::rt::Tensor& w : ws) reference.insert(reference.end(), w.f(), w.f() + piece);
-  }
-  std::vector<std::vector<float>> results;
-  dl::rt::set_helper_policy(dl::rt::HelperPolicy::kAlways);  // two threads really used
-  for (int threads : {1, 2}) {
-    dl::rt::set_compute_threads(threads);
-    for (bool observed : {false, true}) {
-      auto opt = dl::rt::make_optimizer(cfg);
-      dl::rt::Tensor w = dl::rt::Tensor::floats({n}, random_values(size_t(n), 9)),
-                     g = dl::rt::Tensor::floats({n}, random_values(size_t(n), 10));
-      std::vector<dl::rt::Param> p = {{"w", &w, &g}};
-      for (int step = 0; step < 2; ++step) {
-        const std::vector<float> before = w.fvec();
-        PartLog log(n);
-        opt->step(p, observed ? &log : nullptr);
-        if (!observed) continue;
-        for (int b : log.bad) CHECK(b == 0);
-        int64_t seen = 0;
-        for (int64_t part = 0; part < dl::rt::elementwise_parts(n); ++part) {
-          int64_t lo, hi;
-          dl::rt::part_range(n, dl::rt::elementwise_parts(n), part, lo, hi);
-          CHECK(log.next[size_t(part)] == hi);  // every chunk of every part
-          seen += hi - lo;
-        }
-        CHECK(seen == n);
-        bool exact = true;
-        for (int64_t k = 0; k < n; ++k) exact = exact && log.change[size_t(k)] == w.f()[k] - before[size_t(k)];
-        CHECK(exact);
-      }
-      results.push_back(w.fvec());
-    }
-  }
-  dl::rt::set_compute_threads(0);
-  dl::rt::set_helper_policy(dl::rt::HelperPolicy::kAuto);
-  REQUIRE(results.size() == 4);
-  for (const auto& r : results) CHECK(r == reference);  // bit-identical for any thread count, observed or not
 }
 
 TEST_CASE("reduce_stats: vectorised path equals the exact reduction; NaN/Inf counted") {

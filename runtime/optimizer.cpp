@@ -10,6 +10,7 @@
 
 #include "converter/errors.h"
 #include "runtime/optimizer_impl.h"
+#include "runtime/param_chunk.h"
 #include "runtime/parallel.h"
 
 namespace dl::rt {
@@ -139,6 +140,8 @@ void Optimizer::step(std::vector<Param>& params, UpdateObserver* observer) {
 }
 
 // The rules are element-wise, so updating part by part, chunk by chunk, is the same update.
+static_assert(Optimizer::kChunk % stats::ParamChunk::kValues == 0,
+              "on_chunk's chunks and the rules' statistics blocks start alike: the same sums");
 void Optimizer::update_part(const Part& p, int64_t part) {
   int64_t lo, hi;
   part_range(p.n, p.parts, part, lo, hi);
@@ -148,15 +151,18 @@ void Optimizer::update_part(const Part& p, int64_t part) {
     update(p.w + lo, p.g + lo, slots, hi - lo, p.lr_t, nullptr, nullptr);
     return;
   }
+  // The statistics alone, taken by the rule over the whole part (of the raw gradient:
+  // not when clipping made another one).
+  if (stats::ParamSums* sums = p.g == p.raw ? p.observer->chunk_sums(p.param, part) : nullptr) {
+    update(p.w + lo, p.g + lo, slots, hi - lo, p.lr_t, nullptr, sums);
+    return;
+  }
   float* before = before_.data() + part * int64_t(kChunk);
   for (int64_t off = lo; off < hi; off += int64_t(kChunk)) {
     const int64_t len = std::min<int64_t>(int64_t(kChunk), hi - off);
     for (int k = 0; k < slots_; ++k) slots[k] = slot_ptrs_[static_cast<size_t>(k)] + off;
-    // (The rule copies w's old values to before; takes the statistics too when the
-    // observer wants only those and the gradient is the raw one.)
-    stats::ParamSums* sums = p.g == p.raw ? p.observer->chunk_sums(p.param, part) : nullptr;
-    update(p.w + off, p.g + off, slots, len, p.lr_t, before, sums);
-    if (!sums) p.observer->on_chunk(p.param, part, off, p.raw + off, before, p.w + off, len);
+    update(p.w + off, p.g + off, slots, len, p.lr_t, before, nullptr);  // (copies w's old values to before)
+    p.observer->on_chunk(p.param, part, off, p.raw + off, before, p.w + off, len);
   }
 }
 

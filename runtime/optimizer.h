@@ -79,10 +79,11 @@ class Optimizer {
   // (runtime/parallel.h: from its size alone) on the compute threads: the rules are
   // element-wise, so the update is the same for any thread count.
   //
-  // With an observer, each part is updated in chunks of at most kChunk values and the
-  // observer sees every chunk right after its update, while the chunk's gradient, old
-  // and new values are in L1 (see UpdateObserver): statistics of weights, gradients and
-  // updates cost no extra pass over memory and no copy of the parameters.
+  // With an observer, either the rule takes the statistics of weights, gradients and
+  // updates in its own loop over each part (UpdateObserver::chunk_sums), or each part is
+  // updated in chunks of at most kChunk values and the observer sees every chunk right
+  // after its update, while the chunk's gradient, old and new values are in L1
+  // (on_chunk): no extra pass over memory and no copy of the parameters either way.
   class UpdateObserver {
    public:
     virtual ~UpdateObserver() = default;
@@ -94,12 +95,13 @@ class Optimizer {
     virtual void on_chunk(size_t param, int64_t part, int64_t offset, const float* grad, const float* before,
                           const float* after, int64_t n) = 0;
     virtual bool concurrent_parts(size_t /*param*/) const { return false; }
-    // Instead of on_chunk, where the observer wants only the chunks' statistics: the sums
-    // that part `part` of parameter `param` adds them to (stats::ParamSums, as
-    // stats::add_param_chunk would), which the rule then takes in its own loop from the
-    // registers that hold the gradient and the old and new values (opt_detail::each_vector);
-    // nullptr: on_chunk. Asked once per chunk, on the chunk's thread; never for a
-    // clipped gradient (the statistics are the raw gradient's: on_chunk then).
+    // Instead of on_chunk, where the observer wants only the statistics: the sums that
+    // part `part` of parameter `param` adds them to (stats::ParamSums, as
+    // stats::add_param_chunk over its chunks would), which the rule then takes in its
+    // own loop over the whole part from the registers that hold the gradient and the old
+    // and new values (opt_detail::each_vector); nullptr: on_chunk. Asked once per part,
+    // on the part's thread; never for a clipped gradient (the statistics are the raw
+    // gradient's: on_chunk then).
     virtual stats::ParamSums* chunk_sums(size_t /*param*/, int64_t /*part*/) { return nullptr; }
   };
   static constexpr size_t kChunk = 2048;  // floats (8 KiB)
@@ -120,8 +122,8 @@ class Optimizer {
   Optimizer(const OptimizerConfig& config, double default_lr, int slots);
   // Updates w (n elements) in place from the transformed gradient g; s[k] is slot k's
   // state for this parameter (n floats each, zero-initialised unless init_slot says).
-  // `before`, when not null (an UpdateObserver watches), receives w's values before the
-  // update, and `sums`, when not null (then `before` is too), the chunk's statistics,
+  // `before`, when not null (an UpdateObserver's on_chunk watches), receives w's values
+  // before the update; `sums`, when not null (its chunk_sums), the values' statistics;
   // both taken in the rule's own loop (opt_detail::each_vector).
   virtual void update(float* w, const float* g, float* const* s, int64_t n, double lr_t, float* before,
                       stats::ParamSums* sums) = 0;

@@ -19,13 +19,15 @@ bool known(const std::string& lowercase_name);
 // floats for the last n % kLanes, a generic lambda that updates the weights w and the
 // slot states s[0..S) in place from the gradient g: the same expressions, so the same
 // float operations (and FMA contractions), on both. Explicit vectors rather than a
-// scalar loop left to the auto-vectorizer, so that the statistics below can ride along.
-// `before`, when not null (an UpdateObserver watches), receives w's old values, one
-// more store of values the loop loads anyway (a copy of its own had been a pass over
-// weights not touched since the last update, bench/README.md run 37). `sums`, when not
-// null (and then `before` too), receives the chunk's statistics (stats::ParamChunk) from
-// the registers that hold the gradient and the old and new values: no second pass over
-// the chunk after its update (run 39). The update is the same either way.
+// scalar loop left to the auto-vectorizer, so that the statistics can ride along:
+// - `before` not null (an UpdateObserver's on_chunk watches; n is at most one chunk):
+//   receives w's old values, one more store of values the loop loads anyway (a copy of
+//   its own had been a pass over weights not touched since the last update, run 37);
+// - `sums` not null (an UpdateObserver's chunk_sums; n is a whole part): receives the
+//   values' statistics (stats::ParamChunk, add_param_chunk's blocks and chains) from the
+//   registers that hold the gradient and the old and new values: no second pass over
+//   them after the update, no copy of the old values (bench/README.md run 39).
+// The update is the same in every case.
 template <int S, int kMode, class Rule>
 inline void each_vector_as(float* __restrict w, const float* __restrict g, float* const* s, int64_t n,
                            float* __restrict before, stats::ParamSums* sums, Rule rule) {
@@ -37,40 +39,10 @@ inline void each_vector_as(float* __restrict w, const float* __restrict g, float
   float* __restrict slot[S > 0 ? S : 1] = {};
   for (int j = 0; j < S; ++j) slot[j] = s[j];
   Chunk chunk;
-  Chunk::Totals totals;
-  // (kMode 2: add_param_chunk's blocks and chains, runtime/param_stats.cpp.)
-  constexpr int C = kMode == 2 ? Chunk::kChains : 1;
-  int64_t k = 0;
-  const int64_t vec_end = n - n % kLanes;
-  while (k < vec_end) {
-    const int64_t block_end = kMode == 2 ? std::min(vec_end, k + stats::kBlock) : vec_end;
-    for (; k + C * kLanes <= block_end; k += C * kLanes)
-      for (int c = 0; c < C; ++c) {
-        const int64_t at = k + kLanes * c;
-        VecF x = simd::loadv(w + at);
-        const VecF old = x, grad = simd::loadv(g + at);
-        VecF state[S > 0 ? S : 1];
-        for (int j = 0; j < S; ++j) state[j] = simd::loadv(slot[j] + at);
-        rule(x, grad, state);
-        simd::storev(w + at, x);
-        for (int j = 0; j < S; ++j) simd::storev(slot[j] + at, state[j]);
-        if constexpr (kMode >= 1) simd::storev(before + at, old);
-        if constexpr (kMode == 2) chunk.add(c, grad, old, x);
-      }
-    for (; k < block_end; k += kLanes) {  // (the block's last odd vector: chain 0)
-      VecF x = simd::loadv(w + k);
-      const VecF old = x, grad = simd::loadv(g + k);
-      VecF state[S > 0 ? S : 1];
-      for (int j = 0; j < S; ++j) state[j] = simd::loadv(slot[j] + k);
-      rule(x, grad, state);
-      simd::storev(w + k, x);
-      for (int j = 0; j < S; ++j) simd::storev(slot[j] + k, state[j]);
-      if constexpr (kMode >= 1) simd::storev(before + k, old);
-      if constexpr (kMode == 2) chunk.add(0, grad, old, x);
-    }
-    if constexpr (kMode == 2) chunk.end_block(totals);
-  }
-  for (; k < n; ++k) {
+  Chunk::Block block;
+  // (The scalar remainder as a lambda; the vector body written out in the loop: a
+  // closure holding the chains' address would keep them in memory.)
+  const auto scalar = [&](int64_t k) {
     float x = w[k];
     const float old = x;
     float state[S > 0 ? S : 1];
@@ -78,15 +50,35 @@ inline void each_vector_as(float* __restrict w, const float* __restrict g, float
     rule(x, g[k], state);
     w[k] = x;
     for (int j = 0; j < S; ++j) slot[j][k] = state[j];
-    if constexpr (kMode >= 1) before[k] = old;
-    if constexpr (kMode == 2) Chunk::add_scalar(totals, g[k], old, x);
+    if constexpr (kMode == 1) before[k] = old;
+    if constexpr (kMode == 2) Chunk::add_scalar(simd::opaque(g[k]), simd::opaque(old), simd::opaque(x), block);
+  };
+  static_assert(Chunk::kChains == 1, "one chain: every vector to chain 0");
+  const int64_t vec_end = n - n % kLanes;
+  for (int64_t k = 0; k < n;) {
+    const int64_t start = k, end = kMode == 2 ? std::min(n, k + Chunk::kValues) : n, vend = std::min(vec_end, end);
+    for (; k < vend; k += kLanes) {
+      VecF x = simd::loadv(w + k);
+      const VecF old = x, grad = simd::loadv(g + k);
+      VecF state[S > 0 ? S : 1];
+      for (int j = 0; j < S; ++j) state[j] = simd::loadv(slot[j] + k);
+      rule(x, grad, state);
+      simd::storev(w + k, x);
+      for (int j = 0; j < S; ++j) simd::storev(slot[j] + k, state[j]);
+      if constexpr (kMode == 1) simd::storev(before + k, old);
+      if constexpr (kMode == 2) chunk.add(0, simd::opaque(grad), simd::opaque(old), simd::opaque(x), block);
+    }
+    for (; k < end; ++k) scalar(k);
+    if constexpr (kMode == 2) {
+      chunk.flush(block);
+      Chunk::end_block(block, g + start, w + start, k - start, *sums);
+    }
   }
-  if constexpr (kMode == 2) chunk.finish(totals, g, before, w, n, *sums);
 }
 template <int S, class Rule>
 inline void each_vector(float* w, const float* g, float* const* s, int64_t n, float* before, stats::ParamSums* sums,
                         Rule rule) {
-  if (sums && before) each_vector_as<S, 2>(w, g, s, n, before, sums, rule);
+  if (sums) each_vector_as<S, 2>(w, g, s, n, nullptr, sums, rule);
   else if (before) each_vector_as<S, 1>(w, g, s, n, before, nullptr, rule);
   else each_vector_as<S, 0>(w, g, s, n, nullptr, nullptr, rule);
 }

@@ -1,8 +1,15 @@
-// The statistics of one optimizer chunk of a parameter (stats::ParamSums: the moments
-// and extremes of its gradient and of its new values, the update's sum of squares),
-// taken vector by vector wherever the three are in registers: add_param_chunk's own
-// pass (runtime/param_stats.cpp) or an update rule's loop (opt_detail::each_vector,
-// runtime/optimizer_impl.h), in the same chains and blocks, so both give the same sums.
+// The statistics of a parameter's optimizer chunks (stats::ParamSums: the moments and
+// extremes of the gradient and of the new values, the update's sum of squares and its
+// NaN/Inf), taken vector by vector wherever the three are in registers: add_param_chunk's
+// own pass (runtime/param_stats.cpp) or an update rule's loop over a whole part of the
+// parameter (opt_detail::each_vector, runtime/optimizer_impl.h), block by block of
+// kValues values from the part's start, so both give the same sums.
+//
+// The update's squares are summed in float chains, as the other sums; a vector whose
+// change holds a NaN/Inf (or whose square overflows) goes on the exact path at once,
+// from the old and new values still in registers: no old values are kept for a second
+// look, so a rule's loop needs no copy of them (storing that copy had cost as much as
+// the statistics, bench/README.md run 39).
 #pragma once
 
 #include <cmath>
@@ -14,57 +21,82 @@ namespace dl::rt::stats {
 
 class ParamChunk {
  public:
+  // The block (at most one optimizer chunk, Optimizer::kChunk) whose float sums go to
+  // double together, and which a NaN/Inf sends again on the exact path.
+  static constexpr int64_t kValues = 2048;
   // Independent chains: vector k of a block goes to chain k % kChains, the block's last
-  // odd vector to chain 0. (Two streams' chains and the update's fill AVX-512's 32
-  // registers at two; AVX2's 16 hold one.)
-  static constexpr int kChains = simd::kLanes >= 16 ? 2 : 1;
-  // The chunk's sums so far, in double (the chains' float sums go there every block),
-  // kept apart from the chains: this goes to out-of-line code at finish(), and the
-  // chains must stay where no store of the loop can reach them (in registers).
-  struct Totals {
+  // odd vector to chain 0. One: inside an update rule's loop, beside the rule's own
+  // values and constants, two chains of the three streams spill AVX-512's 32 registers
+  // (and the rules' loops are bound by their square roots and divisions, or by memory,
+  // not by the chains' latency).
+  static constexpr int kChains = 1;
+
+  // A block's sums in double, kept apart from the chains: these go to out-of-line code,
+  // and the chains must stay where no store of the loop can reach them (in registers).
+  struct Block {
     Sums grad, weight;
-    double update_sq = 0;
+    double chain_sq = 0;     // the squares of the changes, from the chains
+    double exact_sq = 0;     // and from the exact path
+    uint32_t nonfinite = 0;  // the changes that are NaN/Inf
   };
 
-  void add(int c, simd::VecF grad, simd::VecF before, simd::VecF after) {
-    const simd::VecF d = after - before;
+  [[gnu::always_inline]] void add(int c, simd::VecF grad, simd::VecF before, simd::VecF after, Block& b) {
     g_.add(c, grad);
     w_.add(c, after);
-    sq_[c] += d * d;
+    const simd::VecF d = after - before, dd = d * d;
+    if (__builtin_expect(simd::all_below(dd, INFINITY), 1)) sq_[c] += dd;  // (squares: >= 0 or NaN)
+    else exact(before, after, b);
   }
-  // Every kBlock values: the block's float sums into double.
-  void end_block(Totals& t) {
-    g_.flush(t.grad);
-    w_.flush(t.weight);
-    simd::VecF s = sq_[0];
-    for (int c = 1; c < kChains; ++c) s += sq_[c];
-    t.update_sq += simd::lane_sum(s);
+  // A single value (the part's last n % kLanes).
+  static void add_scalar(float grad, float before, float after, Block& b) {
+    stats::add_scalar(b.grad, grad);
+    stats::add_scalar(b.weight, after);
+    const float d = after - before;
+    if (std::isfinite(d * d)) b.exact_sq += double(d * d);
+    else exact(double(before), double(after), b);
+  }
+  // The block's chains into `b`, and new chains. (Small and always inlined: the chains'
+  // address must not leave the loop, or they live in memory.)
+  [[gnu::always_inline]] void flush(Block& b) {
+    g_.flush(b.grad);
+    w_.flush(b.weight);
+    g_.finish(b.grad);
+    w_.finish(b.weight);
+    simd::VecF sq = sq_[0];
+    for (int c = 1; c < kChains; ++c) sq += sq_[c];
+    b.chain_sq += simd::lane_sum(sq);
+    g_.reset();
+    w_.reset();
     for (int c = 0; c < kChains; ++c) sq_[c] = simd::VecF{};
   }
-  // The chunk's last n % kLanes values, after the last block.
-  static void add_scalar(Totals& t, float grad, float before, float after) {
-    stats::add_scalar(t.grad, grad);
-    stats::add_scalar(t.weight, after);
-    const float d = after - before;
-    t.update_sq += double(d) * d;
-  }
-  // Into `total`. A stream whose sums are not finite (a NaN/Inf, or a float sum that
-  // overflowed) goes again on its exact path over the chunk's n values.
-  void finish(Totals& t, const float* grad, const float* before, const float* after, int64_t n,
-              ParamSums& total) const {
-    g_.finish(t.grad);
-    w_.finish(t.weight);
+  // A flushed block's sums into `total`; its n gradients and new values again on the
+  // exact path where their sums are not finite (a NaN/Inf, or a float sum that
+  // overflowed). Then a new block.
+  static void end_block(Block& b, const float* grad, const float* after, int64_t n, ParamSums& total) {
     Bands moments;
     moments.light = true;
-    if (sums_finite(t.grad)) total.grad.merge(t.grad);
+    if (sums_finite(b.grad)) total.grad.merge(b.grad);
     else add_values(grad, n, moments, total.grad);
-    if (sums_finite(t.weight)) total.weight.merge(t.weight);
+    if (sums_finite(b.weight)) total.weight.merge(b.weight);
     else add_values(after, n, moments, total.weight);
-    if (std::isfinite(t.update_sq)) total.update.sq += t.update_sq;
-    else add_update(before, after, n, total.update);
+    total.update.sq += b.chain_sq + b.exact_sq;
+    total.update.nonfinite += b.nonfinite;
+    b = Block{};
   }
 
  private:
+  // The change in double (exact for floats): its square where finite, else counted.
+  static void exact(double before, double after, Block& b) {
+    const double d = after - before;
+    if (std::isfinite(d)) b.exact_sq += d * d;
+    else ++b.nonfinite;
+  }
+  // (Inline: a call in the loop, even on its cold path, would make the compiler keep the
+  // chains in memory, every vector register being the callee's to clobber.)
+  static void exact(simd::VecF before, simd::VecF after, Block& b) {
+    for (int j = 0; j < simd::kLanes; ++j) exact(double(before[j]), double(after[j]), b);
+  }
+
   simd::Moments<kChains> g_, w_;
   simd::VecF sq_[kChains] = {};
 };

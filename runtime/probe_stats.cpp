@@ -174,11 +174,6 @@ void update_exact(const float* before, const float* after, int64_t n, UpdateSums
 
 }  // namespace
 
-bool sums_finite(const Sums& s) {
-  return std::isfinite(s.sum) && std::isfinite(s.sumsq) && std::isfinite(s.sumabs) && std::isfinite(s.mn) &&
-         std::isfinite(s.mx);
-}
-
 Bands Bands::of(const an::OpDescription* desc) {
   Bands b;
   if (!desc) return b;

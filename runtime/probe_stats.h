@@ -4,6 +4,7 @@
 // chunk holding NaN/Inf is reduced again on an exact scalar path that counts them.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -49,7 +50,11 @@ struct UpdateSums {
 
 // Whether sums taken on the fast paths are all finite (else a NaN/Inf or an overflowed
 // float sum: the chunk goes again on the exact path).
-bool sums_finite(const Sums& s);
+// (Inline: a caller whose sums live beside its vector chains keeps them in registers.)
+inline bool sums_finite(const Sums& s) {
+  return std::isfinite(s.sum) && std::isfinite(s.sumsq) && std::isfinite(s.sumabs) && std::isfinite(s.mn) &&
+         std::isfinite(s.mx);
+}
 
 // Adds n values to `total`: every statistic.
 void add_values(const float* x, int64_t n, const Bands& b, Sums& total);

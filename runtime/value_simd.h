@@ -79,6 +79,39 @@ inline VecF vsqrt(VecF v) {
   return v;
 #endif
 }
+// v, as a value the compiler knows nothing about (an empty asm that may have changed
+// it, in the register it is in: no instruction). Statistics taken inside another
+// computation's loop reduce opaque copies, so the compiler shares no subexpression
+// between the two (GCC contracts a * b + c into an FMA unless a * b is used elsewhere:
+// the squares of a gradient the statistics sum would change an update's rounding).
+template <class T>
+inline T opaque(T v) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm("" : "+v"(v));
+  return v;
+#elif defined(__aarch64__)
+  asm("" : "+w"(v));
+  return v;
+#else
+  volatile T copy = v;  // (through memory elsewhere)
+  return copy;
+#endif
+}
+// Whether every lane of v is below `limit` (false where NaN): a vector compare and a
+// test of its mask.
+inline bool all_below(VecF v, float limit) {
+#if defined(__AVX512F__)
+  return _mm512_cmp_ps_mask((__m512)v, _mm512_set1_ps(limit), _CMP_LT_OQ) == 0xffff;
+#elif defined(__AVX__)
+  return _mm256_movemask_ps(_mm256_cmp_ps((__m256)v, _mm256_set1_ps(limit), _CMP_LT_OQ)) == 0xff;
+#elif defined(__SSE__)
+  return _mm_movemask_ps(_mm_cmplt_ps((__m128)v, _mm_set1_ps(limit))) == 0xf;
+#else
+  for (int j = 0; j < kLanes; ++j)
+    if (!(v[j] < limit)) return false;
+  return true;
+#endif
+}
 // |v| in every lane (the sign bit cleared, as std::fabs).
 inline VecF vabs(VecF v) { return (VecF)((VecU)v & 0x7fffffffu); }
 // 1.0 in every lane, read from a volatile so the compiler cannot fold v * 1 away: the
@@ -103,7 +136,8 @@ template <int C>
 struct Moments {
   VecF s[C], q[C], mn[C], mx[C];
   const VecF unit = opaque_one();  // (exact: v * 1 = v)
-  Moments() {
+  Moments() { reset(); }
+  void reset() {
     for (int c = 0; c < C; ++c) s[c] = q[c] = VecF{}, mn[c] = VecF{} + INFINITY, mx[c] = VecF{} - INFINITY;
   }
   void add(int c, VecF v) {

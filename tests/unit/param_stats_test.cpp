@@ -131,4 +131,11 @@ TEST_CASE("add_param_chunk: NaN and Inf are counted in the stream that holds the
   CHECK(std::isfinite(s.weight.sum));
   CHECK(s.weight.sum == doctest::Approx(64 * 3e38));
   CHECK(s.update.nonfinite == 0);
+  // Finite changes whose squares (or whose float differences) overflow, in the vectors
+  // and in the tail (n = 67): taken in double, not counted as NaN/Inf.
+  Chunk jump = chunk(67, 5);
+  for (size_t k = 0; k < 67; ++k) jump.before[k] = k % 2 ? -3e38f : 0.0f, jump.after[k] = 3e38f;
+  const stats::ParamSums sj = once(jump);
+  CHECK(sj.update.nonfinite == 0);
+  CHECK(sj.update.sq == doctest::Approx(34 * 9e76 + 33 * 36e76));
 }

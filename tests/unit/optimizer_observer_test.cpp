@@ -302,3 +302,54 @@ TEST_CASE("optimizer: every rule's vector lanes and scalar remainder compute the
     }
   }
 }
+
+TEST_CASE("optimizer: a large parameter's statistics taken in the rule's loop are the same on two threads") {
+  // Per part (the parts update at once on the compute threads), merged in part order, as
+  // ProbeRecorder::after_update does.
+  struct PartSums : rt::Optimizer::UpdateObserver {
+    std::vector<stats::ParamSums> parts = std::vector<stats::ParamSums>(size_t(rt::kMaxElementwiseParts));
+    bool concurrent_parts(size_t) const override { return true; }
+    void on_chunk(size_t, int64_t, int64_t, const float*, const float*, const float*, int64_t) override {}
+    stats::ParamSums* chunk_sums(size_t, int64_t part) override { return &parts[size_t(part)]; }
+  };
+  const int64_t n = 300000;
+  REQUIRE(rt::elementwise_parts(n) > 1);
+  std::vector<std::vector<float>> weights;
+  std::vector<stats::ParamSums> merged;
+  rt::set_helper_policy(rt::HelperPolicy::kAlways);  // two threads really used
+  for (int threads : {1, 2}) {
+    rt::set_compute_threads(threads);
+    auto opt = rt::make_optimizer(config(kRules[3]));
+    rt::Tensor w = rt::Tensor::floats({n}, random_values(size_t(n), 22)),
+               g = rt::Tensor::floats({n}, random_values(size_t(n), 23));
+    std::vector<rt::Param> p = {{"w", &w, &g}};
+    PartSums log;
+    opt->step(p, &log);
+    stats::ParamSums all;
+    for (int64_t part = 0; part < rt::elementwise_parts(n); ++part) {
+      const stats::ParamSums& s = log.parts[size_t(part)];
+      all.grad.merge(s.grad);
+      all.weight.merge(s.weight);
+      all.update.sq += s.update.sq;
+      all.update.nonfinite += s.update.nonfinite;
+    }
+    weights.push_back(w.fvec());
+    merged.push_back(all);
+  }
+  rt::set_compute_threads(0);
+  rt::set_helper_policy(rt::HelperPolicy::kAuto);
+  CHECK(same_bits(weights[0], weights[1]));
+  check_sums(merged[1].grad, merged[0].grad);
+  check_sums(merged[1].weight, merged[0].weight);
+  CHECK(merged[1].update.sq == merged[0].update.sq);
+  // Every part seen: one pass of add_param_chunk over the whole parameter (its blocks
+  // are the parts' blocks; only the sums' association across parts differs).
+  const std::vector<float> before = random_values(size_t(n), 22), grad = random_values(size_t(n), 23);
+  stats::ParamSums whole;
+  stats::add_param_chunk(grad.data(), before.data(), weights[0].data(), n, whole);
+  CHECK(merged[0].grad.mn == whole.grad.mn);
+  CHECK(merged[0].weight.mx == whole.weight.mx);
+  CHECK(merged[0].grad.sumsq == doctest::Approx(whole.grad.sumsq).epsilon(1e-12));
+  CHECK(merged[0].weight.sum == doctest::Approx(whole.weight.sum).epsilon(1e-12));
+  CHECK(merged[0].update.sq == doctest::Approx(whole.update.sq).epsilon(1e-12));
+}

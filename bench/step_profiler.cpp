@@ -63,15 +63,20 @@ std::vector<std::string> StepProfiler::step_labels() const {
 void print_probe_steps(const std::string& model, const std::vector<std::string>& labels,
                        const std::vector<double>& off, const std::vector<double>& light,
                        const std::vector<double>& full, size_t top) {
-  std::vector<size_t> order;
-  for (size_t k = 0; k < off.size() && k < full.size() && k < labels.size(); ++k)
-    if (std::isfinite(off[k]) && std::isfinite(full[k])) order.push_back(k);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return full[a] - off[a] > full[b] - off[b]; });
-  if (order.size() > top) order.resize(top);
-  for (size_t k : order)
-    std::printf("PROBESTEP model=%s step=\"%s\" off_us=%.1f light_us=%+.1f full_us=%+.1f\n", model.c_str(),
-                labels[k].c_str(), 1e6 * off[k], k < light.size() && std::isfinite(light[k]) ? 1e6 * (light[k] - off[k]) : 0.0,
-                1e6 * (full[k] - off[k]));
+  const auto delta = [&](const std::vector<double>& v, size_t k) {
+    return k < v.size() && std::isfinite(v[k]) && std::isfinite(off[k]) ? v[k] - off[k] : 0.0;
+  };
+  for (const bool by_full : {true, false}) {
+    std::vector<size_t> order;
+    for (size_t k = 0; k < off.size() && k < labels.size(); ++k) order.push_back(k);
+    const std::vector<double>& v = by_full ? full : light;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return delta(v, a) > delta(v, b); });
+    if (order.size() > top) order.resize(top);
+    for (size_t k : order)
+      std::printf("PROBESTEP model=%s by=%s step=\"%s\" off_us=%.1f light_us=%+.1f full_us=%+.1f\n", model.c_str(),
+                  by_full ? "full" : "light", labels[k].c_str(), 1e6 * off[k], 1e6 * delta(light, k),
+                  1e6 * delta(full, k));
+  }
   std::fflush(stdout);
 }
 

@@ -106,9 +106,10 @@ void merge_minima(std::vector<double>& into, const std::vector<double>& m);
 // iterations' mix of n_light light and n_full full ones).
 void print_probe_minima(const std::string& model, const std::vector<double>& off, const std::vector<double>& light,
                         const std::vector<double>& full, int64_t n_light, int64_t n_full);
-// The `top` program steps whose minima grow most with probes (full iterations; light ones
-// beside them): "PROBESTEP model=... step=... off_us=... light_us=... full_us=..." lines,
-// where a whole-network figure says how much and this says where (--profile-steps).
+// The `top` program steps whose minima grow most with probes at full iterations, then at
+// light ones: "PROBESTEP model=... by=full|light step=... off_us=... light_us=...
+// full_us=..." lines, where a whole-network figure says how much and this says where
+// (--profile-steps).
 void print_probe_steps(const std::string& model, const std::vector<std::string>& labels,
                        const std::vector<double>& off, const std::vector<double>& light,
                        const std::vector<double>& full, size_t top);

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -18,19 +17,14 @@
 #include "runtime/probe_stats.h"
 #include "runtime/threads.h"
 #include "runtime/value_simd.h"
+#include "tests/unit/parallel_test_util.h"
 
 namespace {
 
 namespace rt = dl::rt;
 namespace stats = dl::rt::stats;
 
-std::vector<float> random_values(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using dl::test::random_values;
 
 // Every rule and variant.
 struct Rule {

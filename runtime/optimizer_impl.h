@@ -24,7 +24,7 @@ bool known(const std::string& lowercase_name);
 //   receives w's old values, one more store of values the loop loads anyway (a copy of
 //   its own had been a pass over weights not touched since the last update, run 37);
 // - `sums` not null (an UpdateObserver's chunk_sums; n is a whole part): receives the
-//   values' statistics (stats::ParamChunk, add_param_chunk's blocks and chains) from the
+//   values' statistics (stats::ParamChunk, add_param_chunk's blocks) from the
 //   registers that hold the gradient and the old and new values: no second pass over
 //   them after the update, no copy of the old values (bench/README.md run 39).
 // The update is the same in every case.
@@ -53,7 +53,6 @@ inline void each_vector_as(float* __restrict w, const float* __restrict g, float
     if constexpr (kMode == 1) before[k] = old;
     if constexpr (kMode == 2) Chunk::add_scalar(simd::opaque(g[k]), simd::opaque(old), simd::opaque(x), block);
   };
-  static_assert(Chunk::kChains == 1, "one chain: every vector to chain 0");
   const int64_t vec_end = n - n % kLanes;
   for (int64_t k = 0; k < n;) {
     const int64_t start = k, end = kMode == 2 ? std::min(n, k + Chunk::kValues) : n, vend = std::min(vec_end, end);
@@ -66,7 +65,7 @@ inline void each_vector_as(float* __restrict w, const float* __restrict g, float
       simd::storev(w + k, x);
       for (int j = 0; j < S; ++j) simd::storev(slot[j] + k, state[j]);
       if constexpr (kMode == 1) simd::storev(before + k, old);
-      if constexpr (kMode == 2) chunk.add(0, simd::opaque(grad), simd::opaque(old), simd::opaque(x), block);
+      if constexpr (kMode == 2) chunk.add(simd::opaque(grad), simd::opaque(old), simd::opaque(x), block);
     }
     for (; k < end; ++k) scalar(k);
     if constexpr (kMode == 2) {

@@ -5,7 +5,7 @@
 // parameter (opt_detail::each_vector, runtime/optimizer_impl.h), block by block of
 // kValues values from the part's start, so both give the same sums.
 //
-// The update's squares are summed in float chains, as the other sums; a vector whose
+// The update's squares are summed in a float chain, as the other sums; a vector whose
 // change holds a NaN/Inf (or whose square overflows) goes on the exact path at once,
 // from the old and new values still in registers: no old values are kept for a second
 // look, so a rule's loop needs no copy of them (storing that copy had cost as much as
@@ -24,27 +24,25 @@ class ParamChunk {
   // The block (at most one optimizer chunk, Optimizer::kChunk) whose float sums go to
   // double together, and which a NaN/Inf sends again on the exact path.
   static constexpr int64_t kValues = 2048;
-  // Independent chains: vector k of a block goes to chain k % kChains, the block's last
-  // odd vector to chain 0. One: inside an update rule's loop, beside the rule's own
-  // values and constants, two chains of the three streams spill AVX-512's 32 registers
-  // (and the rules' loops are bound by their square roots and divisions, or by memory,
-  // not by the chains' latency).
-  static constexpr int kChains = 1;
+  // One chain of accumulators per statistic: inside an update rule's loop, beside the
+  // rule's own values and constants, two chains of the three streams spill AVX-512's 32
+  // registers (and the rules' loops are bound by their square roots and divisions, or by
+  // memory, not by the chains' latency).
 
-  // A block's sums in double, kept apart from the chains: these go to out-of-line code,
-  // and the chains must stay where no store of the loop can reach them (in registers).
+  // A block's sums in double, kept apart from the chain: these go to out-of-line code,
+  // and the chain must stay where no store of the loop can reach them (in registers).
   struct Block {
     Sums grad, weight;
-    double chain_sq = 0;     // the squares of the changes, from the chains
-    double exact_sq = 0;     // and from the exact path
+    double chain_sq = 0;     // the squares of the changes, from the chain
+    double exact_sq = 0;     // and one value at a time (the remainder, the exact path)
     uint32_t nonfinite = 0;  // the changes that are NaN/Inf
   };
 
-  [[gnu::always_inline]] void add(int c, simd::VecF grad, simd::VecF before, simd::VecF after, Block& b) {
-    g_.add(c, grad);
-    w_.add(c, after);
+  [[gnu::always_inline]] void add(simd::VecF grad, simd::VecF before, simd::VecF after, Block& b) {
+    g_.add(0, grad);
+    w_.add(0, after);
     const simd::VecF d = after - before, dd = d * d;
-    if (__builtin_expect(simd::all_below(dd, INFINITY), 1)) sq_[c] += dd;  // (squares: >= 0 or NaN)
+    if (__builtin_expect(simd::all_below(dd, INFINITY), 1)) sq_ += dd;  // (squares: >= 0 or NaN)
     else exact(before, after, b);
   }
   // A single value (the part's last n % kLanes).
@@ -55,19 +53,17 @@ class ParamChunk {
     if (std::isfinite(d * d)) b.exact_sq += double(d * d);
     else exact(double(before), double(after), b);
   }
-  // The block's chains into `b`, and new chains. (Small and always inlined: the chains'
-  // address must not leave the loop, or they live in memory.)
+  // The block's chain into `b`, and a new chain. (Small and always inlined: the chain's
+  // address must not leave the loop, or it lives in memory.)
   [[gnu::always_inline]] void flush(Block& b) {
     g_.flush(b.grad);
     w_.flush(b.weight);
     g_.finish(b.grad);
     w_.finish(b.weight);
-    simd::VecF sq = sq_[0];
-    for (int c = 1; c < kChains; ++c) sq += sq_[c];
-    b.chain_sq += simd::lane_sum(sq);
+    b.chain_sq += simd::lane_sum(sq_);
     g_.reset();
     w_.reset();
-    for (int c = 0; c < kChains; ++c) sq_[c] = simd::VecF{};
+    sq_ = simd::VecF{};
   }
   // A flushed block's sums into `total`; its n gradients and new values again on the
   // exact path where their sums are not finite (a NaN/Inf, or a float sum that
@@ -92,13 +88,13 @@ class ParamChunk {
     else ++b.nonfinite;
   }
   // (Inline: a call in the loop, even on its cold path, would make the compiler keep the
-  // chains in memory, every vector register being the callee's to clobber.)
+  // chain in memory, every vector register being the callee's to clobber.)
   static void exact(simd::VecF before, simd::VecF after, Block& b) {
     for (int j = 0; j < simd::kLanes; ++j) exact(double(before[j]), double(after[j]), b);
   }
 
-  simd::Moments<kChains> g_, w_;
-  simd::VecF sq_[kChains] = {};
+  simd::Moments<1> g_, w_;
+  simd::VecF sq_ = {};
 };
 
 }  // namespace dl::rt::stats

@@ -1,7 +1,8 @@
 // The parameter side of ProbeRecorder (runtime/probes.h): which iterations reduce the
-// parameters in full, their statistics from the optimizer's chunks (on_chunk), the
-// records merged in part order or carried (after_update), and the previous record's
-// parameters reduced after the fact when a forward value turns NaN/Inf.
+// parameters in full, their statistics from the rules' loops (chunk_sums) or the
+// optimizer's chunks (on_chunk), the records merged in part order or carried
+// (after_update), and the previous record's parameters reduced after the fact when a
+// forward value turns NaN/Inf.
 #include <cmath>
 
 #include "runtime/probes.h"

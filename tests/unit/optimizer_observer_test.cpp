@@ -201,7 +201,7 @@ struct AfterLog : rt::Optimizer::UpdateObserver {
   }
 };
 
-// Both take stats::ParamChunk's blocks and chains: the same sums, bit for bit.
+// Both take stats::ParamChunk's blocks: the same sums, bit for bit.
 void check_sums(const stats::Sums& got, const stats::Sums& want) {
   CHECK(got.nan == want.nan);
   CHECK(got.inf == want.inf);

@@ -116,12 +116,14 @@ Sums exact_sums(const float* x, int64_t n, const Bands& b) {
 // a masked lane adds 0 to the sums and +inf to the minimum (and -inf never raises the
 // maximum), and the bands' counts, which a -inf would be in, take the masked count off.
 // NaN and +inf make the sums non-finite, and the exact path (which leaves -inf out too)
-// counts them. Every statistic whatever b.light (masked probes are few: a light one
-// needs only a subset).
+// counts them. kLight (Bands::light): the sum, the sum of squares, the extremes and the
+// masked count only, as light_sums.
+template <bool kLight>
 Sums masked_sums(const float* x, int64_t n, const Bands& b) {
   const VecF neg_inf = VecF{} - INFINITY, pos_inf = VecF{} + INFINITY;
   const VecU abs_mask = VecU{} + 0x7fffffffu;
   const VecF dead_v = VecF{} + b.dead_at, lo_v = VecF{} + b.sat_lo, hi_v = VecF{} + b.sat_hi;
+  const bool dead_band = !kLight && b.dead, sat_band = !kLight && b.sat;
   VecF mn[2] = {pos_inf, pos_inf}, mx[2] = {neg_inf, neg_inf};
   Sums out;
   int64_t k = 0;
@@ -133,27 +135,35 @@ Sums masked_sums(const float* x, int64_t n, const Bands& b) {
     const auto add = [&](int c, VecF v) {
       const VecI m = v == neg_inf;  // -1 per masked lane
       const VecF v0 = (VecF)((VecU)v & ~(VecU)m);
-      s[c] += v0, q[c] += v0 * v0, a[c] += (VecF)((VecU)v0 & abs_mask);
+      s[c] += v0, q[c] += v0 * v0;
       mn[c] = simd::vmin(mn[c], (VecF)((VecU)v0 | ((VecU)pos_inf & (VecU)m)));
       mx[c] = simd::vmax(mx[c], v);
-      masked[c] -= m, zeros[c] -= v == 0.0f;
-      if (b.dead) dead[c] -= v <= dead_v;
-      if (b.sat) sat[c] -= (v <= lo_v) | (v >= hi_v);
+      masked[c] -= m;
+      if (kLight) return;
+      a[c] += (VecF)((VecU)v0 & abs_mask);
+      zeros[c] -= v == 0.0f;
+      if (dead_band) dead[c] -= v <= dead_v;
+      if (sat_band) sat[c] -= (v <= lo_v) | (v >= hi_v);
     };
     for (; k + 2 * kLanes <= block_end; k += 2 * kLanes) add(0, loadv(x + k)), add(1, loadv(x + k + kLanes));
     for (; k < block_end; k += kLanes) add(0, loadv(x + k));
     out.sum += lane_sum(s[0] + s[1]);
     out.sumsq += lane_sum(q[0] + q[1]);
-    out.sumabs += lane_sum(a[0] + a[1]);
     const int64_t m = lane_sum(masked[0] + masked[1]);
     out.masked += m;
+    if (kLight) continue;
+    out.sumabs += lane_sum(a[0] + a[1]);
     out.zeros += lane_sum(zeros[0] + zeros[1]);
-    if (b.dead) out.dead += lane_sum(dead[0] + dead[1]) - m;  // (-inf <= dead_at)
-    if (b.sat) out.sat += lane_sum(sat[0] + sat[1]) - m;      // (-inf <= sat_lo)
+    if (dead_band) out.dead += lane_sum(dead[0] + dead[1]) - m;  // (-inf <= dead_at)
+    if (sat_band) out.sat += lane_sum(sat[0] + sat[1]) - m;      // (-inf <= sat_lo)
   }
   const VecF lo = simd::vmin(mn[0], mn[1]), hi = simd::vmax(mx[0], mx[1]);
   for (int j = 0; j < kLanes; ++j) out.mn = std::min(out.mn, lo[j]), out.mx = std::max(out.mx, hi[j]);
-  if (k < n) out.merge(exact_sums(x + k, n - k, b));  // (the tail: under kLanes values)
+  if (k < n) {  // (the tail: under kLanes values)
+    Sums tail = exact_sums(x + k, n - k, b);
+    if (kLight) tail.sumabs = 0, tail.zeros = tail.dead = tail.sat = 0;
+    out.merge(tail);
+  }
   return out;
 }
 
@@ -194,7 +204,7 @@ Bands Bands::of(const an::OpDescription* desc) {
 void add_values(const float* x, int64_t n, const Bands& b, Sums& total) {
   Sums part;
   if (b.masked) {
-    part = masked_sums(x, n, b);
+    part = b.light ? masked_sums<true>(x, n, b) : masked_sums<false>(x, n, b);
     // (every value masked: no extremes, min and max stay at +inf and -inf; a causal mask's
     // long rows have whole chunks of -inf)
     const bool finite = part.masked == n ? std::isfinite(part.sum) && std::isfinite(part.sumsq) &&

@@ -70,8 +70,9 @@ echo "torch $($PY -c 'import torch; print(torch.__version__)' 2>/dev/null), BLAS
 isa=sse2; grep -qw avx2 /proc/cpuinfo && isa="avx2+fma"; grep -qw avx512f /proc/cpuinfo && isa=avx512f
 native=$(sed -n 's/^DL_NATIVE:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
 flags=$(sed -n 's/^CMAKE_CXX_FLAGS:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
+tune=$(sed -n 's/^DL_TUNE:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
 echo "cpu vector ISA: $isa; $BUILD configured with DL_NATIVE=${native:-ON} (ON: -march=native, the kernels use $isa)," \
-  "CMAKE_CXX_FLAGS '${flags}'"
+  "DL_TUNE '${tune}' (native builds' -mtune; empty: the compiler's choice), CMAKE_CXX_FLAGS '${flags}'"
 echo "PyTorch's ISA: ${TORCH_ISA:-the widest of the CPU}${TORCH_ISA:+ (ONEDNN_MAX_CPU_ISA=$ONEDNN_MAX_CPU_ISA ATEN_CPU_CAPABILITY=$ATEN_CPU_CAPABILITY OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE)}"
 
 if [ "$MICRO" = 1 ] && [ -x "$MICROBIN" ]; then

@@ -27,8 +27,6 @@
 // Records come in the order the run makes them. The file is written to a temporary file
 // and renamed (io::AtomicFile: a non-regular file at --out is refused, never replaced).
 // Exit 0 on success, 2 on a bad option, model, data file or output path.
-#include <zlib.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstring>
@@ -49,18 +47,6 @@
 namespace {
 
 using namespace dl;
-
-std::string gunzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) throw ConfigError(path + ": cannot open");
-  std::string out;
-  char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  gzclose(f);
-  if (n != 0) throw ModelError(path + ": not a complete gzip file");
-  return out;
-}
 
 class DumpWriter {
  public:
@@ -165,7 +151,7 @@ int run(const std::string& model_path, const std::string& data_path, const std::
   const std::set<int64_t> iterations = parse_iterations(iteration_list);
   if (threads > 0) rt::set_compute_threads(threads);
   const bool gz = model_path.size() > 3 && model_path.compare(model_path.size() - 3, 3, ".gz") == 0;
-  ir::Model model = gz ? conv::import_model_bytes(gunzip(model_path), model_path) : conv::import_model(model_path);
+  ir::Model model = gz ? conv::import_model_bytes(test::gunzip(model_path), model_path) : conv::import_model(model_path);
   rt::adapt_export(model);
   rt::TrainConfig config = rt::config_from_metadata(model.metadata, model_path);
   if (lr > 0) config.optimizer.learning_rate = lr;

@@ -21,8 +21,6 @@
 // DL_PARITY_CNN_STEPS=N (the sanitizer job sets 2: the full run takes minutes under ASan)
 // trains ceil(N / 2) epochs and compares those losses only, without the loss_at runs.
 #include <doctest/doctest.h>
-#include <zlib.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -107,16 +105,12 @@ Reference read_reference(const std::string& path) {
 }
 
 std::string gunzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  REQUIRE_MESSAGE(f != nullptr, "cannot open " << path);
-  std::string out;
-  char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  const bool ok = n == 0;
-  gzclose(f);
-  REQUIRE_MESSAGE(ok, path << ": not a complete gzip file");
-  return out;
+  try {
+    return dl::test::gunzip(path);
+  } catch (const std::exception& e) {
+    FAIL(e.what());
+  }
+  return {};
 }
 
 int steps_to_compare() {

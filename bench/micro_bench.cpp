@@ -10,6 +10,8 @@
 //                          shapes) or one projection product (batch 1)
 // BM_Gemm{Forward,Backward}/M/K/N   the Gemm op (transB = 1, as PyTorch exports Linear)
 // BM_Conv{Forward,Backward}/...      the Conv op on LeNet-5's two convolutions
+// BM_Depthwise/hw/blocked/backward   the depthwise kernels, per-plane or channel-blocked,
+//                                    16 images of 96 channels, 3x3 pad 1 (MobileNet's)
 // BM_ReduceStats/n/dead_zone         the probe reduction over n floats
 // BM_SinkChunk, BM_ParamChunk         the probes' sums of one chunk, of a parameter's chunks
 // BM_OptimizerStep/values/mode       an optimizer step, unobserved or observed (the probes' full iterations)
@@ -25,6 +27,7 @@
 
 #include "bench/op_bench.h"
 #include "runtime/attrs.h"
+#include "runtime/ops/depthwise.h"
 #include "runtime/ops/gemm_kernel.h"
 #include "runtime/optimizer.h"
 #include "runtime/probes.h"
@@ -179,6 +182,40 @@ void BM_ConvBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_ConvForward)->Args({64, 1, 28, 6, 2})->Args({64, 6, 14, 16, 0})->ArgNames({"B", "C", "HW", "M", "pad"})->UseRealTime();
 BENCHMARK(BM_ConvBackward)->Args({64, 1, 28, 6, 2})->Args({64, 6, 14, 16, 0})->ArgNames({"B", "C", "HW", "M", "pad"})->UseRealTime();
+
+// Which depthwise kernel a map size should take (runtime/ops/depthwise.cpp, kBlockedScratch).
+void BM_Depthwise(benchmark::State& state) {
+  const int64_t hw = state.range(0), n = 16, c = 96;
+  const bool blocked = state.range(1) != 0, backward = state.range(2) != 0;
+  rt::WindowAttrs wa;
+  wa.pads = {1, 1, 1, 1};
+  const rt::Window w = rt::plan_window("BM_Depthwise", wa, {n, c, hw, hw}, {3, 3});
+  rt::PoolTaps t;
+  t.plan(w);
+  const int64_t in = w.in_size(), out = w.out_size();
+  const rt::Tensor x = random_tensor({n * c * in}, -1, 1, 1), wk = random_tensor({c * 9}, -1, 1, 2),
+                   dy = random_tensor({n * c * out}, -1, 1, 3);
+  std::vector<float> y(size_t(n * c * out)), dx(size_t(n * c * in)), dw(size_t(c * 9)),
+      scratch(size_t(rt::depthwise_blocked_scratch(w)));
+  for (auto _ : state) {
+    if (blocked && backward)
+      rt::depthwise_backward_blocked(w, t, n, c, x.f(), wk.f(), dy.f(), dx.data(), dw.data(), scratch.data());
+    else if (blocked)
+      rt::depthwise_forward_blocked(w, t, n, c, x.f(), wk.f(), nullptr, y.data(), scratch.data());
+    for (int64_t p = 0; !blocked && p < n * c; ++p) {
+      const int64_t ch = p % c;
+      if (backward)
+        rt::depthwise_backward(w, t, x.f() + p * in, wk.f() + ch * 9, dy.f() + p * out, dx.data() + p * in,
+                               dw.data() + ch * 9);
+      else
+        rt::depthwise_forward(w, t, x.f() + p * in, wk.f() + ch * 9, y.data() + p * out);
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["FLOPS"] = benchmark::Counter(2.0 * double(n * c * out * 9) * (backward ? 2 : 1),
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Depthwise)->ArgsProduct({{2, 4, 8, 16, 32, 56, 112}, {0, 1}, {0, 1}})->ArgNames({"hw", "blocked", "bwd"})->UseRealTime();
 
 // The probe reduction: n floats of a ReLU output (about half exactly zero) with the
 // dead-zone bookkeeping, or of a gradient without it.

@@ -23,8 +23,10 @@
 // values per channel (as torch.nn.BatchNorm2d does too); for 2-D/3-D X (Keras' non-fused
 // path, tf.nn.moments) the population variance. The ONNX outputs keep the spec's rule.
 #include <cmath>
+#include <optional>
 
 #include "runtime/attrs.h"
+#include "runtime/ops/batch_norm_short.h"
 #include "runtime/ops/batch_norm_sums.h"
 #include "runtime/ops/eigen_map.h"
 #include "runtime/ops/shape_util.h"
@@ -77,7 +79,8 @@ class BatchNormalization : public Op {
         ctx.out[k]->plan(DType::kFloat32, {c_});
         legacy_training_ = version_ > 0 && version_ < 14;
       }
-    for (auto* v : {&mean_, &invstd_, &var_}) v->assign(static_cast<size_t>(c_), 0.0f);
+    for (auto* v : {&mean_, &invstd_, &var_, &coef_[0], &coef_[1], &coef_[2]}) v->assign(static_cast<size_t>(c_), 0.0f);
+    for (auto& v : wide_) v.assign(static_cast<size_t>(c_), 0.0);
     out_sums_.assign(static_cast<size_t>(c_), stats::Sums{});
     in_sums_.assign(static_cast<size_t>(c_), stats::Sums{});
   }
@@ -101,10 +104,14 @@ class BatchNormalization : public Op {
     const bool in_light = reports && ctx.in_stats && ctx.in_stats->light();
     pass.sums = out_light ? out_sums_.data() : nullptr;
     pass.in_sums = in_light ? in_sums_.data() : nullptr;
-    parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
-      const Pass& ps = *static_cast<const Pass*>(p);
-      ps.op->forward_channel(ps, c);
-    }, &pass);
+    if (inner_ < kShortRow) {  // (no light sums here: neither derives_sums() nor fuses_sums())
+      forward_short(pass);
+    } else {
+      parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
+        const Pass& ps = *static_cast<const Pass*>(p);
+        ps.op->forward_channel(ps, c);
+      }, &pass);
+    }
     if (out_light) report(out_sums_, ctx.out_stats);
     if (in_light) report(in_sums_, ctx.in_stats);
     write_statistics(ctx);
@@ -128,10 +135,14 @@ class BatchNormalization : public Op {
     pass.assign = ctx.assign;
     const bool light = fuses_sums() && ctx.dout_stats && ctx.dout_stats->light();
     pass.sums = light ? out_sums_.data() : nullptr;
-    parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
-      const Pass& ps = *static_cast<const Pass*>(p);
-      ps.op->backward_channel(ps, c);
-    }, &pass);
+    if (inner_ < kShortRow) {
+      backward_short(pass);
+    } else {
+      parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
+        const Pass& ps = *static_cast<const Pass*>(p);
+        ps.op->backward_channel(ps, c);
+      }, &pass);
+    }
     if (light) report(out_sums_, ctx.dout_stats);
   }
   bool assigns_gradient(size_t i) const override { return i < 3; }  // X, scale, B: every channel
@@ -151,24 +162,17 @@ class BatchNormalization : public Op {
 
  private:
   static constexpr int64_t kParallelWork = int64_t{1} << 16;  // values from which channels go to helpers
-  // Rows (one image's plane of a channel) shorter than sum_of's 16 lanes are summed
-  // plainly, in double: setting up and folding the lanes would cost more than the row
+  // Rows (one image's plane of a channel) shorter than sum_of's 16 lanes take
+  // forward_short and backward_short: all channels at once, summed plainly in double
   // (mobilenet_v2's last maps are 2x2 and 1x1).
   static constexpr int64_t kShortRow = 16;
 
-  // The sum over images of a channel's rows (first row at `x`, one every c_ * inner_):
-  // row(p, len) for rows of kShortRow or more, else term(p, k) over the values.
-  template <class Row, class Term>
-  double rows_sum(const float* x, Row row, Term term) const {
+  // The sum over images of a channel's rows (first row at `x`, one every c_ * inner_,
+  // each kShortRow long or more) by row(p, len).
+  template <class Row>
+  double rows_sum(const float* x, Row row) const {
     double s = 0.0;
-    for (int64_t n = 0; n < outer_; ++n) {
-      const float* r = x + n * c_ * inner_;
-      if (inner_ >= kShortRow) {
-        s += row(r, inner_);
-      } else {
-        for (int64_t k = 0; k < inner_; ++k) s += term(r, k);
-      }
-    }
+    for (int64_t n = 0; n < outer_; ++n) s += row(x + n * c_ * inner_, inner_);
     return s;
   }
   // Without batch statistics, light sinks are served from the channel loops only where
@@ -208,25 +212,16 @@ class BatchNormalization : public Op {
       double s;
       if (derive) {  // the same sums, and X's extremes from the same loads
         simd::Extremes ext;
-        s = rows_sum(
-            ps.x + c * inner_, [&ext](const float* r, int64_t len) { return double(sum_of_light(r, len, ext)); },
-            [&ext](const float* r, int64_t k) {
-              ext.put_scalar(r[k]);
-              return double(r[k]);
-            });
+        s = rows_sum(ps.x + c * inner_,
+                     [&ext](const float* r, int64_t len) { return double(sum_of_light(r, len, ext)); });
         ch.lo = ext.lo(), ch.hi = ext.hi();
       } else {
-        s = rows_sum(ps.x + c * inner_, [](const float* r, int64_t len) { return double(sum_of(r, len)); },
-                     [](const float* r, int64_t k) { return double(r[k]); });
+        s = rows_sum(ps.x + c * inner_, [](const float* r, int64_t len) { return double(sum_of(r, len)); });
       }
       mean = count > 0 ? s / count : 0.0;
       const float m = float(mean);
-      const double ss = rows_sum(
-          ps.x + c * inner_, [m](const float* r, int64_t len) { return double(sum_sq_dev(r, len, m)); },
-          [m](const float* r, int64_t k) {
-            const double d = double(r[k]) - m;
-            return d * d;
-          });
+      const double ss =
+          rows_sum(ps.x + c * inner_, [m](const float* r, int64_t len) { return double(sum_sq_dev(r, len, m)); });
       var = count > 0 ? ss / count : 0.0;
       ch.n = count, ch.s = s, ch.ss = ss, ch.m = m;
     }
@@ -241,7 +236,11 @@ class BatchNormalization : public Op {
     }
     const bool out_here = ps.sums && !derive;
     const bool in_here = ps.in_sums && !derive;  // no batch statistics: X's sums here
-    simd::LightSums in_acc, acc;
+    // (Constructed only when used: each is over a kilobyte of vectors to set, more than
+    // a small channel's whole normalisation.)
+    std::optional<simd::LightSums> in_holder, holder;
+    simd::LightSums* in_acc = in_here ? &in_holder.emplace() : nullptr;
+    simd::LightSums* acc = out_here ? &holder.emplace() : nullptr;
     for (int64_t n = 0; n < outer_; ++n) {
       const float* xp = ps.x + (n * c_ + c) * inner_;
       float* yp = ps.y + (n * c_ + c) * inner_;
@@ -262,48 +261,36 @@ class BatchNormalization : public Op {
       int64_t k = 0;
       for (; k + 4 * kL <= inner_; k += 4 * kL) {
         const VecF w0 = y_of(k), w1 = y_of(k + kL), w2 = y_of(k + 2 * kL), w3 = y_of(k + 3 * kL);
-        if (out_here) acc.put4(w0, w1, w2, w3);
-        if (in_here) in_acc.put_row(xp + k, 4 * kL);
+        if (out_here) acc->put4(w0, w1, w2, w3);
+        if (in_here) in_acc->put_row(xp + k, 4 * kL);
       }
       for (; k + kL <= inner_; k += kL) {
         const VecF w = y_of(k);
-        if (out_here) acc.put(w);
-        if (in_here) in_acc.put(simd::loadv(xp + k));
+        if (out_here) acc->put(w);
+        if (in_here) in_acc->put(simd::loadv(xp + k));
       }
       for (; k < inner_; ++k) {
         yp[k] = xp[k] * a + b;
-        if (in_here) in_acc.put_scalar(xp[k]);
-        if (out_here) acc.put_scalar(yp[k]);
+        if (in_here) in_acc->put_scalar(xp[k]);
+        if (out_here) acc->put_scalar(yp[k]);
       }
     }
-    if (out_here) ps.sums[c] = acc.finish();
-    if (in_here) ps.in_sums[c] = in_acc.finish();
+    if (out_here) ps.sums[c] = acc->finish();
+    if (in_here) ps.in_sums[c] = in_acc->finish();
   }
 
   void backward_channel(const Pass& ps, int64_t c) const {
     const float count = static_cast<float>(outer_ * inner_);
     float s = 0.0f, sx = 0.0f;  // sum dy, sum dy * xhat
     const float m = mean_[c];
-    simd::LightSums acc;  // dY's, when ps.sums
-    if (inner_ >= kShortRow) {
-      for (int64_t n = 0; n < outer_; ++n) {
-        const int64_t off = (n * c_ + c) * inner_;
-        s += ps.sums ? sum_of_light(ps.dy + off, inner_, acc) : sum_of(ps.dy + off, inner_);
-        sx += dot_dev(ps.dy + off, ps.x + off, inner_, m);
-      }
-    } else {
-      double sd = 0.0, sxd = 0.0;
-      for (int64_t n = 0; n < outer_; ++n) {
-        const int64_t off = (n * c_ + c) * inner_;
-        for (int64_t k = 0; k < inner_; ++k) {
-          sd += ps.dy[off + k];
-          sxd += double(ps.dy[off + k]) * (ps.x[off + k] - m);
-        }
-        if (ps.sums) acc.put_row(ps.dy + off, inner_);
-      }
-      s = float(sd), sx = float(sxd);
+    std::optional<simd::LightSums> holder;  // dY's, when ps.sums (see forward_channel)
+    simd::LightSums* acc = ps.sums ? &holder.emplace() : nullptr;
+    for (int64_t n = 0; n < outer_; ++n) {  // rows of kShortRow or more (else backward_short)
+      const int64_t off = (n * c_ + c) * inner_;
+      s += ps.sums ? sum_of_light(ps.dy + off, inner_, *acc) : sum_of(ps.dy + off, inner_);
+      sx += dot_dev(ps.dy + off, ps.x + off, inner_, m);
     }
-    if (ps.sums) ps.sums[c] = acc.finish();
+    if (ps.sums) ps.sums[c] = acc->finish();
     sx *= invstd_[c];
     // (First writers, BwdCtx::assign: 0 + the term, the bits of adding onto zeros.)
     if (ps.dscale) ps.dscale[c] = ((ps.assign & 2u) ? 0.0f : ps.dscale[c]) + sx;
@@ -323,6 +310,45 @@ class BatchNormalization : public Op {
       else
         for (int64_t k = 0; k < inner_; ++k) d[k] += a * (g[k] - ms - (xp[k] - mean_[c]) * msx);
     }
+  }
+
+  // Rows shorter than kShortRow: all channels at once (runtime/ops/batch_norm_short.h),
+  // the same bits as forward_channel and backward_channel.
+  void forward_short(const Pass& ps) const {
+    const bn_short::Dims d{outer_, c_, inner_};
+    double *mean = wide_[0].data(), *var = wide_[1].data();
+    if (batch_stats_) bn_short::with_inner(inner_, [&](auto k) { bn_short::moments<k()>(ps.x, d, mean, var); });
+    else for (int64_t c = 0; c < c_; ++c) mean[c] = ps.in_mean[c], var[c] = ps.in_var[c];
+    float *a = coef_[0].data(), *b = coef_[1].data();
+    for (int64_t c = 0; c < c_; ++c) {
+      mean_[c] = static_cast<float>(mean[c]);
+      var_[c] = static_cast<float>(var[c]);
+      invstd_[c] = static_cast<float>(1.0 / std::sqrt(var[c] + epsilon_));
+      a[c] = ps.scale[c] * invstd_[c];
+      b[c] = ps.bias[c] - mean_[c] * a[c];
+    }
+    bn_short::with_inner(inner_, [&](auto k) { bn_short::normalize<k()>(ps.x, d, a, b, ps.y); });
+  }
+  void backward_short(const Pass& ps) const {
+    const bn_short::Dims d{outer_, c_, inner_};
+    const double *s = wide_[0].data(), *sx = wide_[1].data();
+    bn_short::with_inner(inner_, [&](auto k) {
+      bn_short::grad_sums<k()>(ps.dy, ps.x, d, mean_.data(), wide_[0].data(), wide_[1].data());
+    });
+    const float count = static_cast<float>(outer_ * inner_);
+    float *a = coef_[0].data(), *ms = coef_[1].data(), *msx = coef_[2].data();
+    for (int64_t c = 0; c < c_; ++c) {
+      const float sf = float(s[c]), sxf = float(sx[c]) * invstd_[c];
+      if (ps.dscale) ps.dscale[c] = ((ps.assign & 2u) ? 0.0f : ps.dscale[c]) + sxf;
+      if (ps.dbias) ps.dbias[c] = ((ps.assign & 4u) ? 0.0f : ps.dbias[c]) + sf;
+      a[c] = ps.scale[c] * invstd_[c];
+      ms[c] = batch_stats_ && count > 0 ? sf / count : 0.0f;
+      msx[c] = batch_stats_ && count > 0 ? sxf / count * invstd_[c] : 0.0f;
+    }
+    if (ps.dx)
+      bn_short::with_inner(inner_, [&](auto k) {
+        bn_short::input_grad<k()>(ps.dy, ps.x, d, a, ms, msx, mean_.data(), ps.dx, ps.assign & 1u);
+      });
   }
 
   void write_statistics(FwdCtx& ctx) {
@@ -356,6 +382,9 @@ class BatchNormalization : public Op {
   // The statistics the last forward normalised with; each channel's entry is written by
   // the thread that computes the channel.
   mutable std::vector<float> mean_, invstd_, var_;
+  // forward_short's and backward_short's per-channel sums and coefficients.
+  mutable std::vector<double> wide_[2];
+  mutable std::vector<float> coef_[3];
   // Per channel: the light sums of Y or dY, and of X, for the probe's sinks.
   std::vector<stats::Sums> out_sums_, in_sums_;
 };

@@ -82,6 +82,7 @@ class Conv : public Op, private ConvLimits {
     // C = 1 with one group (LeNet's first layer) is not depthwise: see direct1_ below.
     depthwise_ = group_ > 1 && c_ == group_;
     if (depthwise_) taps_.plan(win_);
+    blocked_ = depthwise_ && m_ == group_ && depthwise_prefers_blocked(win_);
     direct1_ = c_ == 1 && group_ == 1 && single_channel_direct(win_);
     kk_ = (c_ / group_) * win_.k_size();
     const int64_t P = win_.out_size();
@@ -96,7 +97,7 @@ class Conv : public Op, private ConvLimits {
       tmp_size_ = (m_ / group_) * (batch_imgs_ * P + (live_.reduced ? bkk_ : 0));
       wl_.assign(live_.reduced ? static_cast<size_t>(m_ * bkk_) : 0, 0.0f);
     } else {
-      col_size_ = win_.pointwise() || depthwise_ ? 0 : per_row * tile_rows_;
+      col_size_ = blocked_ ? depthwise_blocked_scratch(win_) : win_.pointwise() || depthwise_ ? 0 : per_row * tile_rows_;
       tmp_size_ = 0;
     }
     // Batched images: parts of at least batch_imgs_ images each (a part's GEMMs are then
@@ -181,7 +182,12 @@ class Conv : public Op, private ConvLimits {
   // helpers, each part with its own column buffer and its own dW/dB sums.
   void run_parts(const Pass* pass, void (*fn)(const void*, int64_t)) const {
     const int64_t kk = (c_ / group_) * win_.k_size();
-    const int threads = parts_ > 1 ? gemm_threads(m_, win_.out_size() * batch_, kk) : 1;
+    // The blocked depthwise kernels cost more per multiply-add than a GEMM, and their
+    // channel blocks' gathers and scatters (most of a 1x1 map's time) are work too: they
+    // pay for a helper from kBlockedParallelValues values read and written.
+    const int threads = parts_ <= 1 ? 1
+                        : blocked_  ? loop_threads(batch_ * c_ * (win_.in_size() + win_.out_size()), kBlockedParallelValues)
+                                    : gemm_threads(m_, win_.out_size() * batch_, kk);
     parallel_blocks(parts_, threads, fn, pass);
   }
   float* part_col(int64_t part) const { return col_.data() + part * col_size_; }
@@ -195,6 +201,12 @@ class Conv : public Op, private ConvLimits {
     even_range(batch_, parts_, part, n0, n1);
     if (batch_imgs_ > 1) {
       forward_batched(ps, part, n0, n1);
+      return;
+    }
+    if (blocked_) {
+      depthwise_forward_blocked(win_, taps_, n1 - n0, c_, ps.x + n0 * c_ * win_.in_size(), ps.wt, ps.b,
+                                ps.y + n0 * m_ * P, col);
+      for (int64_t n = n0; ps.stats && n < n1; ++n) ps.stats->add(part, ps.y + n * m_ * P, m_ * P);
       return;
     }
     for (int64_t n = n0; n < n1; ++n) {
@@ -254,6 +266,7 @@ class Conv : public Op, private ConvLimits {
       }
       if (!ps.dx && !ps.dw) continue;
       if (batch_imgs_ > 1) continue;  // below, all images at once
+      if (blocked_) continue;  // below, all images at once
       for (int64_t g = 0; g < group_; ++g) {
         const int64_t xoff = (n * c_ + g * cg) * win_.in_size();
         const float* dyg = ps.dy + (n * m_ + g * mg) * P;
@@ -287,6 +300,11 @@ class Conv : public Op, private ConvLimits {
       }
     }
     if (batch_imgs_ > 1 && (ps.dx || ps.dw)) backward_batched(ps, part, n0, n1, dw_sum, batch_stats);
+    if (blocked_ && (ps.dx || ps.dw)) {
+      const int64_t xoff = n0 * c_ * win_.in_size();
+      depthwise_backward_blocked(win_, taps_, n1 - n0, c_, ps.x + xoff, ps.wt, ps.dy + n0 * m_ * P,
+                                 ps.dx ? ps.dx + xoff : nullptr, ps.dw ? dw_sum : nullptr, col);
+    }
   }
 
   // Forward of images [n0, n1) in batches of batch_imgs_: col (kk x nc*P) holds image j's
@@ -358,6 +376,7 @@ class Conv : public Op, private ConvLimits {
     }
   }
 
+  static constexpr int64_t kBlockedParallelValues = int64_t{1} << 14;
   static_assert(kMaxParts <= ValueSink::kParts, "a part reports its statistics as one sink part");
 
   WindowAttrs attrs_;
@@ -366,12 +385,13 @@ class Conv : public Op, private ConvLimits {
   int64_t batch_ = 0, c_ = 0, m_ = 0, kk_ = 0;
   int64_t tile_rows_ = 1;   // output rows (flattened (od, oh)) per im2col tile
   int64_t parts_ = 1;       // image ranges (see run_parts)
-  int64_t col_size_ = 0;    // floats per part's column buffer (0: pointwise or depthwise, no im2col)
+  int64_t col_size_ = 0;    // floats per part's column buffer (0: pointwise or per-plane depthwise, no im2col)
   int64_t batch_imgs_ = 1;  // images per GEMM (more than 1: small output maps, see the top of the file)
   int64_t tmp_size_ = 0;    // floats per part's product buffer (batched images only)
   int64_t bkk_ = 0;         // the batched path's GEMM depth: C/group * live taps
   LiveTaps live_;           // the batched path's kernel taps (all of them but on maps smaller than the kernel's reach)
   bool depthwise_ = false;  // one input channel per group (and more than one group): the direct kernel
+  bool blocked_ = false;    // depthwise with one map per group on short rows: the channel-blocked kernels
   bool direct1_ = false;    // one input channel, one group: forward and dW by runtime/ops/conv_direct.h
   RowOrigins origins_;
   PoolTaps taps_;  // the depthwise kernel's tap ranges

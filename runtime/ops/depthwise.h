@@ -24,4 +24,27 @@ void depthwise_forward(const Window& w, const PoolTaps& taps, const float* x, co
 void depthwise_backward(const Window& w, const PoolTaps& taps, const float* x, const float* wk, const float* dy,
                         float* dx, float* dw);
 
+// The same kernels on a block of channels at once, for maps whose rows are too short to
+// vectorise along (MobileNet's and ShuffleNet's at 32x32 inputs: rows of 16 down to 1
+// outputs, where the per-plane kernels above ran at 2-4 GFLOP/s). Each block of
+// simd::kLanes channels of one image is gathered position-major ([position][lane]), so
+// every tap is one vector multiply-add across the block's channels, and scattered back
+// afterwards. Every channel's arithmetic, and its order, is that of the per-plane kernels
+// above, so both give the same bits (a unit test); the lane count changes nothing.
+//
+// For `images` images of C planes each, one output channel per input channel: y =
+// bias (or 0) + the convolution of x with wk (C x k_size()). `scratch` holds
+// depthwise_blocked_scratch(w) floats.
+void depthwise_forward_blocked(const Window& w, const PoolTaps& taps, int64_t images, int64_t channels,
+                               const float* x, const float* wk, const float* bias, float* y, float* scratch);
+// dx (or null) += the gradient of x, dw (C x k_size(), or null) += that of wk, summed
+// over the images in order (as the per-plane kernel, image by image).
+void depthwise_backward_blocked(const Window& w, const PoolTaps& taps, int64_t images, int64_t channels,
+                                const float* x, const float* wk, const float* dy, float* dx, float* dw,
+                                float* scratch);
+int64_t depthwise_blocked_scratch(const Window& w);
+// True where the blocked kernels take the window: their scratch within kBlockedScratch
+// (maps up to about 52x52 at 3x3; they are the faster ones there, see depthwise.cpp).
+bool depthwise_prefers_blocked(const Window& w);
+
 }  // namespace dl::rt

@@ -57,6 +57,10 @@ void check_batchnorm(int64_t n, int64_t c, int64_t h, int64_t w) {
       dscale += double(dyv[j]) * (x[j] - mean) * invstd;
     }
   CHECK(by_threads[0][3][size_t(ch)] == doctest::Approx(dscale).epsilon(1e-4));
+  // dX = scale * invstd * (dY - mean(dY) - xhat * mean(dY * xhat)).
+  const double count = double(n * inner), xhat = (x[at] - mean) * invstd;
+  const double dx = scale[ch] * invstd * (dyv[at] - db / count - xhat * dscale / count);
+  CHECK(by_threads[0][2][at] == doctest::Approx(dx).epsilon(1e-4).scale(1e-3));
 }
 
 }  // namespace
@@ -65,4 +69,5 @@ TEST_CASE("BatchNormalization training mode: the same bits on 1 and 2 threads, a
   check_batchnorm(16, 64, 8, 8);  // 65,536 values: the size from which channels go to the helpers
   check_batchnorm(16, 1024, 2, 2);  // rows shorter than sum_of's lanes (mobilenet_v2's last maps)
   check_batchnorm(16, 4096, 1, 1);
+  check_batchnorm(4, 24, 3, 3);  // short rows of a length without their own loops (bn_short::with_inner)
 }

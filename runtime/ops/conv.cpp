@@ -131,13 +131,17 @@ class Conv : public Op, private ConvLimits {
     pass.db = ctx.din.size() > 2 && ctx.din[2] ? ctx.din[2]->f() : nullptr;
     pass.stats = ctx.dout_stats;
     if (!pass.dx && !pass.dw && !pass.db) return;
-    pass.wb = batched_weights(pass.wt);
+    // The live taps' weights forward gathered (wl_): a step's weights do not change
+    // between its forward and its backward, which reads forward's state anyway.
+    pass.wb = batch_imgs_ > 1 && live_.reduced ? wl_.data() : pass.wt;
     // As the gradients' first writer (BwdCtx::assign): dX is zeroed by each part for its
     // own images (or written by 1x1 products without adding), dW and dB by the sum of the
     // parts (one part adds into them: zeroed here).
     pass.assign = ctx.assign;
     const int64_t kk = (c_ / group_) * win_.k_size();
-    if (parts_ == 1 && pass.dw && ctx.assigns(1)) std::fill_n(pass.dw, m_ * kk, 0.0f);
+    // (Live taps: the first image batch writes dW whole, zeros at the dead taps included.)
+    pass.set_dw = parts_ == 1 && pass.dw && ctx.assigns(1) && batch_imgs_ > 1 && live_.reduced;
+    if (parts_ == 1 && pass.dw && ctx.assigns(1) && !pass.set_dw) std::fill_n(pass.dw, m_ * kk, 0.0f);
     if (parts_ == 1 && pass.db && ctx.assigns(2)) std::fill_n(pass.db, m_, 0.0f);
     run_parts(&pass, [](const void* c, int64_t part) {
       const Pass& ps = *static_cast<const Pass*>(c);
@@ -168,6 +172,7 @@ class Conv : public Op, private ConvLimits {
     ValueSink* stats = nullptr;  // Y's statistics (forward) or dY's (backward), per image
     const float* wb = nullptr;   // the batched path's W: wt, or its live taps (wl_)
     uint32_t assign = 0;         // backward: BwdCtx::assign
+    bool set_dw = false;         // backward: the first image batch's live taps set dW (scatter_set)
   };
 
   // The batched path's weights: W itself, or its live taps' columns (LiveTaps).
@@ -349,7 +354,8 @@ class Conv : public Op, private ConvLimits {
                    cols);
           if (live_.reduced) {
             gemm(mg, kk, cols, 1.0f, {tmp, cols, false}, {col, cols, true}, dwl, kk, false);
-            live_.scatter_add(dwl, mg, cg, dw_sum + g * mg * kk_);
+            if (ps.set_dw && nb == n0) live_.scatter_set(dwl, mg, cg, dw_sum + g * mg * kk_);
+            else live_.scatter_add(dwl, mg, cg, dw_sum + g * mg * kk_);
           } else {
             gemm(mg, kk, cols, 1.0f, {tmp, cols, false}, {col, cols, true}, dw_sum + g * mg * kk, kk, true);
           }

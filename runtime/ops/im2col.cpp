@@ -318,4 +318,13 @@ void LiveTaps::scatter_add(const float* d, int64_t rows, int64_t channels, float
     for (int64_t t = 0; t < ks; ++t) dw[r * full + taps[size_t(t)]] += d[r * ks + t];
 }
 
+void LiveTaps::scatter_set(const float* d, int64_t rows, int64_t channels, float* dw) const {
+  const int64_t ks = int64_t(taps.size()), n = rows * channels;
+  for (int64_t r = 0; r < n; ++r) {
+    float* row = dw + r * full;
+    std::fill_n(row, full, 0.0f);
+    for (int64_t t = 0; t < ks; ++t) row[taps[size_t(t)]] = 0.0f + d[r * ks + t];  // the bits of adding onto zeros
+  }
+}
+
 }  // namespace dl::rt

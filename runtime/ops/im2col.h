@@ -50,6 +50,8 @@ struct LiveTaps {
   void plan(const Window& w);
   void gather(const float* wt, int64_t rows, int64_t channels, float* out) const;
   void scatter_add(const float* d, int64_t rows, int64_t channels, float* dw) const;
+  // dw = scatter_add(d) onto zeros, in one pass over dw (the dead taps' zeros written).
+  void scatter_set(const float* d, int64_t rows, int64_t channels, float* dw) const;
 };
 
 }  // namespace dl::rt

@@ -48,11 +48,6 @@ class MaxPool : public Op {
     if (win_.in_size() > std::numeric_limits<int32_t>::max())  // argmax_ holds plane-local int32
       throw ShapeError(where() + ": spatial size of " + shape_str(x.shape()) + " exceeds 2^31 elements");
     taps_.plan(win_);
-    first_col_.assign(static_cast<size_t>(win_.out[2]), -1);
-    for (int64_t ow = 0; ow < win_.out[2]; ++ow) {
-      const PoolTaps::Axis& t = taps_.axis[2][static_cast<size_t>(ow)];
-      if (t.lo < t.hi) first_col_[static_cast<size_t>(ow)] = static_cast<int32_t>(t.first + t.lo * win_.dil[2]);
-    }
     argmax_.assign(static_cast<size_t>(shape_numel(out)), 0);
     // Every window wholly inside the input, no dilation (LeNet's 2x2 stride 2 pools):
     // a direct loop per output, window values in registers.
@@ -70,48 +65,11 @@ class MaxPool : public Op {
       if (ctx.out.size() > 1 && ctx.out[1]) write_indices(ctx.out[1]->i());
       return;
     }
-    const Window& w = win_;
-    const int64_t S = w.in_size(), P = w.out_size(), ow_n = w.out[2], sw = w.stride[2];
-    // Row-wise (see PoolTaps); taps are visited in row-major order and only a strictly
-    // greater value replaces the running maximum, so the first maximum wins.
-    for (int64_t pl = 0; pl < planes_; ++pl) {
-      const float* __restrict xp = x + pl * S;
-      for (int64_t od = 0; od < w.out[0]; ++od) {
-        const PoolTaps::Axis dt = taps_.axis[0][static_cast<size_t>(od)];
-        for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-          const PoolTaps::Axis ht = taps_.axis[1][static_cast<size_t>(oh)];
-          const int64_t o0 = pl * P + (od * w.out[1] + oh) * ow_n;
-          float* __restrict yr = y + o0;
-          int32_t* __restrict ar = argmax_.data() + o0;
-          // Start from -inf at the window's first in-range input (so an all -inf window
-          // still points at an input); windows wholly in padding keep -1.
-          const bool rows = dt.lo < dt.hi && ht.lo < ht.hi;
-          const int32_t first_row =
-              static_cast<int32_t>(((dt.first + dt.lo * w.dil[0]) * w.in[1] + ht.first + ht.lo * w.dil[1]) * w.in[2]);
-          for (int64_t ow = 0; ow < ow_n; ++ow) {
-            const int32_t col = first_col_[static_cast<size_t>(ow)];
-            yr[ow] = -std::numeric_limits<float>::infinity();
-            ar[ow] = rows && col >= 0 ? first_row + col : -1;
-          }
-          for (int64_t td = dt.lo; td < dt.hi; ++td)
-            for (int64_t th = ht.lo; th < ht.hi; ++th) {
-              const int64_t row = ((dt.first + td * w.dil[0]) * w.in[1] + ht.first + th * w.dil[1]) * w.in[2];
-              for (const PoolTaps::RowTap& t : taps_.row) {
-                const int64_t base = row + t.offset, lo = t.lo, hi = t.hi;  // locals: no aliasing with ar
-                for (int64_t ow = lo; ow < hi; ++ow) {
-                  const int32_t i = static_cast<int32_t>(base + ow * sw);
-                  const float v = xp[i];
-                  const bool take = v > yr[ow];  // selects, not branches
-                  yr[ow] = take ? v : yr[ow];
-                  ar[ow] = take ? i : ar[ow];
-                }
-              }
-            }
-          for (int64_t ow = 0; ow < ow_n; ++ow)  // windows wholly in padding: lowest float, as ORT
-            if (ar[ow] < 0) yr[ow] = std::numeric_limits<float>::lowest();
-        }
-      }
-    }
+    const Parts c{this, x, y, ctx.out_stats};
+    c.run(planes_ * win_.out_size() * win_.k_size(), [](const Parts& c, int64_t pl0, int64_t pl1) {
+      c.op->general_planes(c.x, c.y, pl0, pl1);
+      if (c.stats) c.stats->add(c.part, c.y + pl0 * c.op->win_.out_size(), (pl1 - pl0) * c.op->win_.out_size());
+    });
     if (ctx.out.size() > 1 && ctx.out[1]) write_indices(ctx.out[1]->i());
   }
 
@@ -180,6 +138,49 @@ class MaxPool : public Op {
             yp[o] = best;
             ap[o] = static_cast<int32_t>(arg);
           }
+    }
+  }
+
+  // Windows that reach into padding or dilate (resnet18's 3x3 stride 2 pad 1): per
+  // output, its in-range taps (PoolTaps) in row-major order, the maximum from -inf and
+  // only a strictly greater value replacing it (NaN is skipped, the first maximum wins),
+  // in registers. The argmax starts at the window's first in-range input (so an all -inf
+  // window still points at one); a window wholly in padding keeps -1 and gives the lowest
+  // float, as ONNX Runtime.
+  void general_planes(const float* x, float* y, int64_t pl0, int64_t pl1) {
+    const Window& w = win_;
+    const int64_t S = w.in_size(), P = w.out_size(), H = w.in[1], W = w.in[2];
+    for (int64_t pl = pl0; pl < pl1; ++pl) {
+      const float* __restrict xp = x + pl * S;
+      float* __restrict yp = y + pl * P;
+      int32_t* __restrict ap = argmax_.data() + pl * P;
+      int64_t o = 0;
+      for (int64_t od = 0; od < w.out[0]; ++od) {
+        const PoolTaps::Axis dt = taps_.axis[0][static_cast<size_t>(od)];
+        for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+          const PoolTaps::Axis ht = taps_.axis[1][static_cast<size_t>(oh)];
+          for (int64_t ow = 0; ow < w.out[2]; ++ow, ++o) {
+            const PoolTaps::Axis wt = taps_.axis[2][static_cast<size_t>(ow)];
+            float best = -std::numeric_limits<float>::infinity();
+            int64_t arg = -1;
+            if (dt.lo < dt.hi && ht.lo < ht.hi && wt.lo < wt.hi)
+              arg = ((dt.first + dt.lo * w.dil[0]) * H + ht.first + ht.lo * w.dil[1]) * W + wt.first + wt.lo * w.dil[2];
+            for (int64_t td = dt.lo; td < dt.hi; ++td)
+              for (int64_t th = ht.lo; th < ht.hi; ++th) {
+                const int64_t row = ((dt.first + td * w.dil[0]) * H + ht.first + th * w.dil[1]) * W + wt.first;
+                for (int64_t tw = wt.lo; tw < wt.hi; ++tw) {
+                  const int64_t i = row + tw * w.dil[2];
+                  const float v = xp[i];
+                  const bool take = v > best;
+                  best = take ? v : best;
+                  arg = take ? i : arg;
+                }
+              }
+            yp[o] = arg < 0 ? std::numeric_limits<float>::lowest() : best;
+            ap[o] = static_cast<int32_t>(arg);
+          }
+        }
+      }
     }
   }
 
@@ -287,7 +288,6 @@ class MaxPool : public Op {
   WindowAttrs attrs_;
   int64_t storage_order_ = 0;
   PoolTaps taps_;
-  std::vector<int32_t> first_col_;  // W: per output, first in-range input column (-1: none)
   Window win_;
   int64_t planes_ = 0;
   std::vector<int32_t> argmax_;  // per output: plane-local flat input index, -1 if none

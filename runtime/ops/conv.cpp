@@ -324,11 +324,14 @@ class Conv : public Op, private ConvLimits {
       const int64_t nc = std::min(batch_imgs_, n1 - nb), cols = nc * P;
       simd::LightSums sums;
       for (int64_t g = 0; g < group_; ++g) {
-        for (int64_t j = 0; j < nc; ++j)
+        each_image(nc, kk * cols, [&](int64_t j) {
           im2col(lw, live_.origins, cg, 0, rows, ps.x + ((nb + j) * c_ + g * cg) * win_.in_size(), col + j * P, cols);
+        });
         gemm(mg, cols, kk, 1.0f, {ps.wb + g * mg * kk, kk, false}, {col, cols, false}, tmp, cols, false);
         if (light) light_rows(tmp, mg, cols, ps.b ? ps.b + g * mg : nullptr, sums);
-        batched_to_images(tmp, mg, nc, P, ps.b ? ps.b + g * mg : nullptr, ps.y + (nb * m_ + g * mg) * P, m_ * P);
+        each_image(nc, mg * cols, [&](int64_t j) {
+          batched_to_image(tmp, mg, cols, j, P, ps.b ? ps.b + g * mg : nullptr, ps.y + ((nb + j) * m_ + g * mg) * P);
+        });
       }
       if (light) ps.stats->add_sums(part, sums.finish(), nc * m_ * P);
       for (int64_t j = 0; ps.stats && !light && j < nc; ++j) ps.stats->add(part, ps.y + (nb + j) * m_ * P, m_ * P);
@@ -346,12 +349,15 @@ class Conv : public Op, private ConvLimits {
       const int64_t nc = std::min(batch_imgs_, n1 - nb), cols = nc * P;
       simd::LightSums sums;
       for (int64_t g = 0; g < group_; ++g) {
-        images_to_batched(ps.dy + (nb * m_ + g * mg) * P, mg, nc, P, m_ * P, tmp);
+        each_image(nc, mg * cols, [&](int64_t j) {
+          image_to_batched(ps.dy + ((nb + j) * m_ + g * mg) * P, mg, cols, j, P, tmp);
+        });
         if (light) light_rows(tmp, mg, cols, nullptr, sums);
         if (ps.dw) {
-          for (int64_t j = 0; j < nc; ++j)
+          each_image(nc, kk * cols, [&](int64_t j) {
             im2col(lw, live_.origins, cg, 0, rows, ps.x + ((nb + j) * c_ + g * cg) * win_.in_size(), col + j * P,
                    cols);
+          });
           if (live_.reduced) {
             gemm(mg, kk, cols, 1.0f, {tmp, cols, false}, {col, cols, true}, dwl, kk, false);
             if (ps.set_dw && nb == n0) live_.scatter_set(dwl, mg, cg, dw_sum + g * mg * kk_);
@@ -362,13 +368,25 @@ class Conv : public Op, private ConvLimits {
         }
         if (ps.dx) {
           gemm(kk, cols, mg, 1.0f, {ps.wb + g * mg * kk, kk, true}, {tmp, cols, false}, col, cols, false);
-          for (int64_t j = 0; j < nc; ++j)
+          each_image(nc, kk * cols, [&](int64_t j) {
             col2im_add(lw, live_.origins, cg, 0, rows, col + j * P, ps.dx + ((nb + j) * c_ + g * cg) * win_.in_size(),
                        cols);
+          });
         }
       }
       if (light) ps.stats->add_sums(part, sums.finish(), nc * m_ * P);
     }
+  }
+
+  // f(j) for each of a batch's nc images (each writes its own columns or planes), on the
+  // compute threads when the batch moves kParallelCopy floats or more: with one image
+  // part (resnet18's 8x8 and smaller maps at 32x32) the GEMMs split across the threads
+  // but the copies around them ran on one. Inside a part that runs on a helper (parts_ >
+  // 1), serially (runtime/parallel.h).
+  template <class F>
+  void each_image(int64_t nc, int64_t floats, F f) const {
+    parallel_blocks(nc, loop_threads(floats, kParallelCopy),
+                    [](const void* p, int64_t j) { (*static_cast<const F*>(p))(j); }, &f);
   }
 
   // f(first output row, end row, first output position, positions) per tile of whole
@@ -382,7 +400,7 @@ class Conv : public Op, private ConvLimits {
     }
   }
 
-  static constexpr int64_t kBlockedParallelValues = int64_t{1} << 14;
+  static constexpr int64_t kBlockedParallelValues = int64_t{1} << 14, kParallelCopy = int64_t{1} << 16;
   static_assert(kMaxParts <= ValueSink::kParts, "a part reports its statistics as one sink part");
 
   WindowAttrs attrs_;

@@ -35,29 +35,25 @@ struct ConvLimits {
   static constexpr int64_t kBatchMaxPositions = 64, kThinMaps = 32;
 };
 
-// Y planes (maps of image j at y + j * image_stride) = buffer (+ bias[map]).
-inline void batched_to_images(const float* buf, int64_t maps, int64_t images, int64_t P, const float* bias,
-                              float* y, int64_t image_stride) {
-  const int64_t cols = images * P;
-  for (int64_t j = 0; j < images; ++j)
-    for (int64_t i = 0; i < maps; ++i) {
-      const float* src = buf + i * cols + j * P;
-      float* dst = y + j * image_stride + i * P;
-      if (bias) {
-        const float b = bias[i];
-        for (int64_t p = 0; p < P; ++p) dst[p] = src[p] + b;
-      } else {
-        std::copy_n(src, P, dst);
-      }
+// Image j's Y planes (maps at y, P apart) = its columns of the buffer (maps x cols,
+// image j's P columns from j * P) (+ bias[map]).
+inline void batched_to_image(const float* buf, int64_t maps, int64_t cols, int64_t j, int64_t P, const float* bias,
+                             float* y) {
+  for (int64_t i = 0; i < maps; ++i) {
+    const float* src = buf + i * cols + j * P;
+    float* dst = y + i * P;
+    if (bias) {
+      const float b = bias[i];
+      for (int64_t p = 0; p < P; ++p) dst[p] = src[p] + b;
+    } else {
+      std::copy_n(src, P, dst);
     }
+  }
 }
 
-// The buffer = dY planes (maps of image j at dy + j * image_stride).
-inline void images_to_batched(const float* dy, int64_t maps, int64_t images, int64_t P, int64_t image_stride,
-                              float* buf) {
-  const int64_t cols = images * P;
-  for (int64_t j = 0; j < images; ++j)
-    for (int64_t i = 0; i < maps; ++i) std::copy_n(dy + j * image_stride + i * P, P, buf + i * cols + j * P);
+// Image j's columns of the buffer = its dY planes (maps at dy, P apart).
+inline void image_to_batched(const float* dy, int64_t maps, int64_t cols, int64_t j, int64_t P, float* buf) {
+  for (int64_t i = 0; i < maps; ++i) std::copy_n(dy + i * P, P, buf + i * cols + j * P);
 }
 
 // The light statistics (runtime/value_simd.h) of rows x cols values buf (+ bias[row]),

@@ -283,14 +283,23 @@ class BatchNormalization : public Op {
     const float count = static_cast<float>(outer_ * inner_);
     float s = 0.0f, sx = 0.0f;  // sum dy, sum dy * xhat
     const float m = mean_[c];
-    std::optional<simd::LightSums> holder;  // dY's, when ps.sums (see forward_channel)
-    simd::LightSums* acc = ps.sums ? &holder.emplace() : nullptr;
-    for (int64_t n = 0; n < outer_; ++n) {  // rows of kShortRow or more (else backward_short)
-      const int64_t off = (n * c_ + c) * inner_;
-      s += ps.sums ? sum_of_light(ps.dy + off, inner_, *acc) : sum_of(ps.dy + off, inner_);
-      sx += dot_dev(ps.dy + off, ps.x + off, inner_, m);
+    // Rows of kShortRow or more (else backward_short). dY's light sums, when ps.sums, in a
+    // local accumulator (its vectors stay in registers through the row loops).
+    if (ps.sums) {
+      simd::LightSums acc;
+      for (int64_t n = 0; n < outer_; ++n) {
+        const int64_t off = (n * c_ + c) * inner_;
+        s += sum_of_light(ps.dy + off, inner_, acc);
+        sx += dot_dev(ps.dy + off, ps.x + off, inner_, m);
+      }
+      ps.sums[c] = acc.finish();
+    } else {
+      for (int64_t n = 0; n < outer_; ++n) {
+        const int64_t off = (n * c_ + c) * inner_;
+        s += sum_of(ps.dy + off, inner_);
+        sx += dot_dev(ps.dy + off, ps.x + off, inner_, m);
+      }
     }
-    if (ps.sums) ps.sums[c] = acc->finish();
     sx *= invstd_[c];
     // (First writers, BwdCtx::assign: 0 + the term, the bits of adding onto zeros.)
     if (ps.dscale) ps.dscale[c] = ((ps.assign & 2u) ? 0.0f : ps.dscale[c]) + sx;

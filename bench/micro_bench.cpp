@@ -17,6 +17,7 @@
 // BM_OptimizerStep/values/mode       an optimizer step, unobserved or observed (the probes' full iterations)
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -207,8 +208,10 @@ void BM_Depthwise(benchmark::State& state) {
       if (backward)
         rt::depthwise_backward(w, t, x.f() + p * in, wk.f() + ch * 9, dy.f() + p * out, dx.data() + p * in,
                                dw.data() + ch * 9);
-      else
+      else {  // Conv fills Y with the bias (here 0) first; the blocked kernel writes it whole
+        std::fill_n(y.data() + p * out, out, 0.0f);
         rt::depthwise_forward(w, t, x.f() + p * in, wk.f() + ch * 9, y.data() + p * out);
+      }
     }
     benchmark::DoNotOptimize(y.data());
   }

@@ -159,16 +159,13 @@ class BatchNormalization : public Op {
     return param_role_of(i < 5 ? kinds[i] : K::kNone);
   }
 
-
  private:
   static constexpr int64_t kParallelWork = int64_t{1} << 16;  // values from which channels go to helpers
   // Rows (one image's plane of a channel) shorter than sum_of's 16 lanes take
-  // forward_short and backward_short: all channels at once, summed plainly in double
-  // (mobilenet_v2's last maps are 2x2 and 1x1).
+  // forward_short and backward_short (mobilenet_v2's last maps are 2x2 and 1x1).
   static constexpr int64_t kShortRow = 16;
 
-  // The sum over images of a channel's rows (first row at `x`, one every c_ * inner_,
-  // each kShortRow long or more) by row(p, len).
+  // The sum over images of a channel's rows (first at `x`, one every c_ * inner_) by row().
   template <class Row>
   double rows_sum(const float* x, Row row) const {
     double s = 0.0;
@@ -180,9 +177,8 @@ class BatchNormalization : public Op {
   // finish (folding 16-lane vectors in double), and rows shorter than a vector go value by
   // value. Elsewhere the probe's own pass (light, vectorised) reduces the tensors.
   static constexpr int64_t kFusedChannelValues = 4096;
-  // With batch statistics from rows of kShortRow values: shorter rows are summed value by
-  // value, where a min and max more per value cost more than the probes' vector passes
-  // (mobilenet_v2's and shufflenet_v2's 2x2 and 1x1 maps, bench/README.md run 29).
+  // With batch statistics from rows of kShortRow values or more: for shorter ones a min
+  // and max more per value cost more than the probes' vector passes (bench/README.md run 29).
   bool derives_sums() const { return inner_ >= kShortRow; }
   bool fuses_sums() const { return outer_ * inner_ >= kFusedChannelValues && inner_ >= 4 * simd::kLanes; }
   struct Pass {
@@ -225,11 +221,8 @@ class BatchNormalization : public Op {
       var = count > 0 ? ss / count : 0.0;
       ch.n = count, ch.s = s, ch.ss = ss, ch.m = m;
     }
-    mean_[c] = static_cast<float>(mean);
-    var_[c] = static_cast<float>(var);
-    invstd_[c] = static_cast<float>(1.0 / std::sqrt(var + epsilon_));
-    const float a = ps.scale[c] * invstd_[c];
-    const float b = ps.bias[c] - mean_[c] * a;
+    float a, b;
+    coefficients(ps, c, mean, var, a, b);
     if (derive) {
       if (ps.in_sums) ps.in_sums[c] = bn_sums::of_x(ch);
       if (ps.sums) ps.sums[c] = bn_sums::of_y(ch, a, b);
@@ -248,8 +241,8 @@ class BatchNormalization : public Op {
         for (int64_t k = 0; k < inner_; ++k) yp[k] = xp[k] * a + b;
         continue;
       }
-      // (No contraction into an FMA in either loop: ISO C++ mode, -ffp-contract=off; so
-      // the vector lanes compute exactly what the scalar loop does.)
+      // (The vector lanes and the scalar tail compute the same expression, contracted
+      // alike.)
       using simd::VecF;
       constexpr int kL = simd::kLanes;
       const VecF av = VecF{} + a, bv = VecF{} + b;
@@ -280,7 +273,6 @@ class BatchNormalization : public Op {
   }
 
   void backward_channel(const Pass& ps, int64_t c) const {
-    const float count = static_cast<float>(outer_ * inner_);
     float s = 0.0f, sx = 0.0f;  // sum dy, sum dy * xhat
     const float m = mean_[c];
     // Rows of kShortRow or more (else backward_short). dY's light sums, when ps.sums, in a
@@ -300,16 +292,9 @@ class BatchNormalization : public Op {
         sx += dot_dev(ps.dy + off, ps.x + off, inner_, m);
       }
     }
-    sx *= invstd_[c];
-    // (First writers, BwdCtx::assign: 0 + the term, the bits of adding onto zeros.)
-    if (ps.dscale) ps.dscale[c] = ((ps.assign & 2u) ? 0.0f : ps.dscale[c]) + sx;
-    if (ps.dbias) ps.dbias[c] = ((ps.assign & 4u) ? 0.0f : ps.dbias[c]) + s;
+    float a, ms, msx;
+    grad_coefficients(ps, c, s, sx, a, ms, msx);
     if (!ps.dx) return;
-    const float a = ps.scale[c] * invstd_[c];
-    // With batch statistics mean and variance depend on X:
-    // dx = a * (dy - mean(dy) - xhat * mean(dy * xhat)).
-    const float ms = batch_stats_ && count > 0 ? s / count : 0.0f;
-    const float msx = batch_stats_ && count > 0 ? sx / count * invstd_[c] : 0.0f;
     for (int64_t n = 0; n < outer_; ++n) {
       const float* xp = ps.x + (n * c_ + c) * inner_;
       const float* g = ps.dy + (n * c_ + c) * inner_;
@@ -322,43 +307,53 @@ class BatchNormalization : public Op {
   }
 
   // Rows shorter than kShortRow: all channels at once (runtime/ops/batch_norm_short.h),
-  // the same bits as forward_channel and backward_channel.
+  // the same bits as forward_channel and backward_channel would give (a unit test keeps
+  // their former per-channel loops for such rows as the reference). On one thread: such
+  // tensors are small (mobilenet_v2's largest, 16 x 1280 values).
   void forward_short(const Pass& ps) const {
     const bn_short::Dims d{outer_, c_, inner_};
     double *mean = wide_[0].data(), *var = wide_[1].data();
     if (batch_stats_) bn_short::with_inner(inner_, [&](auto k) { bn_short::moments<k()>(ps.x, d, mean, var); });
     else for (int64_t c = 0; c < c_; ++c) mean[c] = ps.in_mean[c], var[c] = ps.in_var[c];
     float *a = coef_[0].data(), *b = coef_[1].data();
-    for (int64_t c = 0; c < c_; ++c) {
-      mean_[c] = static_cast<float>(mean[c]);
-      var_[c] = static_cast<float>(var[c]);
-      invstd_[c] = static_cast<float>(1.0 / std::sqrt(var[c] + epsilon_));
-      a[c] = ps.scale[c] * invstd_[c];
-      b[c] = ps.bias[c] - mean_[c] * a[c];
-    }
+    for (int64_t c = 0; c < c_; ++c) coefficients(ps, c, mean[c], var[c], a[c], b[c]);
     bn_short::with_inner(inner_, [&](auto k) { bn_short::normalize<k()>(ps.x, d, a, b, ps.y); });
   }
   void backward_short(const Pass& ps) const {
     const bn_short::Dims d{outer_, c_, inner_};
-    const double *s = wide_[0].data(), *sx = wide_[1].data();
-    bn_short::with_inner(inner_, [&](auto k) {
-      bn_short::grad_sums<k()>(ps.dy, ps.x, d, mean_.data(), wide_[0].data(), wide_[1].data());
-    });
-    const float count = static_cast<float>(outer_ * inner_);
+    double *s = wide_[0].data(), *sx = wide_[1].data();
+    bn_short::with_inner(inner_, [&](auto k) { bn_short::grad_sums<k()>(ps.dy, ps.x, d, mean_.data(), s, sx); });
     float *a = coef_[0].data(), *ms = coef_[1].data(), *msx = coef_[2].data();
-    for (int64_t c = 0; c < c_; ++c) {
-      const float sf = float(s[c]), sxf = float(sx[c]) * invstd_[c];
-      if (ps.dscale) ps.dscale[c] = ((ps.assign & 2u) ? 0.0f : ps.dscale[c]) + sxf;
-      if (ps.dbias) ps.dbias[c] = ((ps.assign & 4u) ? 0.0f : ps.dbias[c]) + sf;
-      a[c] = ps.scale[c] * invstd_[c];
-      ms[c] = batch_stats_ && count > 0 ? sf / count : 0.0f;
-      msx[c] = batch_stats_ && count > 0 ? sxf / count * invstd_[c] : 0.0f;
-    }
+    for (int64_t c = 0; c < c_; ++c) grad_coefficients(ps, c, float(s[c]), float(sx[c]), a[c], ms[c], msx[c]);
     if (ps.dx)
       bn_short::with_inner(inner_, [&](auto k) {
         bn_short::input_grad<k()>(ps.dy, ps.x, d, a, ms, msx, mean_.data(), ps.dx, ps.assign & 1u);
       });
   }
+
+  // Channel c's statistics (mean_, var_, invstd_) and Y = X * a + b, from its mean and
+  // variance (the batch's or the running ones).
+  void coefficients(const Pass& ps, int64_t c, double mean, double var, float& a, float& b) const {
+    mean_[c] = static_cast<float>(mean);
+    var_[c] = static_cast<float>(var);
+    invstd_[c] = static_cast<float>(1.0 / std::sqrt(var + epsilon_));
+    a = ps.scale[c] * invstd_[c];
+    b = ps.bias[c] - mean_[c] * a;
+  }
+  // From channel c's sums s = sum dY and sx = sum dY * (X - mean): dScale and dB, and
+  // dX = a * (dY - ms - (X - mean) * msx). With batch statistics mean and variance depend
+  // on X: dx = a * (dy - mean(dy) - xhat * mean(dy * xhat)).
+  void grad_coefficients(const Pass& ps, int64_t c, float s, float sx, float& a, float& ms, float& msx) const {
+    const float count = static_cast<float>(outer_ * inner_);
+    sx *= invstd_[c];
+    // (First writers, BwdCtx::assign: 0 + the term, the bits of adding onto zeros.)
+    if (ps.dscale) ps.dscale[c] = ((ps.assign & 2u) ? 0.0f : ps.dscale[c]) + sx;
+    if (ps.dbias) ps.dbias[c] = ((ps.assign & 4u) ? 0.0f : ps.dbias[c]) + s;
+    a = ps.scale[c] * invstd_[c];
+    ms = batch_stats_ && count > 0 ? s / count : 0.0f;
+    msx = batch_stats_ && count > 0 ? sx / count * invstd_[c] : 0.0f;
+  }
+
 
   void write_statistics(FwdCtx& ctx) {
     const float* in_mean = ctx.in[3]->f();

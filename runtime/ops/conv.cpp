@@ -76,6 +76,7 @@ void Conv::infer(InferCtx& ctx) {
     col_size_ = bkk_ * batch_imgs_ * P;
     tmp_size_ = (m_ / group_) * (batch_imgs_ * P + (live_.reduced ? bkk_ : 0));
     wl_.assign(live_.reduced ? static_cast<size_t>(m_ * bkk_) : 0, 0.0f);
+    wl_of_ = nullptr;
   } else {
     col_size_ = blocked_ ? depthwise_blocked_scratch(win_) : win_.pointwise() || depthwise_ ? 0 : per_row * tile_rows_;
     tmp_size_ = 0;
@@ -93,7 +94,7 @@ void Conv::forward(FwdCtx& ctx) {
   Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), ctx.in.size() > 2 && ctx.in[2] ? ctx.in[2]->f() : nullptr,
             ctx.out[0]->f()};
   pass.stats = ctx.out_stats;
-  pass.wb = batched_weights(pass.wt);
+  pass.wb = batched_weights(pass.wt, false);
   run_parts(&pass, [](const void* c, int64_t part) {
     const Pass& ps = *static_cast<const Pass*>(c);
     ps.op->forward_images(ps, part);
@@ -108,9 +109,7 @@ void Conv::backward(BwdCtx& ctx) {
   pass.db = ctx.din.size() > 2 && ctx.din[2] ? ctx.din[2]->f() : nullptr;
   pass.stats = ctx.dout_stats;
   if (!pass.dx && !pass.dw && !pass.db) return;
-  // The live taps' weights forward gathered (wl_): a step's weights do not change
-  // between its forward and its backward, which reads forward's state anyway.
-  pass.wb = batch_imgs_ > 1 && live_.reduced ? wl_.data() : pass.wt;
+  pass.wb = batched_weights(pass.wt, true);
   // As the gradients' first writer (BwdCtx::assign): dX is zeroed by each part for its
   // own images (or written by 1x1 products without adding), dW and dB by the sum of the
   // parts (one part adds into them: zeroed here).

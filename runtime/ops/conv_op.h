@@ -53,10 +53,14 @@ class Conv : public Op, private ConvLimits {
     bool set_dw = false;         // backward: the first image batch's live taps set dW (scatter_set)
   };
 
-  // The batched path's weights: W itself, or its live taps' columns (LiveTaps).
-  const float* batched_weights(const float* wt) const {
+  // The batched path's weights: W itself, or its live taps' columns (LiveTaps), which
+  // forward gathers and backward reuses: a step's weights do not change between its
+  // forward and its backward (which reads forward's state anyway). A backward without a
+  // forward of this W since infer() gathers them itself.
+  const float* batched_weights(const float* wt, bool reuse) const {
     if (batch_imgs_ <= 1 || !live_.reduced) return wt;
-    live_.gather(wt, m_, c_ / group_, wl_.data());
+    if (!(reuse && wl_of_ == wt)) live_.gather(wt, m_, c_ / group_, wl_.data());
+    wl_of_ = wt;
     return wl_.data();
   }
 
@@ -128,8 +132,11 @@ class Conv : public Op, private ConvLimits {
   bool direct1_ = false;    // one input channel, one group: forward and dW by runtime/ops/conv_direct.h
   RowOrigins origins_;
   PoolTaps taps_;  // the depthwise kernel's tap ranges
-  mutable std::vector<float> col_;        // im2col scratch per part: (C/group * kernel size) x (tile_rows_ * out W)
+  // Scratch per part: im2col's (C/group * kernel size) x (tile_rows_ * out W), or the
+  // blocked depthwise kernels' (depthwise_blocked_scratch).
+  mutable std::vector<float> col_;
   mutable std::vector<float> wl_;         // W's live-tap columns (M x bkk_), when live_.reduced
+  mutable const float* wl_of_ = nullptr;  // the W that forward gathered wl_ from (backward reuses it)
   mutable std::vector<float> tmp_;        // per part: Y_g or dY_g of a batch of images (Mg x batch_imgs_ * P)
   mutable std::vector<float> part_sums_;  // per part: dW (M x C/group * kernel size), then dB (M)
 };

@@ -96,7 +96,8 @@ using simd::VecF;
 constexpr int64_t kL = simd::kLanes;
 
 // The blocked kernels' scratch, per image part of a Conv (up to 8: 4 MiB together, as
-// Conv's column buffers): maps up to about 52x52 at 3x3. On the Zen 4 machine
+// Conv's column buffers): 3x3 maps up to about 52x52 (AVX-512; 73x73 with AVX2's 8
+// lanes). On the Zen 4 machine
 // (dl_micro_bench BM_Depthwise, 16 x 96 channels, 3x3 pad 1, forward / backward GFLOP/s):
 // per-plane 2.6 / 2.3 at 4x4, 3.8 / 3.0 at 16x16, 7.0 / 7.8 at 32x32, 10.0 / 11.6 at 56x56;
 // blocked 17.4 / 19.1, 14.3 / 18.8, 11.6 / 12.1, 13.8 / 13.9. Larger maps keep the

@@ -30,7 +30,11 @@ void depthwise_backward(const Window& w, const PoolTaps& taps, const float* x, c
 // simd::kLanes channels of one image is gathered position-major ([position][lane]), so
 // every tap is one vector multiply-add across the block's channels, and scattered back
 // afterwards. Every channel's arithmetic, and its order, is that of the per-plane kernels
-// above, so both give the same bits (a unit test); the lane count changes nothing.
+// above, and both give the same bits (a unit test) but for dW with a stride: there GCC
+// vectorises the per-plane kernel's strided sum as products rounded apart from their
+// in-order sum, while the blocked one fuses each multiply-add, so they differ in rounding.
+// The lane count changes no result, but it sizes the scratch, so which kernel a layer
+// takes (depthwise_prefers_blocked) can differ between AVX-512 and AVX2 builds.
 //
 // For `images` images of C planes each, one output channel per input channel: y =
 // bias (or 0) + the convolution of x with wk (C x k_size()). `scratch` holds
@@ -44,7 +48,8 @@ void depthwise_backward_blocked(const Window& w, const PoolTaps& taps, int64_t i
                                 float* scratch);
 int64_t depthwise_blocked_scratch(const Window& w);
 // True where the blocked kernels take the window: their scratch within kBlockedScratch
-// (maps up to about 52x52 at 3x3; they are the faster ones there, see depthwise.cpp).
+// (3x3 maps up to about 52x52 with AVX-512's 16 lanes, 73x73 with AVX2's 8; they are the
+// faster ones there, see depthwise.cpp).
 bool depthwise_prefers_blocked(const Window& w);
 
 }  // namespace dl::rt

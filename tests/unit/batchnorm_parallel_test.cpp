@@ -71,3 +71,84 @@ TEST_CASE("BatchNormalization training mode: the same bits on 1 and 2 threads, a
   check_batchnorm(16, 4096, 1, 1);
   check_batchnorm(4, 24, 3, 3);  // short rows of a length without their own loops (bn_short::with_inner)
 }
+
+namespace {
+
+// The per-channel loops BatchNormalization ran on rows shorter than 16 values before
+// they went to runtime/ops/batch_norm_short.h (session 27): the reference the short path
+// must match bit for bit. Returns Y, dX, dScale, dB for dY.
+std::vector<std::vector<float>> short_rows_reference(int64_t n, int64_t c, int64_t inner, bool batch_stats,
+                                                     const std::vector<float>& x, const std::vector<float>& dy,
+                                                     const std::vector<float>& scale, const std::vector<float>& bias,
+                                                     const std::vector<float>& in_mean,
+                                                     const std::vector<float>& in_var) {
+  std::vector<float> y(x.size()), dx(x.size()), dscale(static_cast<size_t>(c)), dbias(static_cast<size_t>(c));
+  const auto at = [&](int64_t i, int64_t ch, int64_t k) { return size_t((i * c + ch) * inner + k); };
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const double count = double(n * inner);
+    double mean = in_mean[size_t(ch)], var = in_var[size_t(ch)];
+    if (batch_stats) {
+      double s = 0.0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t k = 0; k < inner; ++k) s += double(x[at(i, ch, k)]);
+      mean = count > 0 ? s / count : 0.0;
+      const float m = float(mean);
+      double ss = 0.0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t k = 0; k < inner; ++k) {
+          const double d = double(x[at(i, ch, k)]) - m;
+          ss += d * d;
+        }
+      var = count > 0 ? ss / count : 0.0;
+    }
+    const float mean_f = float(mean), invstd = float(1.0 / std::sqrt(var + 1e-5f));
+    const float a = scale[size_t(ch)] * invstd, b = bias[size_t(ch)] - mean_f * a;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < inner; ++k) y[at(i, ch, k)] = x[at(i, ch, k)] * a + b;
+    double sd = 0.0, sxd = 0.0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < inner; ++k) {
+        sd += dy[at(i, ch, k)];
+        sxd += double(dy[at(i, ch, k)]) * (x[at(i, ch, k)] - mean_f);
+      }
+    const float s = float(sd), sx = float(sxd) * invstd, cnt = float(n * inner);
+    dscale[size_t(ch)] = 0.0f + sx;
+    dbias[size_t(ch)] = 0.0f + s;
+    const float ms = batch_stats && cnt > 0 ? s / cnt : 0.0f, msx = batch_stats && cnt > 0 ? sx / cnt * invstd : 0.0f;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < inner; ++k)
+        dx[at(i, ch, k)] = 0.0f + a * (dy[at(i, ch, k)] - ms - (x[at(i, ch, k)] - mean_f) * msx);
+  }
+  return {y, dx, dscale, dbias};
+}
+
+}  // namespace
+
+TEST_CASE("BatchNormalization over rows shorter than 16 values: the bits of the former per-channel loops") {
+  for (const int64_t inner : {1, 4, 9}) {
+    for (const bool training : {true, false}) {
+      CAPTURE(inner);
+      CAPTURE(training);
+      const int64_t n = 6, c = 37;
+      const std::vector<float> x = random_values(n * c * inner, 21), dy = random_values(n * c * inner, 22),
+                               scale = random_values(c, 23), bias = random_values(c, 24), in_mean = random_values(c, 25);
+      std::vector<float> in_var = random_values(c, 26);
+      for (float& v : in_var) v = 0.5f + std::fabs(v);
+      const std::vector<int64_t> shape = inner == 9 ? std::vector<int64_t>{n, c, 3, 3}
+                                                    : std::vector<int64_t>{n, c, inner == 4 ? 2 : 1, inner == 4 ? 2 : 1};
+      auto node = dl::rt::sample_node("BatchNormalization", 5, 1, {{"training_mode", dl::rt::attr_i(training ? 1 : 0)}}, 15);
+      OpRun run(node,
+                {Tensor::floats(shape, x), Tensor::floats({c}, scale), Tensor::floats({c}, bias),
+                 Tensor::floats({c}, in_mean), Tensor::floats({c}, in_var)},
+                training);
+      run.forward();
+      const Tensor dyt = Tensor::floats(shape, dy);
+      const std::vector<Tensor> d = run.backward({&dyt}, {true, true, true});
+      const auto want = short_rows_reference(n, c, inner, training, x, dy, scale, bias, in_mean, in_var);
+      CHECK(run.outputs[0].fvec() == want[0]);
+      CHECK(d[0].fvec() == want[1]);
+      CHECK(d[1].fvec() == want[2]);
+      CHECK(d[2].fvec() == want[3]);
+    }
+  }
+}

@@ -54,12 +54,17 @@ TEST_CASE("Conv depthwise: reference values for strides, padding, dilation and a
 
 TEST_CASE("Conv depthwise: the same bits on 1 and 2 threads") {
   // Big enough for run_parts to use two threads: batch 32, 128 channels of 16x16 (the
-  // channel-blocked kernels), and batch 4, 64 channels of 60x60 (the per-plane ones).
-  for (const Geometry& g : {depthwise(32, 128, 1, 16, 16, 3, 1, 1, 1), depthwise(4, 64, 1, 60, 60, 3, 1, 1, 1)}) {
+  // channel-blocked kernels), and batch 4, 64 channels of 80x80 (the per-plane ones).
+  for (const Geometry& g : {depthwise(32, 128, 1, 16, 16, 3, 1, 1, 1), depthwise(4, 64, 1, 80, 80, 3, 1, 1, 1)}) {
     CAPTURE(g.h);
+    dl::rt::WindowAttrs wa;
+    wa.pads = {1, 1, 1, 1};
+    const bool blocked = g.h == 16;
+    REQUIRE(dl::rt::depthwise_prefers_blocked(dl::rt::plan_window("test", wa, {g.n, g.c, g.h, g.w}, {3, 3})) == blocked);
     std::vector<std::vector<float>> by_threads[2];
     dl::test::on_two_then_one([&](int threads) {
-      if (threads == 2) REQUIRE(dl::rt::gemm_threads(g.m, g.n * g.oh() * g.ow(), g.k * g.k) == 2);
+      if (threads == 2 && !blocked) REQUIRE(dl::rt::gemm_threads(g.m, g.n * g.oh() * g.ow(), g.k * g.k) == 2);
+      if (threads == 2 && blocked) REQUIRE(dl::rt::loop_threads(g.n * g.c * (g.h * g.w + g.oh() * g.ow()), 1 << 14) == 2);
       const Tensor dy = Tensor::floats({g.n, g.m, g.oh(), g.ow()}, random_values(g.n * g.m * g.oh() * g.ow(), 4));
       by_threads[threads - 1] = run_conv(g, random_values(g.n * g.c * g.h * g.w, 1), random_values(g.m * 9, 2),
                                          random_values(g.m, 3), dy);

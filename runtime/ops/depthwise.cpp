@@ -1,9 +1,8 @@
 #include "runtime/ops/depthwise.h"
 
 #include <algorithm>
-#include <utility>
 
-#include "runtime/value_simd.h"
+#include "runtime/simd_transpose.h"
 
 namespace dl::rt {
 namespace {
@@ -104,37 +103,6 @@ constexpr int64_t kL = simd::kLanes;
 // per-plane kernels, whose long rows vectorise and which need no scratch.
 constexpr int64_t kBlockedScratch = int64_t{1} << 17;
 
-// A kL x kL tile of vectors transposed in registers: log2(kL) stages, stage H swapping
-// the off-diagonal H x H blocks of every 2H x 2H block (two two-source shuffles per pair
-// of rows).
-template <int H, size_t... I>
-VecF shuffle_low(VecF a, VecF b, std::index_sequence<I...>) {  // a's blocks, then b's first
-#if defined(__clang__)
-  return __builtin_shufflevector(a, b, (I & H ? int(kL + I - H) : int(I))...);
-#else
-  return __builtin_shuffle(a, b, simd::VecI{(I & H ? int(kL + I - H) : int(I))...});
-#endif
-}
-template <int H, size_t... I>
-VecF shuffle_high(VecF a, VecF b, std::index_sequence<I...>) {
-#if defined(__clang__)
-  return __builtin_shufflevector(a, b, (I & H ? int(kL + I) : int(I + H))...);
-#else
-  return __builtin_shuffle(a, b, simd::VecI{(I & H ? int(kL + I) : int(I + H))...});
-#endif
-}
-template <int H>
-void transpose_stage(VecF* r) {
-  for (int i = 0; i < kL; ++i) {
-    if (i & H) continue;
-    const VecF a = r[i], b = r[i + H];
-    r[i] = shuffle_low<H>(a, b, std::make_index_sequence<kL>());
-    r[i + H] = shuffle_high<H>(a, b, std::make_index_sequence<kL>());
-  }
-  if constexpr (H > 1) transpose_stage<H / 2>(r);
-}
-void transpose(VecF* r) { transpose_stage<kL / 2>(r); }
-
 // b[p * kL + j] = planes[j * n + p] for the block's nc channels, 0 in the lanes beyond.
 void gather(const float* planes, int64_t n, int64_t nc, float* b) {
   if (n == 1) {  // 1x1 maps: the block is one contiguous run
@@ -145,7 +113,7 @@ void gather(const float* planes, int64_t n, int64_t nc, float* b) {
   for (; p0 + kL <= n; p0 += kL) {
     VecF r[kL];
     for (int64_t j = 0; j < kL; ++j) r[j] = j < nc ? loadv(planes + j * n + p0) : VecF{};
-    transpose(r);
+    simd::transpose(r);
     for (int64_t i = 0; i < kL; ++i) storev(b + (p0 + i) * kL, r[i]);
   }
   for (int64_t p = p0; p < n; ++p)
@@ -162,7 +130,7 @@ void scatter(const float* b, int64_t n, int64_t nc, float* planes) {
   for (; p0 + kL <= n; p0 += kL) {
     VecF r[kL];
     for (int64_t i = 0; i < kL; ++i) r[i] = loadv(b + (p0 + i) * kL);
-    transpose(r);
+    simd::transpose(r);
     for (int64_t j = 0; j < nc; ++j) storev(planes + j * n + p0, r[j]);
   }
   for (int64_t p = p0; p < n; ++p)

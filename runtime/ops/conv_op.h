@@ -20,9 +20,7 @@ class Conv : public Op, private ConvLimits {
  public:
   explicit Conv(const ir::Node& node) : Op(node) {
     Attrs a(node);
-    attrs_ = read_window_attrs(a, true, false);
-    group_ = a.i("group", 1);
-    if (group_ < 1) a.fail("group", "must be positive");
+    attrs_ = read_conv_attrs(a, group_);
     a.finish();
   }
 

@@ -26,9 +26,7 @@ class ConvTranspose : public Op, private ConvLimits {  // (kColBudget, as Conv)
  public:
   explicit ConvTranspose(const ir::Node& node) : Op(node) {
     Attrs a(node);
-    attrs_ = read_window_attrs(a, true, false);
-    group_ = a.i("group", 1);
-    if (group_ < 1) a.fail("group", "must be positive");
+    attrs_ = read_conv_attrs(a, group_);
     output_padding_ = a.ints("output_padding");
     output_shape_ = a.ints("output_shape");
     constexpr int64_t kMax = std::numeric_limits<int32_t>::max();  // as read_window_attrs bounds the others

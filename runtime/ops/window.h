@@ -68,6 +68,15 @@ inline WindowAttrs read_window_attrs(Attrs& a, bool with_dilations, bool with_ce
   return w;
 }
 
+// Conv's and ConvTranspose's common attributes: the window's (with dilations) and a
+// positive group (into `group`).
+inline WindowAttrs read_conv_attrs(Attrs& a, int64_t& group) {
+  WindowAttrs w = read_window_attrs(a, true, false);
+  group = a.i("group", 1);
+  if (group < 1) a.fail("group", "must be positive");
+  return w;
+}
+
 // The resolved geometry in the 3-D view. Index 0 = D, 1 = H, 2 = W.
 struct Window {
   int spatial = 0;  // real spatial axes of the input (1..3)

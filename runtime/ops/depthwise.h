@@ -30,9 +30,10 @@ void depthwise_backward(const Window& w, const PoolTaps& taps, const float* x, c
 // simd::kLanes channels of one image is gathered position-major ([position][lane]), so
 // every tap is one vector multiply-add across the block's channels, and scattered back
 // afterwards. Every channel's arithmetic, and its order, is that of the per-plane kernels
-// above, and both give the same bits (a unit test) but for dW with a stride: there GCC
-// vectorises the per-plane kernel's strided sum as products rounded apart from their
-// in-order sum, while the blocked one fuses each multiply-add, so they differ in rounding.
+// above, and both give the same bits for Y and dX (a unit test); dW differs in rounding
+// only: GCC vectorises the per-plane kernel's row-tail sums (a strided row's whole sum)
+// as products rounded apart from their in-order sum, target by target, while the blocked
+// kernel fuses every multiply-add.
 // The lane count changes no result, but it sizes the scratch, so which kernel a layer
 // takes (depthwise_prefers_blocked) can differ between AVX-512 and AVX2 builds.
 //

@@ -50,8 +50,7 @@ void depthwise_backward_blocked(const Window& w, const PoolTaps& taps, int64_t i
 int64_t depthwise_blocked_scratch(const Window& w);
 // True where the blocked kernels take the window: their scratch within kBlockedScratch
 // (3x3 maps up to about 52x52 with AVX-512's 16 lanes, 73x73 with AVX2's 8, 104x104 with
-// SSE's 4; they are the
-// faster ones there, see depthwise.cpp).
+// SSE's 4; they are the faster ones there, see depthwise.cpp).
 bool depthwise_prefers_blocked(const Window& w);
 
 }  // namespace dl::rt

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "runtime/ops/window.h"
 #include "runtime/value_simd.h"
 
 namespace dl::rt {
@@ -34,6 +35,18 @@ struct ConvLimits {
   // 64, 1 thread: 6.3 -> 4.8 ms CPU per step. Wider ones (resnet18) batch up to kBatchCols.
   static constexpr int64_t kBatchMaxPositions = 64, kThinMaps = 32;
 };
+
+// f(first row, end row, first position, positions) per tile of tile_rows whole output
+// rows of w (flattened (od, oh)): Conv's im2col tiles, ConvTranspose's of X (its window
+// runs over X).
+template <class F>
+void for_each_row_tile(const Window& w, int64_t tile_rows, F f) {
+  const int64_t rows = w.out[0] * w.out[1];
+  for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+    const int64_t r1 = std::min(rows, r0 + tile_rows);
+    f(r0, r1, r0 * w.out[2], (r1 - r0) * w.out[2]);
+  }
+}
 
 // Image j's Y planes (maps at y, P apart) = its columns of the buffer (maps x cols,
 // image j's P columns from j * P) (+ bias[map]).

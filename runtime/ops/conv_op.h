@@ -103,13 +103,7 @@ class Conv : public Op, private ConvLimits {
   // f(first output row, end row, first output position, positions) per tile of whole
   // output rows (flattened (od, oh)).
   template <class F>
-  void for_each_tile(F f) const {
-    const int64_t rows = win_.out[0] * win_.out[1];
-    for (int64_t r0 = 0; r0 < rows; r0 += tile_rows_) {
-      const int64_t r1 = std::min(rows, r0 + tile_rows_);
-      f(r0, r1, r0 * win_.out[2], (r1 - r0) * win_.out[2]);
-    }
-  }
+  void for_each_tile(F f) const { for_each_row_tile(win_, tile_rows_, f); }
 
   static constexpr int64_t kBlockedParallelValues = int64_t{1} << 14, kParallelCopy = int64_t{1} << 16;
   static_assert(kMaxParts <= ValueSink::kParts, "a part reports its statistics as one sink part");

@@ -187,13 +187,7 @@ class ConvTranspose : public Op, private ConvLimits {  // (kColBudget, as Conv)
 
   // f(first X row, end row, first X position, positions) per tile of whole X rows.
   template <class F>
-  void for_each_tile(F f) const {
-    const int64_t rows = win_.out[0] * win_.out[1];
-    for (int64_t r0 = 0; r0 < rows; r0 += tile_rows_) {
-      const int64_t r1 = std::min(rows, r0 + tile_rows_);
-      f(r0, r1, r0 * win_.out[2], (r1 - r0) * win_.out[2]);
-    }
-  }
+  void for_each_tile(F f) const { for_each_row_tile(win_, tile_rows_, f); }
 
   WindowAttrs attrs_;
   int64_t group_ = 1;

@@ -14,7 +14,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "runtime/value_sums.h"
 
@@ -46,6 +48,14 @@ inline stats::Sums of_y(const Channel& c, float a, float b) {
   r.mx = a >= 0 ? y_hi : y_lo;
   if (!std::isfinite(y_lo) || !std::isfinite(y_hi)) r.sum = std::numeric_limits<double>::quiet_NaN();
   return r;
+}
+
+// The channels' sums, in channel order, as one report of the whole tensor's n values.
+template <class Sink>
+void report(const std::vector<stats::Sums>& per_channel, Sink* sink, int64_t n) {
+  stats::Sums total;
+  for (const stats::Sums& s : per_channel) total.merge(s);
+  sink->add_sums(0, total, n);
 }
 
 }  // namespace dl::rt::bn_sums

@@ -104,16 +104,10 @@ class BatchNormalization : public Op {
     const bool in_light = reports && ctx.in_stats && ctx.in_stats->light();
     pass.sums = out_light ? out_sums_.data() : nullptr;
     pass.in_sums = in_light ? in_sums_.data() : nullptr;
-    if (inner_ < kShortRow) {  // (no light sums here: neither derives_sums() nor fuses_sums())
-      forward_short(pass);
-    } else {
-      parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
-        const Pass& ps = *static_cast<const Pass*>(p);
-        ps.op->forward_channel(ps, c);
-      }, &pass);
-    }
-    if (out_light) report(out_sums_, ctx.out_stats);
-    if (in_light) report(in_sums_, ctx.in_stats);
+    // (Short rows report no light sums: neither derives_sums() nor fuses_sums().)
+    over_channels(pass, &BatchNormalization::forward_short, &BatchNormalization::forward_channel);
+    if (out_light) bn_sums::report(out_sums_, ctx.out_stats, outer_ * c_ * inner_);
+    if (in_light) bn_sums::report(in_sums_, ctx.in_stats, outer_ * c_ * inner_);
     write_statistics(ctx);
   }
   // (With batch statistics its output's light sums cost next to nothing: a later step
@@ -135,15 +129,8 @@ class BatchNormalization : public Op {
     pass.assign = ctx.assign;
     const bool light = fuses_sums() && ctx.dout_stats && ctx.dout_stats->light();
     pass.sums = light ? out_sums_.data() : nullptr;
-    if (inner_ < kShortRow) {
-      backward_short(pass);
-    } else {
-      parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
-        const Pass& ps = *static_cast<const Pass*>(p);
-        ps.op->backward_channel(ps, c);
-      }, &pass);
-    }
-    if (light) report(out_sums_, ctx.dout_stats);
+    over_channels(pass, &BatchNormalization::backward_short, &BatchNormalization::backward_channel);
+    if (light) bn_sums::report(out_sums_, ctx.dout_stats, outer_ * c_ * inner_);
   }
   bool assigns_gradient(size_t i) const override { return i < 3; }  // X, scale, B: every channel
 
@@ -190,13 +177,19 @@ class BatchNormalization : public Op {
     stats::Sums* sums = nullptr;     // per channel: Y's (forward) or dY's (backward) light sums, or null
     stats::Sums* in_sums = nullptr;  // per channel: X's (forward), or null
     uint32_t assign = 0;             // backward: BwdCtx::assign
+    void (BatchNormalization::*channel)(const Pass&, int64_t) const = nullptr;  // over_channels' loop
   };
 
-  // The channels' sums, in channel order, as one report of the whole tensor.
-  void report(const std::vector<stats::Sums>& per_channel, ValueSink* sink) const {
-    stats::Sums total;
-    for (const stats::Sums& s : per_channel) total.merge(s);
-    sink->add_sums(0, total, outer_ * c_ * inner_);
+  // Rows shorter than kShortRow: all channels at once (whole), else channel by channel
+  // (each) on the compute threads.
+  void over_channels(Pass& pass, void (BatchNormalization::*whole)(const Pass&) const,
+                     void (BatchNormalization::*each)(const Pass&, int64_t) const) const {
+    if (inner_ < kShortRow) return (this->*whole)(pass);
+    pass.channel = each;
+    parallel_blocks(c_, loop_threads(outer_ * c_ * inner_, kParallelWork), [](const void* p, int64_t c) {
+      const Pass& ps = *static_cast<const Pass*>(p);
+      (ps.op->*ps.channel)(ps, c);
+    }, &pass);
   }
 
   void forward_channel(const Pass& ps, int64_t c) const {

@@ -54,7 +54,8 @@ struct GraphOptions {
   // ONNX allows empty tensors (a 0 dimension); a model to train never has one, so
   // they are rejected unless allowed (the conformance tests use them).
   bool allow_empty_inputs = false;
-  // Run a MatMul and the Add of its bias as one step (runtime/graph_fuse.cpp); off, every
+  // Run a MatMul, the Transpose of its weight and the Add of its bias as one step
+  // (runtime/graph_fuse.cpp); off, every
   // node is a step of its own (tests compare the two).
   bool fuse = true;
 };
@@ -81,6 +82,9 @@ struct Step {
   // A node this step also runs (the bias Add fused into a MatMul: then `node` is a copy of
   // the MatMul's node with the bias as input 2 and the Add's output), or null.
   const ir::Node* merged = nullptr;
+  // A node this step runs first (a weight's Transpose folded into a MatMul: then `node` is
+  // a copy of the MatMul's node reading the weight itself as input 1), or null.
+  const ir::Node* merged_before = nullptr;
 };
 
 // User-level layer (contract): a parameterised node plus the nodes that follow it up to
@@ -175,7 +179,7 @@ class ExecutionGraph {
 
  private:
   void plan(const GraphOptions& options);
-  void fuse_bias_adds(const std::vector<bool>& is_param_source, bool training);
+  void fuse_linear_steps(const std::vector<bool>& is_param_source, bool training);
   void build_layers();
   void wire_contexts();
   void allocate_grads();

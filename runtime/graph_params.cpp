@@ -147,6 +147,7 @@ void ExecutionGraph::build_layers() {
     Layer& l = layers_[static_cast<size_t>(layer_of[k])];
     steps_[k].layer = l.index;
     l.steps.push_back(k);
+    if (steps_[k].merged_before) l.nodes.push_back(steps_[k].merged_before->name);
     l.nodes.push_back(steps_[k].node->name);
     if (steps_[k].merged) l.nodes.push_back(steps_[k].merged->name);
     l.output_step = std::max(l.output_step, k);

@@ -219,7 +219,7 @@ void ExecutionGraph::plan(const GraphOptions& options) {
     }
     steps_.push_back(std::move(step));
   }
-  if (options.fuse) fuse_bias_adds(is_param_source, options.training);
+  if (options.fuse) fuse_linear_steps(is_param_source, options.training);
 
   for (const ir::ValueInfo& out : g.outputs) {
     auto it = slots_.find(out.name);

@@ -109,6 +109,7 @@ void describe_run(const ExecutionGraph& graph, const TrainConfig& config, const 
     info.index = l.index;
     info.nodes = l.nodes;
     for (size_t k : l.steps) {
+      if (steps[k].merged_before) info.op_types.push_back(steps[k].merged_before->op_type);
       info.op_types.push_back(steps[k].node->op_type);
       if (steps[k].merged) info.op_types.push_back(steps[k].merged->op_type);
     }

@@ -21,6 +21,12 @@
 // Its output is left to the probe, or to the step that reads it next: computing the
 // product in panels of rows, each reported to the probe while cached, made the product
 // slower than the pass it saved (bench/README.md, run 36).
+//
+// With a transposed weight (make_mat_mul_fused's transpose: torch's nn.Linear exported as
+// MatMul(x, Transpose(W)) in training mode, the planner folding the Transpose into this
+// step), input 1 is W itself, [N, K]: the products read it as B = W^T, and backward
+// writes dW = dY^T A directly; the copy of W^T and of its gradient, each step, and their
+// probes go away (a transformer: ~0.8 ms a step at 1 thread, bench/README.md run 45).
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -81,8 +87,10 @@ std::vector<std::vector<int64_t>> group_by_offset(const std::vector<int64_t>& of
 
 class MatMul : public Op {
  public:
-  // bias_add: the name of the Add whose bias this MatMul takes as input 2 (empty: none).
-  explicit MatMul(const ir::Node& node, std::string bias_add = {}) : Op(node), bias_add_(std::move(bias_add)) {
+  // bias_add: the name of the Add whose bias this MatMul takes as input 2 (empty: none);
+  // transpose: the name of the Transpose whose input W ([N, K]) is input 1 (empty: B is input 1).
+  explicit MatMul(const ir::Node& node, std::string bias_add = {}, std::string transpose = {})
+      : Op(node), bias_add_(std::move(bias_add)), transpose_(std::move(transpose)) {
     Attrs(node).finish();
   }
 
@@ -96,10 +104,12 @@ class MatMul : public Op {
     if (a.rank() < 1 || b.rank() < 1)
       throw ShapeError(where() + ": inputs must have rank >= 1, got A " + shape_str(a.shape()) + " and B " +
                        shape_str(b.shape()));
+    if (!transpose_.empty() && b.rank() != 2)
+      throw ShapeError(where() + ": the input of '" + transpose_ + "' is not a matrix: " + shape_str(b.shape()));
     m_ = a.rank() == 1 ? 1 : a.dim(-2);
     k_ = a.dim(-1);
-    const int64_t kb = b.rank() == 1 ? b.dim(0) : b.dim(-2);
-    n_ = b.rank() == 1 ? 1 : b.dim(-1);
+    const int64_t kb = !transpose_.empty() ? b.dim(1) : b.rank() == 1 ? b.dim(0) : b.dim(-2);
+    n_ = !transpose_.empty() ? b.dim(0) : b.rank() == 1 ? 1 : b.dim(-1);
     if (kb != k_)
       throw ShapeError(where() + ": inner dimensions differ: A " + shape_str(a.shape()) + " and B " +
                        shape_str(b.shape()));
@@ -171,7 +181,9 @@ class MatMul : public Op {
     return (i < 2 || (i == 2 && !bias_add_.empty() && rows_ > 0)) && !a_off_.empty();
   }
   std::string describe() const override {
-    return bias_add_.empty() ? std::string() : "adds the bias of '" + bias_add_ + "' in the same step";
+    std::string d = transpose_.empty() ? std::string() : "reads B as the transpose of its input by '" + transpose_ + "'";
+    if (!bias_add_.empty()) d += (d.empty() ? "" : ", ") + std::string("adds the bias of '") + bias_add_ + "'";
+    return d.empty() ? d : d + " in the same step";
   }
 
   OpTraits traits() const override { return linear_layer_traits(); }
@@ -181,6 +193,7 @@ class MatMul : public Op {
     if (i == 2 && !bias_add_.empty()) return param_role_of(ParamRole::Kind::kBias);
     if (i > 1 || r == 0) return {};
     if (r == 1) return i == 1 ? weight_role(s[0], 1) : weight_role(1, s[0]);
+    if (i == 1 && !transpose_.empty()) return weight_role(s[1], s[0]);  // W [N, K]
     return i == 1 ? weight_role(s[r - 2], s[r - 1]) : weight_role(s[r - 1], s[r - 2]);
   }
 
@@ -198,7 +211,8 @@ class MatMul : public Op {
 
   void product(const Job& j, int64_t t) const {
     const size_t u = static_cast<size_t>(t);
-    const MatRef a{j.a + a_off_[u], k_, false}, b{j.b + b_off_[u], n_, false};
+    const MatRef a{j.a + a_off_[u], k_, false};
+    const MatRef b = transpose_.empty() ? MatRef{j.b + b_off_[u], n_, false} : MatRef{j.b, k_, true};
     if (j.bias) gemm_bias(rows_, n_, k_, 1.0f, a, b, j.bias, j.y + t * rows_ * n_, n_);
     else gemm(rows_, n_, k_, 1.0f, a, b, j.y + t * rows_ * n_, n_, false);
   }
@@ -222,15 +236,20 @@ class MatMul : public Op {
       }
     });
   }
+  // dA = dY B^T (B = W^T: dY W).
   void grad_a(const Job& j, int64_t t, bool accumulate) const {
     const size_t u = static_cast<size_t>(t);
-    gemm(rows_, k_, n_, 1.0f, {j.dy + t * rows_ * n_, n_, false}, {j.b + b_off_[u], n_, true}, j.y + a_off_[u], k_,
-         accumulate);
+    const MatRef bt = transpose_.empty() ? MatRef{j.b + b_off_[u], n_, true} : MatRef{j.b, k_, false};
+    gemm(rows_, k_, n_, 1.0f, {j.dy + t * rows_ * n_, n_, false}, bt, j.y + a_off_[u], k_, accumulate);
   }
+  // dB = A^T dY; for W (B = W^T), dW = dY^T A.
   void grad_b(const Job& j, int64_t t, bool accumulate) const {
     const size_t u = static_cast<size_t>(t);
-    gemm(k_, n_, rows_, 1.0f, {j.a + a_off_[u], k_, true}, {j.dy + t * rows_ * n_, n_, false}, j.db + b_off_[u], n_,
-         accumulate);
+    const MatRef dy{j.dy + t * rows_ * n_, n_, false};
+    if (transpose_.empty())
+      gemm(k_, n_, rows_, 1.0f, {j.a + a_off_[u], k_, true}, dy, j.db + b_off_[u], n_, accumulate);
+    else
+      gemm(n_, k_, rows_, 1.0f, {dy.p, n_, true}, {j.a + a_off_[u], k_, false}, j.db, k_, accumulate);
   }
 
   // fn(&job, b) for b in [0, blocks), each block a product or a group of them, on the
@@ -245,7 +264,7 @@ class MatMul : public Op {
     parallel_blocks(blocks, threads, fn, &job);
   }
 
-  std::string bias_add_;
+  std::string bias_add_, transpose_;
   int64_t m_ = 0, k_ = 0, n_ = 0;
   bool fold_ = false;
   int64_t rows_ = 0;                    // rows of each A / Y matrix product (batch * M when folded)
@@ -289,8 +308,9 @@ std::vector<OpSample> samples() {
 
 OpInfo op_info_mat_mul() { return {"MatMul", {1, 9, 13}, make, samples}; }
 
-std::unique_ptr<Op> make_mat_mul_with_bias(const ir::Node& node, const std::string& add_name) {
-  return std::make_unique<MatMul>(node, add_name);
+std::unique_ptr<Op> make_mat_mul_fused(const ir::Node& node, const std::string& add_name,
+                                       const std::string& transpose_name) {
+  return std::make_unique<MatMul>(node, add_name, transpose_name);
 }
 
 }  // namespace dl::rt

@@ -1,0 +1,194 @@
+// A weight's Transpose folded into the MatMul that reads it (runtime/graph_fuse.cpp,
+// runtime/ops/mat_mul.cpp): the op against a MatMul on the transposed matrix (Y and dA
+// the same products, dW the transpose of dB up to the order of the sums), and graphs
+// planned with and without fusing: the same values, gradients and layers, fewer steps;
+// what is not a weight's [1, 0] Transpose read by that MatMul alone stays a step.
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "runtime/attrs.h"
+#include "runtime/graph.h"
+#include "runtime/ops/fused.h"
+#include "runtime/ops/shape_util.h"
+#include "tests/unit/op_harness.h"
+#include "tests/unit/parallel_test_util.h"
+#include "tests/unit/transform_fixtures.h"
+
+using namespace dl;
+using dl::rt::Tensor;
+using dl::test::OpRun;
+using dl::test::random_values;
+
+namespace {
+
+Tensor transposed(const Tensor& w) {
+  const int64_t r = w.dim(0), c = w.dim(1);
+  std::vector<float> v(size_t(r * c));
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) v[size_t(j * r + i)] = w.fvec()[size_t(i * c + j)];
+  return Tensor::floats({c, r}, v);
+}
+
+void check_close(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+}
+
+}  // namespace
+
+TEST_CASE("MatMul reading W transposed: Y and dA as MatMul(A, W^T), dW the transpose of its dB") {
+  struct Case {
+    rt::Shape a;
+    int64_t n;
+    bool bias;
+  };
+  // Folded batches (one large enough to wake a helper), a 2-D A, a 1-D A; with and without a bias.
+  const std::vector<Case> cases = {{{2, 150, 64}, 200, false}, {{4, 64, 128}, 512, true}, {{7, 5}, 3, true},
+                                   {{5}, 4, false}};
+  for (const Case& c : cases) {
+    const int64_t k = c.a.back();
+    INFO("A " << rt::shape_str(c.a) << " W [" << c.n << ", " << k << "] bias " << c.bias);
+    const Tensor a = Tensor::floats(c.a, random_values(rt::shape_numel(c.a), 31)),
+                 w = Tensor::floats({c.n, k}, random_values(c.n * k, 32)),
+                 bias = Tensor::floats({c.n}, random_values(c.n, 33));
+    std::map<int, std::vector<std::vector<float>>> by_threads;
+    test::on_two_then_one([&](int threads) {
+      ir::Node node = rt::sample_node("MatMul", c.bias ? 3 : 2, 1, {}, 13);
+      std::vector<Tensor> in = {a, w};
+      if (c.bias) in.push_back(bias);
+      OpRun fused(rt::make_mat_mul_fused(node, c.bias ? "add" : "", "tr"), in, 1, true);
+      const std::string bias_text = c.bias ? ", adds the bias of 'add'" : "";
+      CHECK(fused.op->describe() == "reads B as the transpose of its input by 'tr'" + bias_text + " in the same step");
+      ir::Node plain = rt::sample_node("MatMul", 2, 1, {}, 13);
+      OpRun product(plain, {a, transposed(w)}, true);
+      fused.forward();
+      product.forward();
+      const std::vector<float> got = fused.outputs[0].fvec();
+      std::vector<float> want = product.outputs[0].fvec();
+      if (c.bias)
+        for (size_t i = 0; i < want.size(); ++i) want[i] += bias.fvec()[i % size_t(c.n)];
+      CHECK(fused.outputs[0].shape() == product.outputs[0].shape());
+      check_close(got, want);
+      const Tensor g = Tensor::floats(fused.outputs[0].shape(), random_values(int64_t(got.size()), 34));
+      const std::vector<bool> wanted(in.size(), true);
+      const std::vector<Tensor> d = fused.backward({&g}, wanted, (1u << in.size()) - 1);  // (assigned onto NaN)
+      const std::vector<Tensor> dp = product.backward({&g}, {true, true}, 3u);
+      check_close(d[0].fvec(), dp[0].fvec());
+      CHECK(d[1].shape() == w.shape());
+      check_close(d[1].fvec(), transposed(dp[1]).fvec());
+      by_threads[threads] = {got, d[0].fvec(), d[1].fvec()};
+    });
+    CHECK(by_threads[2] == by_threads[1]);
+  }
+}
+
+TEST_CASE("MatMul reading W transposed: a W that is not a matrix is refused by name") {
+  ir::Node node = rt::sample_node("MatMul", 2, 1, {}, 13);
+  CHECK_THROWS_WITH_AS(OpRun(rt::make_mat_mul_fused(node, "", "tr"),
+                             {Tensor::floats({2, 3}, random_values(6, 35)), Tensor::floats({2, 4, 3}, random_values(24, 36))},
+                             1, true),
+                       doctest::Contains("the input of 'tr' is not a matrix: [2, 4, 3]"), dl::ShapeError);
+}
+
+namespace {
+
+// x [N, 5, 6] -> MatMul(x, Transpose(W [4, 6])) + b -> Relu -> y; `kind` varies the Transpose.
+ir::Model linear(const std::string& kind) {
+  ir::Model m;
+  m.path = "linear";
+  m.ir_version = 8;
+  m.opset = m.original_opset = 13;
+  ir::Graph& g = m.graph;
+  g.inputs = {test::vinfo("x", {-1, 5, 6})};
+  g.outputs = {test::vinfo("y", {-1, 5, 4})};
+  g.initializers["w"] = test::floats("w", {4, 6}, random_values(24, 37));
+  g.initializers["b"] = test::floats("b", {4}, random_values(4, 38));
+  ir::Node tr = test::node("tr", "Transpose", {"w"}, {"wt"}, 13);
+  if (kind == "perm") tr.attrs["perm"] = rt::attr_ints({1, 0});
+  if (kind == "data") {  // a matrix fed as data, not a parameter
+    g.initializers.erase("w");
+    g.inputs.push_back(test::vinfo("w", {4, 6}));
+  }
+  g.nodes.push_back(tr);
+  g.nodes.push_back(test::node("mm", "MatMul", {"x", "wt"}, {"h0"}, 13));
+  g.nodes.push_back(test::node("add", "Add", {"h0", "b"}, {"h"}, 13));
+  g.nodes.push_back(test::node("relu", "Relu", {"h"}, {"y"}, 13));
+  if (kind == "shared") g.outputs.push_back(test::vinfo("wt", {6, 4}));  // W^T read outside
+  return m;
+}
+
+struct Trained {
+  std::vector<float> y;
+  std::map<std::string, std::vector<float>> grads;
+  std::vector<std::string> steps;
+  std::vector<std::vector<std::string>> layer_nodes;
+};
+
+Trained run_graph(const ir::Model& m, bool fuse) {
+  rt::GraphOptions o;
+  o.batch_size = 3;
+  o.training = true;
+  o.fuse = fuse;
+  rt::ExecutionGraph g(m, o);
+  for (const std::string& name : g.input_names()) {
+    Tensor& t = g.input(name);
+    const std::vector<float> v = random_values(t.numel(), 39);
+    std::copy(v.begin(), v.end(), t.f());
+  }
+  g.forward();
+  for (size_t i = 0; i < g.output_names().size(); ++i) {
+    Tensor& d = g.output_grad(i);
+    const std::vector<float> v = random_values(d.numel(), 40 + unsigned(i));
+    std::copy(v.begin(), v.end(), d.f());
+  }
+  g.backward();
+  Trained t;
+  t.y = g.output(0).fvec();
+  for (rt::Param& p : g.params()) t.grads[p.name] = p.grad->fvec();
+  for (const rt::Step& s : g.steps()) t.steps.push_back(s.node->name);
+  for (const rt::Layer& l : g.layers()) t.layer_nodes.push_back(l.nodes);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("graphs: a weight's Transpose, its MatMul and the bias Add run as one step, with the values of three") {
+  for (const std::string kind : {"default", "perm"}) {
+    INFO(kind);
+    const ir::Model m = linear(kind);
+    const Trained fused = run_graph(m, true), apart = run_graph(m, false);
+    CHECK(apart.steps == std::vector<std::string>{"tr", "mm", "add", "relu"});
+    CHECK(fused.steps == std::vector<std::string>{"mm", "relu"});
+    CHECK(fused.layer_nodes == apart.layer_nodes);
+    CHECK(fused.layer_nodes == std::vector<std::vector<std::string>>{{"tr", "mm", "add", "relu"}});
+    check_close(fused.y, apart.y);
+    REQUIRE(fused.grads.size() == 2);
+    for (const auto& [name, g] : apart.grads) {
+      INFO(name);
+      REQUIRE(fused.grads.count(name));
+      check_close(fused.grads.at(name), g);
+    }
+  }
+  rt::GraphOptions o;
+  o.batch_size = 1;
+  rt::ExecutionGraph g(linear("default"), o);
+  REQUIRE(g.steps().size() == 2);
+  CHECK(g.steps()[0].merged_before->name == "tr");
+  CHECK(g.steps()[0].merged->name == "add");
+  CHECK(g.value_name(g.steps()[0].inputs[1]) == "w");
+}
+
+TEST_CASE("graphs: a Transpose of data, or read elsewhere too, stays a step") {
+  for (const std::string kind : {"data", "shared"}) {
+    INFO(kind);
+    const ir::Model m = linear(kind);
+    const Trained fused = run_graph(m, true), apart = run_graph(m, false);
+    // (With W as data, b is no layer's bias (runtime/param_roles.cpp): a constant, its Add a step.)
+    const std::vector<std::string> want =
+        kind == "data" ? std::vector<std::string>{"tr", "mm", "add", "relu"} : std::vector<std::string>{"tr", "mm", "relu"};
+    CHECK(fused.steps == want);
+    check_close(fused.y, apart.y);
+    for (const auto& [name, g] : apart.grads) check_close(fused.grads.at(name), g);
+  }
+}

@@ -79,12 +79,14 @@ struct Step {
   bool needs_backward = false;
   bool recurrent = false;  // op traits say recurrent (reports FwdCtx::inner)
   int layer = -1;
-  // A node this step also runs (the bias Add fused into a MatMul: then `node` is a copy of
-  // the MatMul's node with the bias as input 2 and the Add's output), or null.
+  // A node this step also runs after `node` (the bias Add or the output's Transpose fused
+  // into a MatMul: then `node` is a copy of the MatMul's node with the bias as input 2, or
+  // that node's output), or null.
   const ir::Node* merged = nullptr;
-  // A node this step runs first (a weight's Transpose folded into a MatMul: then `node` is
-  // a copy of the MatMul's node reading the weight itself as input 1), or null.
-  const ir::Node* merged_before = nullptr;
+  // Nodes this step runs first (Transposes folded into a MatMul: then `node` is a copy of
+  // the MatMul's node reading their inputs), in program order.
+  std::vector<const ir::Node*> merged_before;
+  size_t order = 0;  // `node`'s index in the model's graph (program order)
 };
 
 // User-level layer (contract): a parameterised node plus the nodes that follow it up to
@@ -92,7 +94,8 @@ struct Step {
 struct Layer {
   int index = 0;
   std::vector<size_t> steps;
-  std::vector<std::string> nodes;   // ONNX node names, program order
+  std::vector<std::string> nodes;     // ONNX node names, program order
+  std::vector<std::string> op_types;  // their op types
   std::vector<std::string> params;  // parameter names read by this layer
   size_t anchor_step = 0;           // the parameterised step (or first step)
   size_t output_step = 0;           // last step of the layer: its output is the layer's

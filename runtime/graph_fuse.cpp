@@ -1,32 +1,41 @@
-// Fusing steps after planning (ExecutionGraph::fuse_linear_steps), around a MatMul:
-// - the Transpose (perm [1, 0]) of a trainable matrix W that only this MatMul reads as B
-//   (torch's nn.Linear on a 3-D input exported in training mode: MatMul(x, Transpose(W))):
-//   the MatMul reads W itself as B = W^T and writes dW (runtime/ops/mat_mul.cpp). The
-//   copy of W^T and of its gradient each step, and their probes, go away; the layer is
-//   probed as a Gemm layer with transB is (its weight's probes are W's anyway).
-// - the Add of a trainable bias that alone reads the MatMul's output (torch's nn.Linear
-//   on a 3-D input, tf2onnx's Dense: MatMul then Add(bias)): the MatMul starts each
-//   product from the bias rows, as Gemm does with its C. The Add's pass over the output,
-//   its backward pass and the probe of the value before the bias go away: the layer's
-//   linear map is probed once, after its bias, as a Gemm layer's is.
-// The layer still lists every node (Step::merged_before, Step::merged), the Transpose
-// before the MatMul and the Add right after it (steps between them, which read none of
-// their values, stay where they were).
+// Fusing steps after planning (ExecutionGraph::fuse_linear_steps), around a MatMul
+// (runtime/ops/mat_mul.cpp):
+// - a Transpose that only the MatMul reads, as A or B, whose permutation keeps one of the
+//   matrix's axes its input's last (torch's nn.Linear on a 3-D input exported in training
+//   mode, MatMul(x, Transpose(W)); attention's keys, Transpose [1, 2, 0], and values,
+//   [1, 0, 2]): the MatMul reads the Transpose's input in place and writes its gradient
+//   at the same strides;
+// - a Transpose that alone reads the product and keeps its last axis last (attention's
+//   heads merged back, [1, 0, 2]): the MatMul writes its output in place;
+// - else the Add of a trainable bias that alone reads the product (torch's nn.Linear on
+//   a 3-D input, tf2onnx's Dense: MatMul then Add(bias)): the MatMul starts each product
+//   from the bias rows, as Gemm does with its C.
+// The copies (or the Add's pass over the output), their backward passes and their probes
+// go away: a Transpose's output holds its input's values and a weight has its own probes;
+// the layer's linear map is probed once, after its bias, as a Gemm layer's is. The layer
+// still lists every node, in program order (Step::merged_before, Step::merged).
 #include "converter/errors.h"
 #include "runtime/attrs.h"
 #include "runtime/graph.h"
 #include "runtime/ops/fused.h"
+#include "runtime/ops/mat_mul_layout.h"
 
 namespace dl::rt {
 namespace {
 
-// Whether a Transpose node's perm is [1, 0] on a matrix (the default, reversed axes, or
-// given).
-bool swaps_matrix(const ir::Node& node, const Tensor& in) {
-  if (in.rank() != 2) return false;
-  Attrs attrs(node);
-  const std::vector<int64_t> perm = attrs.ints("perm", {1, 0});
-  return perm == std::vector<int64_t>{1, 0};
+// A Transpose step's permutation of its float input (perm, or the default: axes reversed).
+bool transpose_of(const Step& st, const std::vector<Tensor*>& slots, std::vector<int64_t>& perm) {
+  if (st.op->type() != "Transpose" || st.inputs.size() != 1 || st.outputs.size() != 1 || st.inputs[0] < 0 ||
+      st.outputs[0] < 0)
+    return false;
+  const Tensor& x = *slots[size_t(st.inputs[0])];
+  if (x.dtype() != DType::kFloat32) return false;
+  std::vector<int64_t> reversed(size_t(x.rank()));
+  for (int64_t d = 0; d < x.rank(); ++d) reversed[size_t(d)] = x.rank() - 1 - d;
+  Attrs attrs(*st.node);
+  perm = attrs.ints("perm", reversed);
+  for (int64_t& p : perm) p = p < 0 ? p + x.rank() : p;
+  return int64_t(perm.size()) == x.rank();
 }
 
 }  // namespace
@@ -54,11 +63,72 @@ void ExecutionGraph::fuse_linear_steps(const std::vector<bool>& is_param_source,
     planned_bytes_ -= bytes;
     reads[size_t(slot)] = 0;
   };
-  // Replaces mm's op by a fused MatMul on `node` (a copy of its node with the fused inputs
-  // and outputs) reading `inputs`, writing `out`.
-  const auto refit = [&](Step& mm, ir::Node& node, const std::vector<int>& inputs, Tensor& out) {
-    std::unique_ptr<Op> op = make_mat_mul_fused(node, mm.merged ? mm.merged->name : std::string(),
-                                                mm.merged_before ? mm.merged_before->name : std::string());
+  std::vector<int64_t> perm;
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    Step& mm = steps_[k];
+    if (mm.op->type() != "MatMul" || mm.node->inputs.size() != 2 || mm.inputs.size() != 2 ||
+        mm.outputs.size() != 1 || mm.inputs[0] < 0 || mm.inputs[1] < 0 || mm.outputs[0] < 0)
+      continue;
+    ir::Node node = *mm.node;
+    MatMulFusion f;
+    std::vector<int> inputs = mm.inputs;
+    const Step* folded[2] = {nullptr, nullptr};
+    // B first: whether the products have batches of B (else the MatMul runs one product
+    // over all of A's rows, which a strided A or Y would cut into one per batch: slower
+    // than the copy they save).
+    const Tensor& b_seen = *slot_ptr_[size_t(mm.inputs[1])];
+    const bool batched = b_seen.rank() >= 3 && b_seen.numel() > b_seen.dim(-1) * b_seen.dim(-2);
+    for (size_t i : {size_t(1), size_t(0)}) {
+      const int s = mm.inputs[i];
+      if (i == 0 && !batched) break;
+      const int tk = writer[size_t(s)];
+      if (tk < 0 || dropped[size_t(tk)] || reads[size_t(s)] != 1 || mm.inputs[1 - i] == s) continue;
+      const Step& tr = steps_[size_t(tk)];
+      if (!transpose_of(tr, slot_ptr_, perm) || !mat_mul_detail::foldable(perm, int64_t(perm.size()))) continue;
+      (i == 0 ? f.perm_a : f.perm_b) = perm;
+      (i == 0 ? f.transpose_a : f.transpose_b) = tr.node->name;
+      node.inputs[i] = tr.node->inputs[0];
+      inputs[i] = tr.inputs[0];
+      folded[i] = &tr;
+    }
+    const int y = mm.outputs[0];
+    int drop_after = -1;
+    std::vector<int> outputs = mm.outputs;
+    const Step* after = nullptr;
+    const int64_t ra = slot_ptr_[size_t(inputs[0])]->rank(), rb = slot_ptr_[size_t(inputs[1])]->rank();
+    if (reads[size_t(y)] == 1) {
+      Step& next = steps_[size_t(reader[size_t(y)])];
+      const int64_t ry = slot_ptr_[size_t(y)]->rank();
+      if (batched && ra >= 2 && rb >= 2 && transpose_of(next, slot_ptr_, perm) && ry >= 2 && perm.back() == ry - 1) {
+        // The product's Transpose, written in place.
+        f.perm_y = perm;
+        f.transpose_y = next.node->name;
+        node.outputs = next.node->outputs;
+        outputs = next.outputs;
+        after = &next;
+        drop_after = reader[size_t(y)];
+      } else if (next.op->type() == "Add" && next.node->since_version >= 7 && next.inputs.size() == 2 &&
+                 next.outputs.size() == 1 && next.outputs[0] >= 0) {
+        // (An Add before opset 7 may broadcast along another axis: left alone.)
+        const size_t ci = next.inputs[0] == y ? 1 : 0;
+        const int c = next.inputs[ci];
+        const Tensor& pre = *slot_ptr_[size_t(y)];
+        if (c >= 0 && c != y && is_param_source[size_t(c)] && pre.rank() >= 2 && rb >= 2 &&
+            slot_ptr_[size_t(c)]->dtype() == DType::kFloat32 && slot_ptr_[size_t(c)]->shape() == Shape{pre.dim(-1)} &&
+            slot_ptr_[size_t(next.outputs[0])]->shape() == pre.shape()) {
+          f.bias_add = next.node->name;
+          node.inputs.push_back(next.node->inputs[ci]);
+          node.outputs = next.node->outputs;
+          inputs.push_back(c);
+          outputs = next.outputs;
+          after = &next;
+          drop_after = reader[size_t(y)];
+        }
+      }
+    }
+    if (!folded[0] && !folded[1] && !after) continue;
+    ir::Node& kept = fused_nodes_.emplace_back(std::move(node));
+    std::unique_ptr<Op> op = make_mat_mul_fused(kept, f);
     InferCtx ic;
     ic.training = training;
     for (int s : inputs) {
@@ -66,61 +136,33 @@ void ExecutionGraph::fuse_linear_steps(const std::vector<bool>& is_param_source,
       ic.known.push_back(false);
       ic.param.push_back(is_param_source[size_t(s)]);
     }
+    Tensor& out = *slot_ptr_[size_t(outputs[0])];
+    const Shape want = out.shape();
     ic.out = {&out};
     ic.out_known = {false};
-    op->infer(ic);  // the output's shape again (checked by the callers)
+    op->infer(ic);
+    if (out.shape() != want)
+      throw InternalError("node '" + mm.node->name + "': fused, its output " + shape_str(out.shape()) +
+                          " is not the planned " + shape_str(want));
     out.allocate();
-    mm.op = std::move(op);
-    mm.node = &node;
-    mm.inputs = inputs;
-  };
-  for (size_t k = 0; k < steps_.size(); ++k) {
-    Step& mm = steps_[k];
-    if (mm.op->type() != "MatMul" || mm.merged || mm.merged_before || mm.inputs.size() != 2 ||
-        mm.outputs.size() != 1 || mm.inputs[0] < 0 || mm.inputs[1] < 0 || mm.outputs[0] < 0)
-      continue;
-    // The weight's Transpose.
-    const int wt = mm.inputs[1];
-    const int tk = writer[size_t(wt)];
-    if (tk >= 0 && !dropped[size_t(tk)] && reads[size_t(wt)] == 1 && wt != mm.inputs[0]) {
-      const Step& tr = steps_[size_t(tk)];
-      const int w = tr.inputs.empty() ? -1 : tr.inputs[0];
-      if (tr.op->type() == "Transpose" && tr.inputs.size() == 1 && tr.outputs.size() == 1 && w >= 0 &&
-          is_param_source[size_t(w)] && slot_ptr_[size_t(w)]->dtype() == DType::kFloat32 &&
-          swaps_matrix(*tr.node, *slot_ptr_[size_t(w)])) {
-        ir::Node& node = fused_nodes_.emplace_back(*mm.node);
-        node.inputs[1] = tr.node->inputs[0];
-        mm.merged_before = tr.node;
-        refit(mm, node, {mm.inputs[0], w}, *slot_ptr_[size_t(mm.outputs[0])]);
-        dropped[size_t(tk)] = true;
-        release(wt);
+    for (size_t i = 0; i < 2; ++i)
+      if (folded[i]) {
+        mm.merged_before.push_back(folded[i]->node);
+        const int t = mm.inputs[i];
+        dropped[size_t(writer[size_t(t)])] = true;
+        release(t);
       }
+    if (mm.merged_before.size() == 2 && mm.merged_before[1] < mm.merged_before[0])
+      std::swap(mm.merged_before[0], mm.merged_before[1]);
+    if (after) {
+      mm.merged = after->node;
+      dropped[size_t(drop_after)] = true;
+      release(y);
     }
-    // The bias's Add.
-    const int y = mm.outputs[0];
-    if (reads[size_t(y)] != 1) continue;
-    Step& add = steps_[size_t(reader[size_t(y)])];
-    // (An Add before opset 7 may broadcast along another axis: left alone.)
-    if (add.op->type() != "Add" || add.node->since_version < 7 || add.inputs.size() != 2 || add.outputs.size() != 1 ||
-        add.outputs[0] < 0)
-      continue;
-    const size_t ci = add.inputs[0] == y ? 1 : 0;
-    const int c = add.inputs[ci];
-    if (c < 0 || c == y || !is_param_source[size_t(c)]) continue;
-    const Tensor& pre = *slot_ptr_[size_t(y)];
-    const Tensor& bias = *slot_ptr_[size_t(c)];
-    Tensor& out = *slot_ptr_[size_t(add.outputs[0])];
-    if (pre.rank() < 2 || slot_ptr_[size_t(mm.inputs[1])]->rank() < 2 || bias.dtype() != DType::kFloat32 ||
-        bias.shape() != Shape{pre.dim(-1)} || out.shape() != pre.shape())
-      continue;
-    ir::Node& node = fused_nodes_.emplace_back(*mm.node);
-    node.inputs.push_back(add.node->inputs[ci]);
-    node.outputs = add.node->outputs;
-    mm.merged = add.node;
-    refit(mm, node, {mm.inputs[0], mm.inputs[1], c}, out);
-    mm.outputs = add.outputs;
-    dropped[size_t(reader[size_t(y)])] = true;
-    release(y);
+    mm.op = std::move(op);
+    mm.node = &kept;
+    mm.inputs = inputs;
+    mm.outputs = outputs;
   }
   size_t kept = 0;
   for (size_t k = 0; k < steps_.size(); ++k) {

@@ -138,6 +138,7 @@ void ExecutionGraph::build_layers() {
         if (s >= 0 && std::find(steps_[k].outputs.begin(), steps_[k].outputs.end(), s) != steps_[k].outputs.end())
           layer_of[k] = layer_of[j];
   }
+  std::map<size_t, std::vector<std::pair<size_t, const ir::Node*>>> placed;  // per layer: its nodes, by place
   for (size_t k = 0; k < steps_.size(); ++k) {
     if (layers_.empty()) {  // a program of views only
       Layer l;
@@ -147,14 +148,23 @@ void ExecutionGraph::build_layers() {
     Layer& l = layers_[static_cast<size_t>(layer_of[k])];
     steps_[k].layer = l.index;
     l.steps.push_back(k);
-    if (steps_[k].merged_before) l.nodes.push_back(steps_[k].merged_before->name);
-    l.nodes.push_back(steps_[k].node->name);
-    if (steps_[k].merged) l.nodes.push_back(steps_[k].merged->name);
+    // The nodes the step runs (a fused step's are the model's own: their index is their place).
+    std::vector<std::pair<size_t, const ir::Node*>>& mine = placed[size_t(l.index)];
+    const ir::Node* base = model_->graph.nodes.data();
+    for (const ir::Node* n : steps_[k].merged_before) mine.push_back({size_t(n - base), n});
+    mine.push_back({steps_[k].order, steps_[k].node});
+    if (steps_[k].merged) mine.push_back({size_t(steps_[k].merged - base), steps_[k].merged});
     l.output_step = std::max(l.output_step, k);
     for (int s : steps_[k].inputs)
       if (const auto* names = params_of(s))
         for (const std::string* name : *names)
           if (std::find(l.params.begin(), l.params.end(), *name) == l.params.end()) l.params.push_back(*name);
+  }
+  // In program order (a Transpose folded into a later MatMul keeps its place).
+  for (auto& [index, nodes] : placed) {
+    std::stable_sort(nodes.begin(), nodes.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    Layer& l = layers_[index];
+    for (const auto& [place, n] : nodes) l.nodes.push_back(n->name), l.op_types.push_back(n->op_type);
   }
 }
 

@@ -147,6 +147,7 @@ void ExecutionGraph::plan(const GraphOptions& options) {
     const ir::Node& node = g.nodes[node_index];
     Step step;
     step.node = &node;
+    step.order = node_index;
     step.op = std::move(ops[node_index]);
     InferCtx ic;
     ic.training = options.training;

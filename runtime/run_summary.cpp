@@ -102,17 +102,12 @@ void describe_run(const ExecutionGraph& graph, const TrainConfig& config, const 
   h.metric_higher_is_better = metric_higher_is_better;
   h.batches_per_epoch = (train.n + config.batch_size - 1) / config.batch_size;
 
-  const auto& steps = graph.steps();
   const std::vector<int> feeds = chained_layers(graph);
   for (const Layer& l : graph.layers()) {
     an::LayerInfo info;
     info.index = l.index;
     info.nodes = l.nodes;
-    for (size_t k : l.steps) {
-      if (steps[k].merged_before) info.op_types.push_back(steps[k].merged_before->op_type);
-      info.op_types.push_back(steps[k].node->op_type);
-      if (steps[k].merged) info.op_types.push_back(steps[k].merged->op_type);
-    }
+    info.op_types = l.op_types;
     info.params = l.params;
     for (const std::string& p : l.params) info.param_count += graph.store()->values.at(p).numel();
     info.feeds = feeds[static_cast<size_t>(l.index)];

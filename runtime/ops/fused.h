@@ -4,18 +4,24 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/op.h"
 
 namespace dl::rt {
 
-// A MatMul with the nodes around it as one step (runtime/ops/mat_mul.cpp), `node` a
-// MatMul node:
-// - add_name not empty: node's input 2 is the bias C (N values, one per output column)
-//   that the Add named add_name added: MatMul(A, B) + C;
-// - transpose_name not empty: node's input 1 is the matrix W [N, K] the Transpose named
-//   transpose_name transposed (perm [1, 0]): MatMul(A, W^T).
-std::unique_ptr<Op> make_mat_mul_fused(const ir::Node& node, const std::string& add_name,
-                                       const std::string& transpose_name);
+// What a MatMul step runs besides the product (runtime/ops/mat_mul.cpp), each by its
+// node's name (empty: not fused):
+// - bias_add: the Add of a bias C (N values, one per output column), the MatMul node's
+//   input 2: MatMul(A, B) + C;
+// - transpose_a, transpose_b: the Transpose (perm_a, perm_b) whose input the MatMul node
+//   reads as input 0 (1): MatMul(Transpose(X), B), read in place;
+// - transpose_y: the Transpose (perm_y, keeping the last axis last) of the product, whose
+//   output the MatMul node writes in place.
+struct MatMulFusion {
+  std::string bias_add, transpose_a, transpose_b, transpose_y;
+  std::vector<int64_t> perm_a, perm_b, perm_y;
+};
+std::unique_ptr<Op> make_mat_mul_fused(const ir::Node& node, const MatMulFusion& fused);
 
 }  // namespace dl::rt

@@ -14,19 +14,22 @@
 // shared by several products): a group runs on one thread in batch order, the order of
 // the serial loop, so dA and dB are the same bits for any thread count.
 //
-// With a bias (make_mat_mul_with_bias, runtime/ops/fused.h: a MatMul and the Add of its
-// layer's bias planned as one step, runtime/graph_fuse.cpp), Y = A B + C for a row C of N
-// values: each product starts from the bias rows instead of zeros (gemm_bias), and
-// backward sums dY's columns into dC row by row, reporting dY to the probe on the way.
-// Its output is left to the probe, or to the step that reads it next: computing the
-// product in panels of rows, each reported to the probe while cached, made the product
-// slower than the pass it saved (bench/README.md, run 36).
+// With a bias (runtime/ops/fused.h: a MatMul and the Add of its layer's bias planned as
+// one step, runtime/graph_fuse.cpp), Y = A B + C for a row C of N values: each product
+// starts from the bias rows instead of zeros (gemm_bias), and backward sums dY's columns
+// into dC row by row, reporting dY to the probe on the way. Its output is left to the
+// probe, or to the step that reads it next: computing the product in panels of rows,
+// each reported to the probe while cached, made the product slower than the pass it
+// saved (bench/README.md, run 36).
 //
-// With a transposed weight (make_mat_mul_fused's transpose: torch's nn.Linear exported as
-// MatMul(x, Transpose(W)) in training mode, the planner folding the Transpose into this
-// step), input 1 is W itself, [N, K]: the products read it as B = W^T, and backward
-// writes dW = dY^T A directly; the copy of W^T and of its gradient, each step, and their
-// probes go away (a transformer: ~0.8 ms a step at 1 thread, bench/README.md run 45).
+// With Transposes folded in (the same planner): the Transpose of A or B (a weight W as
+// torch's nn.Linear exports it, MatMul(x, Transpose(W)); attention's keys and values,
+// Transpose [1, 2, 0] and [1, 0, 2]) is read in place from its input, and the Transpose
+// of Y (attention's heads merged back, [1, 0, 2]) written in place: the operand layouts of
+// runtime/ops/mat_mul_layout.h. Backward writes dA and dB at the same strides: where an
+// operand is stored transposed it computes the transposed product (dW = dY^T A for B =
+// W^T), into the gradient of the Transpose's input. The copies and their gradients' go
+// away, and with them their probes (bench/README.md run 45).
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -35,6 +38,7 @@
 #include "runtime/ops/broadcast.h"
 #include "runtime/ops/fused.h"
 #include "runtime/ops/gemm_kernel.h"
+#include "runtime/ops/mat_mul_layout.h"
 #include "runtime/ops/shape_util.h"
 #include "runtime/parallel.h"
 #include "runtime/sink_chunks.h"
@@ -42,108 +46,89 @@
 namespace dl::rt {
 namespace {
 
-// Element offsets, per output batch index, of the batch matrix of an operand whose batch
-// shape `own` is broadcast to `out` (own right-aligned, size-1 dims repeat).
-std::vector<int64_t> batch_offsets(const Shape& own, const Shape& out, int64_t matrix_size) {
-  const size_t r = out.size(), shift = r - own.size();
-  std::vector<int64_t> stride(r, 0);
-  int64_t s = matrix_size;
-  for (size_t d = r; d-- > shift;) {
-    stride[d] = own[d - shift] == 1 ? 0 : s;
-    s *= own[d - shift];
-  }
-  const int64_t total = shape_numel(out);
-  std::vector<int64_t> offs(static_cast<size_t>(total));
-  std::vector<int64_t> idx(r, 0);
-  int64_t off = 0;
-  for (int64_t b = 0; b < total; ++b) {
-    offs[static_cast<size_t>(b)] = off;
-    for (size_t d = r; d-- > 0;) {
-      off += stride[d];
-      if (++idx[d] < out[d]) break;
-      off -= stride[d] * out[d];
-      idx[d] = 0;
-    }
-  }
-  return offs;
-}
-
-// The products (batch indices, ascending) that share each distinct offset, in order of
-// first appearance: the products accumulating into one gradient matrix.
-std::vector<std::vector<int64_t>> group_by_offset(const std::vector<int64_t>& offs) {
-  std::vector<std::vector<int64_t>> groups;
-  std::vector<std::pair<int64_t, size_t>> seen;  // offset -> group, sorted by offset
-  for (size_t t = 0; t < offs.size(); ++t) {
-    auto it = std::lower_bound(seen.begin(), seen.end(), std::make_pair(offs[t], size_t{0}),
-                               [](const auto& x, const auto& y) { return x.first < y.first; });
-    if (it == seen.end() || it->first != offs[t]) {
-      it = seen.insert(it, {offs[t], groups.size()});
-      groups.emplace_back();
-    }
-    groups[it->second].push_back(static_cast<int64_t>(t));
-  }
-  return groups;
-}
+using mat_mul_detail::Operand;
 
 class MatMul : public Op {
  public:
-  // bias_add: the name of the Add whose bias this MatMul takes as input 2 (empty: none);
-  // transpose: the name of the Transpose whose input W ([N, K]) is input 1 (empty: B is input 1).
-  explicit MatMul(const ir::Node& node, std::string bias_add = {}, std::string transpose = {})
-      : Op(node), bias_add_(std::move(bias_add)), transpose_(std::move(transpose)) {
+  explicit MatMul(const ir::Node& node, MatMulFusion fused = {}) : Op(node), fused_(std::move(fused)) {
     Attrs(node).finish();
   }
 
   void infer(InferCtx& ctx) override {
-    const size_t inputs = bias_add_.empty() ? 2 : 3;
+    const size_t inputs = fused_.bias_add.empty() ? 2 : 3;
     check_inputs(ctx, inputs, inputs, inputs, where());
     const Tensor& a = *ctx.in[0];
     const Tensor& b = *ctx.in[1];
     if (a.dtype() != DType::kFloat32 || b.dtype() != DType::kFloat32)
       throw ShapeError(where() + ": inputs must be float32");
-    if (a.rank() < 1 || b.rank() < 1)
-      throw ShapeError(where() + ": inputs must have rank >= 1, got A " + shape_str(a.shape()) + " and B " +
-                       shape_str(b.shape()));
-    if (!transpose_.empty() && b.rank() != 2)
-      throw ShapeError(where() + ": the input of '" + transpose_ + "' is not a matrix: " + shape_str(b.shape()));
-    m_ = a.rank() == 1 ? 1 : a.dim(-2);
-    k_ = a.dim(-1);
-    const int64_t kb = !transpose_.empty() ? b.dim(1) : b.rank() == 1 ? b.dim(0) : b.dim(-2);
-    n_ = !transpose_.empty() ? b.dim(0) : b.rank() == 1 ? 1 : b.dim(-1);
+    // The operands as the products see them: a folded Transpose's input, permuted.
+    const auto seen = [&](const Tensor& t, const std::vector<int64_t>& perm, const std::string& by) {
+      if (perm.empty()) return t.shape();
+      if (!mat_mul_detail::foldable(perm, t.rank()))
+        throw ShapeError(where() + ": the input of '" + by + "' " + shape_str(t.shape()) +
+                         " cannot be read in place as permuted by " + shape_str(perm));
+      return mat_mul_detail::permuted(t.shape(), perm);
+    };
+    const Shape as = seen(a, fused_.perm_a, fused_.transpose_a), bs = seen(b, fused_.perm_b, fused_.transpose_b);
+    const int64_t ar = int64_t(as.size()), br = int64_t(bs.size());
+    if (ar < 1 || br < 1)
+      throw ShapeError(where() + ": inputs must have rank >= 1, got A " + shape_str(as) + " and B " + shape_str(bs));
+    m_ = ar == 1 ? 1 : as[size_t(ar - 2)];
+    k_ = as[size_t(ar - 1)];
+    const int64_t kb = br == 1 ? bs[0] : bs[size_t(br - 2)];
+    n_ = br == 1 ? 1 : bs[size_t(br - 1)];
     if (kb != k_)
-      throw ShapeError(where() + ": inner dimensions differ: A " + shape_str(a.shape()) + " and B " +
-                       shape_str(b.shape()));
-    const Shape a_batch(a.shape().begin(), a.shape().end() - std::min<int64_t>(a.rank(), 2));
-    const Shape b_batch(b.shape().begin(), b.shape().end() - std::min<int64_t>(b.rank(), 2));
+      throw ShapeError(where() + ": inner dimensions differ: A " + shape_str(as) + " and B " + shape_str(bs));
+    const Shape a_batch(as.begin(), as.end() - std::min<int64_t>(ar, 2));
+    const Shape b_batch(bs.begin(), bs.end() - std::min<int64_t>(br, 2));
     Shape out = broadcast_shape(a_batch, b_batch, where());
     const int64_t batches = shape_numel(out);
-    fold_ = shape_numel(b_batch) == 1 && shape_numel(a_batch) == batches;
-    if (fold_) {
-      a_off_.assign(1, 0);
-      b_off_.assign(1, 0);
-      rows_ = batches * m_;
-    } else {
-      a_off_ = batch_offsets(a_batch, out, m_ * k_);
-      b_off_ = batch_offsets(b_batch, out, k_ * n_);
-      rows_ = m_;
-    }
-    a_groups_ = group_by_offset(a_off_);
-    b_groups_ = group_by_offset(b_off_);
-    if (a.rank() > 1) out.push_back(m_);
-    if (b.rank() > 1) out.push_back(n_);
-    if (!bias_add_.empty()) {
+    const bool y_folded = !fused_.perm_y.empty();
+    if (y_folded && (ar < 2 || br < 2 || !fused_.bias_add.empty() ||
+                     !mat_mul_detail::foldable(fused_.perm_y, int64_t(out.size()) + 2) ||
+                     fused_.perm_y.back() != int64_t(out.size()) + 1))
+      throw ShapeError(where() + ": the output cannot be written in place as permuted by '" + fused_.transpose_y + "'");
+    fold_ = shape_numel(b_batch) == 1 && shape_numel(a_batch) == batches && fused_.perm_a.empty() && !y_folded &&
+            (fused_.perm_b.empty() || br == 2);
+    rows_ = fold_ ? batches * m_ : m_;
+    const Shape one_batch;  // (folded: one product over all the rows)
+    a_ = fused_.perm_a.empty() ? mat_mul_detail::contiguous(fold_ ? one_batch : a_batch, fold_ ? one_batch : out,
+                                                            rows_, k_)
+                               : mat_mul_detail::transposed(a.shape(), fused_.perm_a, out, where());
+    b_ = fused_.perm_b.empty() ? mat_mul_detail::contiguous(fold_ ? one_batch : b_batch, fold_ ? one_batch : out, k_, n_)
+                               : mat_mul_detail::transposed(b.shape(), fused_.perm_b, fold_ ? one_batch : out, where());
+    a_groups_ = mat_mul_detail::group_by_offset(a_.off);
+    b_groups_ = mat_mul_detail::group_by_offset(b_.off);
+    if (ar > 1) out.push_back(m_);
+    if (br > 1) out.push_back(n_);
+    if (!fused_.bias_add.empty()) {
       const Tensor& c = *ctx.in[2];
-      if (c.dtype() != DType::kFloat32 || c.shape() != Shape{n_} || b.rank() < 2)
-        throw ShapeError(where() + ": the bias of '" + bias_add_ + "' " + shape_str(c.shape()) +
+      if (c.dtype() != DType::kFloat32 || c.shape() != Shape{n_} || br < 2)
+        throw ShapeError(where() + ": the bias of '" + fused_.bias_add + "' " + shape_str(c.shape()) +
                          " is not one value per output column (" + std::to_string(n_) + ")");
+    }
+    if (y_folded) {
+      // Y's axis d lands on the output's axis inv[d]: the output's strides, by Y's axes.
+      const Shape z = mat_mul_detail::permuted(out, fused_.perm_y);
+      const std::vector<int64_t> zs = mat_mul_detail::strides_of(z);
+      std::vector<int64_t> ys(out.size());
+      for (size_t q = 0; q < out.size(); ++q) ys[size_t(fused_.perm_y[q])] = zs[q];
+      const Shape y_batch(out.begin(), out.end() - 2);
+      y_.off = mat_mul_detail::batch_offsets(y_batch, y_batch, std::vector<int64_t>(ys.begin(), ys.end() - 2));
+      y_.ld = std::max(ys[out.size() - 2], n_);
+      out = z;
+    } else {
+      y_.off.resize(size_t(fold_ ? 1 : batches));
+      for (size_t t = 0; t < y_.off.size(); ++t) y_.off[t] = int64_t(t) * rows_ * n_;
+      y_.ld = n_;
     }
     ctx.out[0]->plan(DType::kFloat32, out);
   }
 
   void forward(FwdCtx& ctx) override {
     Job job{this, ctx.in[0]->f(), ctx.in[1]->f(), nullptr, ctx.out[0]->f(), nullptr};
-    if (!bias_add_.empty()) job.bias = ctx.in[2]->f();
-    run(static_cast<int64_t>(a_off_.size()), [](const void* p, int64_t t) {
+    if (!fused_.bias_add.empty()) job.bias = ctx.in[2]->f();
+    run(static_cast<int64_t>(a_.off.size()), [](const void* p, int64_t t) {
       const Job& j = *static_cast<const Job*>(p);
       const MatMul& o = *j.op;
       o.product(j, t);
@@ -172,17 +157,22 @@ class MatMul : public Op {
         for (int64_t t : o.b_groups_[static_cast<size_t>(g - j.na)]) o.grad_b(j, t, !(first && j.assign_b)), first = false;
       }
     }, job);
-    if (!bias_add_.empty() && ctx.din.size() > 2 && ctx.din[2]) bias_gradient(ctx);
+    if (!fused_.bias_add.empty() && ctx.din.size() > 2 && ctx.din[2]) bias_gradient(ctx);
   }
   // Every matrix of A and B is read by some product, so each of its group's first
   // products writes all of its gradient; the bias's first row likewise.
   // (No products at all, a batch of 0 against a batch of more than 1: nothing written.)
   bool assigns_gradient(size_t i) const override {
-    return (i < 2 || (i == 2 && !bias_add_.empty() && rows_ > 0)) && !a_off_.empty();
+    return (i < 2 || (i == 2 && !fused_.bias_add.empty() && rows_ > 0)) && !a_.off.empty();
   }
   std::string describe() const override {
-    std::string d = transpose_.empty() ? std::string() : "reads B as the transpose of its input by '" + transpose_ + "'";
-    if (!bias_add_.empty()) d += (d.empty() ? "" : ", ") + std::string("adds the bias of '") + bias_add_ + "'";
+    std::vector<std::string> parts;
+    if (!fused_.transpose_a.empty()) parts.push_back("reads A in place of '" + fused_.transpose_a + "'");
+    if (!fused_.transpose_b.empty()) parts.push_back("reads B in place of '" + fused_.transpose_b + "'");
+    if (!fused_.transpose_y.empty()) parts.push_back("writes the output of '" + fused_.transpose_y + "'");
+    if (!fused_.bias_add.empty()) parts.push_back("adds the bias of '" + fused_.bias_add + "'");
+    std::string d;
+    for (const std::string& p : parts) d += (d.empty() ? "" : ", ") + p;
     return d.empty() ? d : d + " in the same step";
   }
 
@@ -190,10 +180,10 @@ class MatMul : public Op {
   // B [..., K, N] (A [..., M, K]): K is the fan-in; a 1-D B [K] is one output unit.
   ParamRole param_role(size_t i, const Shape& s) const override {
     const size_t r = s.size();
-    if (i == 2 && !bias_add_.empty()) return param_role_of(ParamRole::Kind::kBias);
+    if (i == 2 && !fused_.bias_add.empty()) return param_role_of(ParamRole::Kind::kBias);
     if (i > 1 || r == 0) return {};
     if (r == 1) return i == 1 ? weight_role(s[0], 1) : weight_role(1, s[0]);
-    if (i == 1 && !transpose_.empty()) return weight_role(s[1], s[0]);  // W [N, K]
+    if (i == 1 && fused_.perm_b == std::vector<int64_t>{1, 0}) return weight_role(s[1], s[0]);  // W [N, K]
     return i == 1 ? weight_role(s[r - 2], s[r - 1]) : weight_role(s[r - 1], s[r - 2]);
   }
 
@@ -210,11 +200,10 @@ class MatMul : public Op {
   };
 
   void product(const Job& j, int64_t t) const {
-    const size_t u = static_cast<size_t>(t);
-    const MatRef a{j.a + a_off_[u], k_, false};
-    const MatRef b = transpose_.empty() ? MatRef{j.b + b_off_[u], n_, false} : MatRef{j.b, k_, true};
-    if (j.bias) gemm_bias(rows_, n_, k_, 1.0f, a, b, j.bias, j.y + t * rows_ * n_, n_);
-    else gemm(rows_, n_, k_, 1.0f, a, b, j.y + t * rows_ * n_, n_, false);
+    const MatRef a = a_.at(j.a, t), b = b_.at(j.b, t);
+    float* y = j.y + y_.off[size_t(t)];
+    if (j.bias) gemm_bias(rows_, n_, k_, 1.0f, a, b, j.bias, y, y_.ld);
+    else gemm(rows_, n_, k_, 1.0f, a, b, y, y_.ld, false);
   }
   // dC += the column sums of dY, row by row (its first writer: the first row as 0 + it),
   // dY reported to the probe's sink chunk by chunk on the way.
@@ -222,7 +211,7 @@ class MatMul : public Op {
     float* __restrict dc = ctx.din[2]->f();
     const float* __restrict g = ctx.dout[0]->f();
     const bool assign = ctx.assigns(2);
-    const int64_t n = static_cast<int64_t>(a_off_.size()) * rows_ * n_;
+    const int64_t n = static_cast<int64_t>(a_.off.size()) * rows_ * n_;
     chunked_loop(n, ctx.dout_stats, g, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi;) {
         const int64_t row = i / n_, col = i - row * n_, len = std::min(n_ - col, hi - i);
@@ -236,27 +225,26 @@ class MatMul : public Op {
       }
     });
   }
-  // dA = dY B^T (B = W^T: dY W).
+  // dA = dY op(B)^T, or where A is stored transposed its transpose op(B) dY^T.
   void grad_a(const Job& j, int64_t t, bool accumulate) const {
-    const size_t u = static_cast<size_t>(t);
-    const MatRef bt = transpose_.empty() ? MatRef{j.b + b_off_[u], n_, true} : MatRef{j.b, k_, false};
-    gemm(rows_, k_, n_, 1.0f, {j.dy + t * rows_ * n_, n_, false}, bt, j.y + a_off_[u], k_, accumulate);
+    const MatRef dy = y_.at(j.dy, t), b = b_.at(j.b, t);
+    float* da = j.y + a_.off[size_t(t)];
+    if (!a_.trans) gemm(rows_, k_, n_, 1.0f, dy, {b.p, b.ld, !b.trans}, da, a_.ld, accumulate);
+    else gemm(k_, rows_, n_, 1.0f, b, {dy.p, dy.ld, true}, da, a_.ld, accumulate);
   }
-  // dB = A^T dY; for W (B = W^T), dW = dY^T A.
+  // dB = op(A)^T dY, or where B is stored transposed (B = W^T) its transpose dY^T op(A).
   void grad_b(const Job& j, int64_t t, bool accumulate) const {
-    const size_t u = static_cast<size_t>(t);
-    const MatRef dy{j.dy + t * rows_ * n_, n_, false};
-    if (transpose_.empty())
-      gemm(k_, n_, rows_, 1.0f, {j.a + a_off_[u], k_, true}, dy, j.db + b_off_[u], n_, accumulate);
-    else
-      gemm(n_, k_, rows_, 1.0f, {dy.p, n_, true}, {j.a + a_off_[u], k_, false}, j.db, k_, accumulate);
+    const MatRef dy = y_.at(j.dy, t), a = a_.at(j.a, t);
+    float* db = j.db + b_.off[size_t(t)];
+    if (!b_.trans) gemm(k_, n_, rows_, 1.0f, {a.p, a.ld, !a.trans}, dy, db, b_.ld, accumulate);
+    else gemm(n_, k_, rows_, 1.0f, {dy.p, dy.ld, true}, a, db, b_.ld, accumulate);
   }
 
   // fn(&job, b) for b in [0, blocks), each block a product or a group of them, on the
   // threads the whole batch pays for. A folded batch (one product) is split by gemm().
   void run(int64_t blocks, void (*fn)(const void*, int64_t), const Job& job) const {
     if (blocks <= 0) return;
-    const int threads = fold_ ? 1 : gemm_threads(static_cast<int64_t>(a_off_.size()) * rows_, n_, k_);
+    const int threads = fold_ ? 1 : gemm_threads(static_cast<int64_t>(a_.off.size()) * rows_, n_, k_);
     if (threads == 1) {
       for (int64_t b = 0; b < blocks; ++b) fn(&job, b);
       return;
@@ -264,11 +252,11 @@ class MatMul : public Op {
     parallel_blocks(blocks, threads, fn, &job);
   }
 
-  std::string bias_add_, transpose_;
+  MatMulFusion fused_;
   int64_t m_ = 0, k_ = 0, n_ = 0;
   bool fold_ = false;
-  int64_t rows_ = 0;                    // rows of each A / Y matrix product (batch * M when folded)
-  std::vector<int64_t> a_off_, b_off_;  // per product: element offset of its A and B matrix
+  int64_t rows_ = 0;    // rows of each A / Y matrix product (batch * M when folded)
+  Operand a_, b_, y_;   // per product: where its A, B and Y matrices are
   std::vector<std::vector<int64_t>> a_groups_, b_groups_;  // products by the A (B) matrix they read
 };
 
@@ -308,9 +296,8 @@ std::vector<OpSample> samples() {
 
 OpInfo op_info_mat_mul() { return {"MatMul", {1, 9, 13}, make, samples}; }
 
-std::unique_ptr<Op> make_mat_mul_fused(const ir::Node& node, const std::string& add_name,
-                                       const std::string& transpose_name) {
-  return std::make_unique<MatMul>(node, add_name, transpose_name);
+std::unique_ptr<Op> make_mat_mul_fused(const ir::Node& node, const MatMulFusion& fused) {
+  return std::make_unique<MatMul>(node, fused);
 }
 
 }  // namespace dl::rt

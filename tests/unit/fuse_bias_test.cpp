@@ -40,7 +40,9 @@ void check_reported(const SinkSums& sink, const Tensor& t, bool light) {
 
 OpRun fused_run(const std::vector<Tensor>& in) {
   ir::Node node = rt::sample_node("MatMul", 3, 1, {}, 13);
-  return OpRun(rt::make_mat_mul_fused(node, "bias_add", ""), in, 1, true);
+  rt::MatMulFusion f;
+  f.bias_add = "bias_add";
+  return OpRun(rt::make_mat_mul_fused(node, f), in, 1, true);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-// A weight's Transpose folded into the MatMul that reads it (runtime/graph_fuse.cpp,
-// runtime/ops/mat_mul.cpp): the op against a MatMul on the transposed matrix (Y and dA
-// the same products, dW the transpose of dB up to the order of the sums), and graphs
-// planned with and without fusing: the same values, gradients and layers, fewer steps;
-// what is not a weight's [1, 0] Transpose read by that MatMul alone stays a step.
+// Transposes folded into the MatMul that reads or writes them (runtime/graph_fuse.cpp,
+// runtime/ops/mat_mul.cpp, runtime/ops/mat_mul_layout.h): the op against a MatMul on the
+// transposed copies (Y and dA the same products, dW the transpose of dB up to the order
+// of the sums; attention's [1, 2, 0] keys, [1, 0, 2] values and merged heads; broadcast
+// batches), and graphs planned with and without fusing: the same values, gradients and
+// layers, fewer steps; a Transpose read elsewhere too stays a step.
 #include <doctest/doctest.h>
 
 #include <map>
@@ -57,9 +58,13 @@ TEST_CASE("MatMul reading W transposed: Y and dA as MatMul(A, W^T), dW the trans
       ir::Node node = rt::sample_node("MatMul", c.bias ? 3 : 2, 1, {}, 13);
       std::vector<Tensor> in = {a, w};
       if (c.bias) in.push_back(bias);
-      OpRun fused(rt::make_mat_mul_fused(node, c.bias ? "add" : "", "tr"), in, 1, true);
+      rt::MatMulFusion f;
+      f.bias_add = c.bias ? "add" : "";
+      f.transpose_b = "tr";
+      f.perm_b = {1, 0};
+      OpRun fused(rt::make_mat_mul_fused(node, f), in, 1, true);
       const std::string bias_text = c.bias ? ", adds the bias of 'add'" : "";
-      CHECK(fused.op->describe() == "reads B as the transpose of its input by 'tr'" + bias_text + " in the same step");
+      CHECK(fused.op->describe() == "reads B in place of 'tr'" + bias_text + " in the same step");
       ir::Node plain = rt::sample_node("MatMul", 2, 1, {}, 13);
       OpRun product(plain, {a, transposed(w)}, true);
       fused.forward();
@@ -83,12 +88,91 @@ TEST_CASE("MatMul reading W transposed: Y and dA as MatMul(A, W^T), dW the trans
   }
 }
 
-TEST_CASE("MatMul reading W transposed: a W that is not a matrix is refused by name") {
+namespace {
+
+// t permuted: output axis k is t's axis perm[k] (as the Transpose op).
+Tensor permute(const Tensor& t, const std::vector<int64_t>& perm) {
+  const rt::Shape& s = t.shape();
+  const size_t r = s.size();
+  rt::Shape out(r);
+  for (size_t k = 0; k < r; ++k) out[k] = s[size_t(perm[k])];
+  std::vector<int64_t> st(r, 1);
+  for (size_t d = r; d-- > 1;) st[d - 1] = st[d] * s[d];
+  std::vector<float> v(size_t(t.numel()));
+  std::vector<int64_t> idx(r, 0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t off = 0;
+    for (size_t k = 0; k < r; ++k) off += idx[k] * st[size_t(perm[k])];
+    v[i] = t.fvec()[size_t(off)];
+    for (size_t k = r; k-- > 0;)
+      if (++idx[k] < out[k]) break;
+      else idx[k] = 0;
+  }
+  return Tensor::floats(out, v);
+}
+
+std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inv(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) inv[size_t(perm[k])] = int64_t(k);
+  return inv;
+}
+
+}  // namespace
+
+TEST_CASE("MatMul reading A or B and writing Y in place of Transposes: as the copies, at any thread count") {
+  struct Case {
+    rt::Shape xa, xb;
+    std::vector<int64_t> pa, pb, py;  // empty: not folded
+  };
+  const std::vector<Case> cases = {
+      {{6, 4, 5}, {4, 5, 3}, {1, 0, 2}, {}, {1, 0, 2}},          // A row-major at a stride, Y's heads merged back
+      {{4, 7, 5}, {6, 4, 5}, {}, {1, 2, 0}, {}},                  // attention's keys: B stored transposed
+      {{3, 5, 7}, {5, 2}, {0, 2, 1}, {}, {}},                     // A stored transposed, B without batches
+      {{2, 1, 4, 3}, {5, 4, 6}, {0, 1, 3, 2}, {}, {1, 0, 2, 3}},  // broadcast batches
+      {{64, 64, 32}, {64, 64, 32}, {1, 0, 2}, {1, 2, 0}, {1, 0, 2}},  // a whole attention product: helpers wake
+      {{64, 64, 64}, {64, 64, 32}, {}, {1, 0, 2}, {1, 0, 2}}};  // attention's values and merged heads
+  for (const Case& c : cases) {
+    INFO("A " << rt::shape_str(c.xa) << " B " << rt::shape_str(c.xb) << " perms " << rt::shape_str(c.pa) << " "
+              << rt::shape_str(c.pb) << " " << rt::shape_str(c.py));
+    const Tensor xa = Tensor::floats(c.xa, random_values(rt::shape_numel(c.xa), 41)),
+                 xb = Tensor::floats(c.xb, random_values(rt::shape_numel(c.xb), 42));
+    const Tensor a = c.pa.empty() ? xa : permute(xa, c.pa), b = c.pb.empty() ? xb : permute(xb, c.pb);
+    std::map<int, std::vector<std::vector<float>>> by_threads;
+    test::on_two_then_one([&](int threads) {
+      rt::MatMulFusion f;
+      f.perm_a = c.pa, f.perm_b = c.pb, f.perm_y = c.py;
+      f.transpose_a = c.pa.empty() ? "" : "ta";
+      f.transpose_b = c.pb.empty() ? "" : "tb";
+      f.transpose_y = c.py.empty() ? "" : "ty";
+      OpRun fused(rt::make_mat_mul_fused(rt::sample_node("MatMul", 2, 1, {}, 13), f), {xa, xb}, 1, true);
+      OpRun product(rt::sample_node("MatMul", 2, 1, {}, 13), {a, b}, true);
+      fused.forward();
+      product.forward();
+      const Tensor want = c.py.empty() ? product.outputs[0] : permute(product.outputs[0], c.py);
+      CHECK(fused.outputs[0].shape() == want.shape());
+      check_close(fused.outputs[0].fvec(), want.fvec());
+      const Tensor gz = Tensor::floats(want.shape(), random_values(want.numel(), 43));
+      const Tensor gy = c.py.empty() ? gz : permute(gz, inverse(c.py));
+      const std::vector<Tensor> d = fused.backward({&gz}, {true, true}, 3u);  // (assigned onto NaN)
+      const std::vector<Tensor> dp = product.backward({&gy}, {true, true}, 3u);
+      check_close(d[0].fvec(), (c.pa.empty() ? dp[0] : permute(dp[0], inverse(c.pa))).fvec());
+      check_close(d[1].fvec(), (c.pb.empty() ? dp[1] : permute(dp[1], inverse(c.pb))).fvec());
+      by_threads[threads] = {fused.outputs[0].fvec(), d[0].fvec(), d[1].fvec()};
+    });
+    CHECK(by_threads[2] == by_threads[1]);
+  }
+}
+
+TEST_CASE("MatMul reading an operand in place: a permutation that moves the last axis out of the matrix is refused") {
   ir::Node node = rt::sample_node("MatMul", 2, 1, {}, 13);
-  CHECK_THROWS_WITH_AS(OpRun(rt::make_mat_mul_fused(node, "", "tr"),
+  rt::MatMulFusion f;
+  f.transpose_b = "tr";
+  f.perm_b = {2, 0, 1};
+  CHECK_THROWS_WITH_AS(OpRun(rt::make_mat_mul_fused(node, f),
                              {Tensor::floats({2, 3}, random_values(6, 35)), Tensor::floats({2, 4, 3}, random_values(24, 36))},
                              1, true),
-                       doctest::Contains("the input of 'tr' is not a matrix: [2, 4, 3]"), dl::ShapeError);
+                       doctest::Contains("the input of 'tr' [2, 4, 3] cannot be read in place as permuted by [2, 0, 1]"),
+                       dl::ShapeError);
 }
 
 namespace {
@@ -174,19 +258,20 @@ TEST_CASE("graphs: a weight's Transpose, its MatMul and the bias Add run as one 
   o.batch_size = 1;
   rt::ExecutionGraph g(linear("default"), o);
   REQUIRE(g.steps().size() == 2);
-  CHECK(g.steps()[0].merged_before->name == "tr");
+  REQUIRE(g.steps()[0].merged_before.size() == 1);
+  CHECK(g.steps()[0].merged_before[0]->name == "tr");
   CHECK(g.steps()[0].merged->name == "add");
   CHECK(g.value_name(g.steps()[0].inputs[1]) == "w");
 }
 
-TEST_CASE("graphs: a Transpose of data, or read elsewhere too, stays a step") {
+TEST_CASE("graphs: a Transpose of data is read in place too; one read elsewhere stays a step") {
   for (const std::string kind : {"data", "shared"}) {
     INFO(kind);
     const ir::Model m = linear(kind);
     const Trained fused = run_graph(m, true), apart = run_graph(m, false);
     // (With W as data, b is no layer's bias (runtime/param_roles.cpp): a constant, its Add a step.)
     const std::vector<std::string> want =
-        kind == "data" ? std::vector<std::string>{"tr", "mm", "add", "relu"} : std::vector<std::string>{"tr", "mm", "relu"};
+        kind == "data" ? std::vector<std::string>{"mm", "add", "relu"} : std::vector<std::string>{"tr", "mm", "relu"};
     CHECK(fused.steps == want);
     check_close(fused.y, apart.y);
     for (const auto& [name, g] : apart.grads) check_close(fused.grads.at(name), g);

@@ -38,6 +38,7 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   rt::ValueSink* forward_sink(size_t k) override { return probes_ ? probes_->forward_sink(k) : nullptr; }
   rt::ValueSink* backward_sink(size_t k) override { return probes_ ? probes_->backward_sink(k) : nullptr; }
   rt::ValueSink* forward_in_sink(size_t k) override { return probes_ ? probes_->forward_in_sink(k) : nullptr; }
+  rt::ValueSink* backward_in_sink(size_t k) override { return probes_ ? probes_->backward_in_sink(k) : nullptr; }
   // Every sink the recorder offers, or a profile with probes misses their cost (before
   // run 14 it missed the recurrent inner values and the attention features).
   rt::ValueSink* feature_sink(size_t k) override { return probes_ ? probes_->feature_sink(k) : nullptr; }

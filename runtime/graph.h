@@ -119,6 +119,9 @@ class Observer {
   // A sink for the step's in[0] (FwdCtx::in_stats), asked only of steps whose op
   // reports its input (Op::reports_input); null when none is wanted.
   virtual ValueSink* forward_in_sink(size_t step_index) { (void)step_index; return nullptr; }
+  // A sink for the step's din[0] (BwdCtx::din_stats), asked only of steps whose op reports
+  // its input gradient (Op::reports_input_gradient); null when none is wanted.
+  virtual ValueSink* backward_in_sink(size_t step_index) { (void)step_index; return nullptr; }
   // A sink for the step's per-row feature (FwdCtx::feature_stats, Op::feature); null
   // when none is wanted.
   virtual ValueSink* feature_sink(size_t step_index) { (void)step_index; return nullptr; }

@@ -209,6 +209,9 @@ struct BwdCtx {
   std::vector<Tensor*> din;
   bool training = false;
   ValueSink* dout_stats = nullptr;  // set by the executor when a probe wants dout[0]'s statistics
+  // Set when a probe wants din[0]'s statistics and the op reports them (Op::reports_input_gradient):
+  // backward() then reports din[0]'s final values to this light sink, whole or not at all.
+  ValueSink* din_stats = nullptr;
   // Bit i set: this step is the first to write din[i] in the backward pass and the
   // executor did not zero it (Op::assigns_gradient(i)): the op writes every element.
   uint32_t assign = 0;
@@ -242,6 +245,11 @@ class Op {
   // input would (BatchNormalization: from its batch statistics): the probes then leave
   // the output to it rather than to the step that reads it next (runtime/probes.h).
   virtual bool reports_output() const { return false; }
+  // Whether backward() can report din[0] (BwdCtx::din_stats) as it writes it: the gradient
+  // of the previous step's output when this step alone reads it, which that step's own
+  // backward pass would otherwise reduce from memory (BatchNormalization before a Conv's
+  // products, whose dY no loop of theirs reads; runtime/probes.h).
+  virtual bool reports_input_gradient() const { return false; }
   // Whether, after the last forward(), out[0] holds exactly in[0]'s values (the same bits,
   // in the same or another order: Reshape, Flatten, Squeeze, Unsqueeze, Identity,
   // Transpose, a Dropout that dropped nothing): its statistics are in[0]'s, and a probe

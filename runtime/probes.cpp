@@ -108,6 +108,12 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
   step_full_rms_.assign(step_probes_.size(), 0.0f);
   step_has_full_.assign(step_probes_.size(), 0);
   declare_copies(graph);
+  din_probe_.assign(steps.size(), -1);
+  for (size_t j = 0; j < steps.size(); ++j) {
+    const int k = grad_copy_[j];  // the step that alone reads j's output
+    if (k >= 0 && grad_copy_in_[j] == 0 && steps[size_t(k)].op->reports_input_gradient())
+      din_probe_[size_t(k)] = gradient_probe_[j];
+  }
   step_values_ = step_values;
   step_full_every_ = step_values <= kAlwaysFull ? 1 : kStepFullEvery;
   full_every_ = param_values <= kAlwaysFull ? 1 : std::max(full_every_for(step_values, param_values), step_full_every_);
@@ -119,6 +125,7 @@ ProbeRecorder::~ProbeRecorder() = default;
 
 void ProbeRecorder::on_batch_begin(const IterationInfo& info) {
   current_ = nullptr;
+  din_sink_probe_ = -1;
   full_ = false;
   nonfinite_ = false;
   iteration_ = info.iteration;
@@ -188,8 +195,22 @@ ValueSink* ProbeRecorder::forward_in_sink(size_t step_index) {
   return &in_sink_;
 }
 
+ValueSink* ProbeRecorder::backward_in_sink(size_t step_index) {
+  const int probe = din_probe_[step_index];
+  if (!fused_ || !current_ || probe < 0 || !moments_only(probe)) return nullptr;
+  din_sink_probe_ = probe;
+  din_sink_step_ = step_index;
+  din_sink_.reset(bands(probe, false));
+  return &din_sink_;
+}
+
+bool ProbeRecorder::din_reported(int probe) const {
+  return probe >= 0 && din_sink_probe_ == probe && din_sink_.light() == moments_only(probe);
+}
+
 ValueSink* ProbeRecorder::backward_sink(size_t step_index) {
   if (!fused_ || !current_ || gradient_probe_[step_index] < 0) return nullptr;
+  if (din_reported(gradient_probe_[step_index])) return nullptr;  // the step that read the output reported it
   sink_probe_ = gradient_probe_[step_index];
   sink_.reset(bands(sink_probe_, false));
   return &sink_;
@@ -247,8 +268,18 @@ void ProbeRecorder::on_forward(size_t step_index, const Step& step) {
 void ProbeRecorder::on_backward(size_t step_index, const Step& step) {
   if (step_index > 1) prefetch_probe(gradient_probe_[step_index - 2]);
   reduce_pending();
+  // What this step reported of its input gradient counts when it is all of it.
+  if (din_sink_probe_ >= 0 && din_sink_step_ == step_index &&
+      (step.bwd.din.empty() || !step.bwd.din[0] || din_sink_.reported() != step.bwd.din[0]->numel()))
+    din_sink_probe_ = -1;
   if (!current_ || gradient_probe_[step_index] < 0 || !step.bwd.dout[0]) return;
   const int probe = gradient_probe_[step_index];
+  if (din_reported(probe)) {
+    din_sink_probe_ = -1;
+    sink_probe_ = -1;
+    reduce_tensor(probe, step.bwd.dout[0], false, &din_sink_);
+    return;
+  }
   if (const stats::Sums* r = copy_grad_sums(step_index, *step.bwd.dout[0])) {
     sink_probe_ = -1;
     reduce_sums(probe, step.bwd.dout[0], false, r);

@@ -1,6 +1,5 @@
-// BatchNormalization (since 7, 9, 14, 15): Y = (X - mean) / sqrt(var + epsilon) * scale
-// + B per channel (axis 1) of X (N, C, D1, ...). Version 7 only with spatial = 1 (its
-// default), which is version 9's semantics.
+// BatchNormalization (since 7, 9, 14, 15): Y = (X - mean) / sqrt(var + epsilon) * scale + B per
+// channel (axis 1) of X (N, C, D1, ...). Version 7 only with spatial = 1 (version 9's semantics).
 //
 // Batch statistics (mean and population variance over every axis but 1) are used when
 // the node says so (training_mode = 1; in versions 7 and 9, when their training outputs
@@ -81,8 +80,7 @@ class BatchNormalization : public Op {
       }
     for (auto* v : {&mean_, &invstd_, &var_, &coef_[0], &coef_[1], &coef_[2]}) v->assign(static_cast<size_t>(c_), 0.0f);
     for (auto& v : wide_) v.assign(static_cast<size_t>(c_), 0.0);
-    out_sums_.assign(static_cast<size_t>(c_), stats::Sums{});
-    in_sums_.assign(static_cast<size_t>(c_), stats::Sums{});
+    for (auto* v : {&out_sums_, &in_sums_}) v->assign(static_cast<size_t>(c_), stats::Sums{});
   }
 
   // Channels are independent: each is computed whole by one thread, in the same order
@@ -119,6 +117,7 @@ class BatchNormalization : public Op {
   // (fuses_sums(); as forward: per channel, merged in channel order). Full sinks are left
   // to the probe's own pass: reporting BN's rows by parts of channels (copied into a chunk
   // buffer) cost shufflenet_v2 3 points of probe overhead more (bench/README.md run 29).
+  // dX's light sums (BwdCtx::din_stats) likewise, from each channel's rows while in L1.
   void backward(BwdCtx& ctx) override {
     if (!ctx.dout[0]) return;
     Pass pass{this, ctx.in[0]->f(), ctx.in[1]->f(), nullptr, nullptr, nullptr, nullptr};
@@ -129,9 +128,13 @@ class BatchNormalization : public Op {
     pass.assign = ctx.assign;
     const bool light = fuses_sums() && ctx.dout_stats && ctx.dout_stats->light();
     pass.sums = light ? out_sums_.data() : nullptr;
+    const bool din = fuses_sums() && ctx.din_stats && ctx.din_stats->light() && pass.dx;
+    pass.in_sums = din ? in_sums_.data() : nullptr;
     over_channels(pass, &BatchNormalization::backward_short, &BatchNormalization::backward_channel);
     if (light) bn_sums::report(out_sums_, ctx.dout_stats, outer_ * c_ * inner_);
+    if (pass.in_sums) bn_sums::report(in_sums_, ctx.din_stats, outer_ * c_ * inner_);
   }
+  bool reports_input_gradient() const override { return true; }
   bool assigns_gradient(size_t i) const override { return i < 3; }  // X, scale, B: every channel
 
   OpTraits traits() const override {
@@ -175,7 +178,7 @@ class BatchNormalization : public Op {
     const float* dy = nullptr;
     float *dx = nullptr, *dscale = nullptr, *dbias = nullptr;
     stats::Sums* sums = nullptr;     // per channel: Y's (forward) or dY's (backward) light sums, or null
-    stats::Sums* in_sums = nullptr;  // per channel: X's (forward), or null
+    stats::Sums* in_sums = nullptr;  // per channel: X's (forward) or dX's (backward), or null
     uint32_t assign = 0;             // backward: BwdCtx::assign
     void (BatchNormalization::*channel)(const Pass&, int64_t) const = nullptr;  // over_channels' loop
   };
@@ -270,20 +273,19 @@ class BatchNormalization : public Op {
     const float m = mean_[c];
     // Rows of kShortRow or more (else backward_short). dY's light sums, when ps.sums, in a
     // local accumulator (its vectors stay in registers through the row loops).
+    const auto rows = [&](auto&& row_sum) {
+      for (int64_t n = 0; n < outer_; ++n) {
+        const int64_t off = (n * c_ + c) * inner_;
+        s += row_sum(ps.dy + off);
+        sx += dot_dev(ps.dy + off, ps.x + off, inner_, m);
+      }
+    };
     if (ps.sums) {
       simd::LightSums acc;
-      for (int64_t n = 0; n < outer_; ++n) {
-        const int64_t off = (n * c_ + c) * inner_;
-        s += sum_of_light(ps.dy + off, inner_, acc);
-        sx += dot_dev(ps.dy + off, ps.x + off, inner_, m);
-      }
+      rows([&](const float* p) { return sum_of_light(p, inner_, acc); });
       ps.sums[c] = acc.finish();
     } else {
-      for (int64_t n = 0; n < outer_; ++n) {
-        const int64_t off = (n * c_ + c) * inner_;
-        s += sum_of(ps.dy + off, inner_);
-        sx += dot_dev(ps.dy + off, ps.x + off, inner_, m);
-      }
+      rows([&](const float* p) { return sum_of(p, inner_); });
     }
     float a, ms, msx;
     grad_coefficients(ps, c, s, sx, a, ms, msx);
@@ -297,6 +299,10 @@ class BatchNormalization : public Op {
       else
         for (int64_t k = 0; k < inner_; ++k) d[k] += a * (g[k] - ms - (xp[k] - mean_[c]) * msx);
     }
+    if (!ps.in_sums) return;  // dX's sums: the channel's rows again, from L1 (right after its stores a row stalls)
+    simd::LightSums acc;
+    for (int64_t n = 0; n < outer_; ++n) acc.put_row(ps.dx + (n * c_ + c) * inner_, inner_);
+    ps.in_sums[c] = acc.finish();
   }
 
   // Rows shorter than kShortRow: all channels at once (runtime/ops/batch_norm_short.h),
@@ -347,7 +353,6 @@ class BatchNormalization : public Op {
     msx = batch_stats_ && count > 0 ? sx / count * invstd_[c] : 0.0f;
   }
 
-
   void write_statistics(FwdCtx& ctx) {
     const float* in_mean = ctx.in[3]->f();
     const float* in_var = ctx.in[4]->f();
@@ -382,7 +387,7 @@ class BatchNormalization : public Op {
   // forward_short's and backward_short's per-channel sums and coefficients.
   mutable std::vector<double> wide_[2];
   mutable std::vector<float> coef_[3];
-  // Per channel: the light sums of Y or dY, and of X, for the probe's sinks.
+  // Per channel: the light sums of Y or dY, and of X or dX, for the probe's sinks.
   std::vector<stats::Sums> out_sums_, in_sums_;
 };
 

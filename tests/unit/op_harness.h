@@ -20,6 +20,7 @@ struct OpRun {
   bool training = false;
   rt::ValueSink* out_stats = nullptr;   // handed to the op as FwdCtx::out_stats
   rt::ValueSink* dout_stats = nullptr;  // and BwdCtx::dout_stats
+  rt::ValueSink* din_stats = nullptr;   // and BwdCtx::din_stats
   rt::ValueSink* in_stats = nullptr;    // and FwdCtx::in_stats
   rt::ValueSink* feature_stats = nullptr;  // and FwdCtx::feature_stats
   rt::InnerStats* inner = nullptr;      // and FwdCtx::inner
@@ -66,6 +67,7 @@ struct OpRun {
     for (auto& t : outputs) bc.out.push_back(&t);
     bc.dout = dout;
     bc.dout_stats = dout_stats;
+    bc.din_stats = din_stats;
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (k < want.size() && want[k]) {
         din[k].reset(rt::DType::kFloat32, inputs[k].shape());

@@ -87,11 +87,11 @@ TEST_CASE("Clip reports Y and X (forward, together or alone) and dY (backward) t
   }
 }
 
-TEST_CASE("BatchNormalization reports Y and X (forward) and dY (backward) to light sinks; same outputs") {
+TEST_CASE("BatchNormalization reports Y and X (forward) and dY and dX (backward) to light sinks; same outputs") {
   struct Case {
     int64_t n, c, h, w;
     bool training;
-    bool reports;  // Y and X to light sinks (dY: where channels hold 4096 values or more, in long rows)
+    bool reports;  // Y and X to light sinks (dY and dX: where channels hold 4096 values or more, in long rows)
     bool reports_dy;
   };
   // 16x16 rows (4096 values per channel), training and inference statistics; smaller
@@ -102,7 +102,7 @@ TEST_CASE("BatchNormalization reports Y and X (forward) and dY (backward) to lig
                         {16, 32, 12, 12, true, true, false},  {4, 6, 5, 5, true, true, false},
                         {8, 16, 2, 2, true, false, false},    {8, 16, 1, 1, true, false, false},
                         {16, 32, 12, 12, false, false, false}, {8, 16, 2, 2, false, false, false}};
-  dl::rt::stats::Sums first[std::size(cases)][3];
+  dl::rt::stats::Sums first[std::size(cases)][4];
   dl::test::on_two_then_one([&](int threads) {
     for (const Case& cs : cases) {
       const std::string label = std::to_string(cs.n) + "x" + std::to_string(cs.c) + "x" + std::to_string(cs.h) + "x" +
@@ -119,13 +119,16 @@ TEST_CASE("BatchNormalization reports Y and X (forward) and dY (backward) to lig
       const auto node = dl::rt::sample_node("BatchNormalization", 5, 1, {}, 15);
       OpRun fused(node, in, cs.training), plain(node, in, cs.training);
       REQUIRE(fused.op->reports_input());
-      SinkSums y, x, dy;
+      SinkSums y, x, dy, dx;
       y.reset(light_bands());
       x.reset(light_bands());
       dy.reset(light_bands());
+      dx.reset(light_bands());
       fused.out_stats = &y;
       fused.in_stats = &x;
       fused.dout_stats = &dy;
+      fused.din_stats = &dx;
+      REQUIRE(fused.op->reports_input_gradient());
       fused.forward();
       plain.forward();
       CHECK(fused.outputs[0].fvec() == plain.outputs[0].fvec());
@@ -140,13 +143,18 @@ TEST_CASE("BatchNormalization reports Y and X (forward) and dY (backward) to lig
         CHECK(y.reported() == 0);
         CHECK(x.reported() == 0);
       }
-      if (cs.reports_dy) check_light(dy, g, "dY " + label);
-      else CHECK(dy.reported() == 0);
+      if (cs.reports_dy) {
+        check_light(dy, g, "dY " + label);
+        check_light(dx, d[0], "dX " + label);
+      } else {
+        CHECK(dy.reported() == 0);
+        CHECK(dx.reported() == 0);
+      }
       CHECK(fused.op->reports_output() == (cs.h * cs.w >= 16));
       // The same sums, bit for bit, at 2 threads (first) and 1.
       const size_t at = size_t(&cs - cases);
-      const dl::rt::stats::Sums got[3] = {y.total(), x.total(), dy.total()};
-      for (int k = 0; k < 3; ++k) {
+      const dl::rt::stats::Sums got[4] = {y.total(), x.total(), dy.total(), dx.total()};
+      for (int k = 0; k < 4; ++k) {
         if (threads == 2) {
           first[at][k] = got[k];
           continue;
@@ -162,6 +170,7 @@ TEST_CASE("BatchNormalization reports Y and X (forward) and dY (backward) to lig
       OpRun unfused(node, in, cs.training);
       unfused.out_stats = &full;
       unfused.dout_stats = &full;
+      unfused.din_stats = &full;
       unfused.forward();
       unfused.backward({&g}, {true, true, true});
       CHECK(full.reported() == 0);

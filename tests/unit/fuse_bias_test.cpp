@@ -15,12 +15,16 @@
 #include "tests/unit/op_harness.h"
 #include "tests/unit/parallel_test_util.h"
 #include "tests/unit/small_cnn.h"
+#include "tests/unit/fuse_fixtures.h"
 #include "tests/unit/transform_fixtures.h"
 
 using namespace dl;
 using dl::rt::SinkSums;
 using dl::rt::Tensor;
+using dl::test::check_close;
 using dl::test::OpRun;
+using dl::test::run_graph;
+using dl::test::Trained;
 using dl::test::random_values;
 
 namespace {
@@ -119,10 +123,7 @@ namespace {
 
 // x [N, 5, 6] -> MatMul(x, W [6, 4]) + bias -> Relu -> MatMul(., W2 [4, 3]) + bias2 (bias first).
 ir::Model biased(const std::string& bias2_kind) {
-  ir::Model m;
-  m.path = "biased";
-  m.ir_version = 8;
-  m.opset = m.original_opset = 13;
+  ir::Model m = test::opset13_model("biased");
   ir::Graph& g = m.graph;
   g.inputs = {test::vinfo("x", {-1, 5, 6})};
   g.outputs = {test::vinfo("y", {-1, 5, 3})};
@@ -145,51 +146,14 @@ ir::Model biased(const std::string& bias2_kind) {
   return m;
 }
 
-struct Trained {
-  std::vector<float> y;
-  std::map<std::string, std::vector<float>> grads;
-  size_t steps = 0;
-  std::vector<std::vector<std::string>> layer_nodes;
-};
-
-Trained run_graph(const ir::Model& m, bool fuse) {
-  rt::GraphOptions o;
-  o.batch_size = 2;
-  o.training = true;
-  o.fuse = fuse;
-  rt::ExecutionGraph g(m, o);
-  for (const std::string& name : g.input_names()) {
-    Tensor& t = g.input(name);
-    const std::vector<float> v = random_values(t.numel(), 22);
-    std::copy(v.begin(), v.end(), t.f());
-  }
-  g.forward();
-  for (size_t i = 0; i < g.output_names().size(); ++i) {
-    Tensor& d = g.output_grad(i);
-    const std::vector<float> v = random_values(d.numel(), 23 + unsigned(i));
-    std::copy(v.begin(), v.end(), d.f());
-  }
-  g.backward();
-  Trained t;
-  t.y = g.output(0).fvec();
-  for (rt::Param& p : g.params()) t.grads[p.name] = p.grad->fvec();
-  t.steps = g.steps().size();
-  for (const rt::Layer& l : g.layers()) t.layer_nodes.push_back(l.nodes);
-  return t;
-}
-
-void check_close(const std::vector<float>& got, const std::vector<float>& want) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
-}
 
 }  // namespace
 
 TEST_CASE("graphs: a MatMul and its bias Add run as one step, with the values, gradients and layers of two") {
   const ir::Model m = biased("bias");
-  const Trained fused = run_graph(m, true), apart = run_graph(m, false);
-  CHECK(apart.steps == 5);
-  CHECK(fused.steps == 3);
+  const Trained fused = run_graph(m, true, 2, 22), apart = run_graph(m, false, 2, 22);
+  CHECK(apart.steps.size() == 5);
+  CHECK(fused.steps.size() == 3);
   CHECK(fused.layer_nodes == apart.layer_nodes);
   CHECK(fused.layer_nodes == std::vector<std::vector<std::string>>{{"mm1", "add1", "relu"}, {"mm2", "add2"}});
   check_close(fused.y, apart.y);
@@ -213,9 +177,9 @@ TEST_CASE("graphs: an Add of data, of a [1, N] tensor or of a product read elsew
   for (const char* kind : {"input", "2d", "shared"}) {
     INFO(kind);
     const ir::Model m = biased(kind);
-    const Trained fused = run_graph(m, true), apart = run_graph(m, false);
-    CHECK(fused.steps == 4);  // only the first layer's bias is fused
-    CHECK(apart.steps == 5);
+    const Trained fused = run_graph(m, true, 2, 22), apart = run_graph(m, false, 2, 22);
+    CHECK(fused.steps.size() == 4);  // only the first layer's bias is fused
+    CHECK(apart.steps.size() == 5);
     check_close(fused.y, apart.y);
     for (const auto& [name, g] : apart.grads) check_close(fused.grads.at(name), g);
   }

@@ -14,11 +14,15 @@
 #include "runtime/ops/shape_util.h"
 #include "tests/unit/op_harness.h"
 #include "tests/unit/parallel_test_util.h"
+#include "tests/unit/fuse_fixtures.h"
 #include "tests/unit/transform_fixtures.h"
 
 using namespace dl;
 using dl::rt::Tensor;
+using dl::test::check_close;
 using dl::test::OpRun;
+using dl::test::run_graph;
+using dl::test::Trained;
 using dl::test::random_values;
 
 namespace {
@@ -29,11 +33,6 @@ Tensor transposed(const Tensor& w) {
   for (int64_t i = 0; i < r; ++i)
     for (int64_t j = 0; j < c; ++j) v[size_t(j * r + i)] = w.fvec()[size_t(i * c + j)];
   return Tensor::floats({c, r}, v);
-}
-
-void check_close(const std::vector<float>& got, const std::vector<float>& want) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
 }
 
 }  // namespace
@@ -179,10 +178,7 @@ namespace {
 
 // x [N, 5, 6] -> MatMul(x, Transpose(W [4, 6])) + b -> Relu -> y; `kind` varies the Transpose.
 ir::Model linear(const std::string& kind) {
-  ir::Model m;
-  m.path = "linear";
-  m.ir_version = 8;
-  m.opset = m.original_opset = 13;
+  ir::Model m = test::opset13_model("linear");
   ir::Graph& g = m.graph;
   g.inputs = {test::vinfo("x", {-1, 5, 6})};
   g.outputs = {test::vinfo("y", {-1, 5, 4})};
@@ -202,38 +198,6 @@ ir::Model linear(const std::string& kind) {
   return m;
 }
 
-struct Trained {
-  std::vector<float> y;
-  std::map<std::string, std::vector<float>> grads;
-  std::vector<std::string> steps;
-  std::vector<std::vector<std::string>> layer_nodes;
-};
-
-Trained run_graph(const ir::Model& m, bool fuse) {
-  rt::GraphOptions o;
-  o.batch_size = 3;
-  o.training = true;
-  o.fuse = fuse;
-  rt::ExecutionGraph g(m, o);
-  for (const std::string& name : g.input_names()) {
-    Tensor& t = g.input(name);
-    const std::vector<float> v = random_values(t.numel(), 39);
-    std::copy(v.begin(), v.end(), t.f());
-  }
-  g.forward();
-  for (size_t i = 0; i < g.output_names().size(); ++i) {
-    Tensor& d = g.output_grad(i);
-    const std::vector<float> v = random_values(d.numel(), 40 + unsigned(i));
-    std::copy(v.begin(), v.end(), d.f());
-  }
-  g.backward();
-  Trained t;
-  t.y = g.output(0).fvec();
-  for (rt::Param& p : g.params()) t.grads[p.name] = p.grad->fvec();
-  for (const rt::Step& s : g.steps()) t.steps.push_back(s.node->name);
-  for (const rt::Layer& l : g.layers()) t.layer_nodes.push_back(l.nodes);
-  return t;
-}
 
 }  // namespace
 
@@ -241,7 +205,7 @@ TEST_CASE("graphs: a weight's Transpose, its MatMul and the bias Add run as one 
   for (const std::string kind : {"default", "perm"}) {
     INFO(kind);
     const ir::Model m = linear(kind);
-    const Trained fused = run_graph(m, true), apart = run_graph(m, false);
+    const Trained fused = run_graph(m, true, 3, 39), apart = run_graph(m, false, 3, 39);
     CHECK(apart.steps == std::vector<std::string>{"tr", "mm", "add", "relu"});
     CHECK(fused.steps == std::vector<std::string>{"mm", "relu"});
     CHECK(fused.layer_nodes == apart.layer_nodes);
@@ -268,7 +232,7 @@ TEST_CASE("graphs: a Transpose of data is read in place too; one read elsewhere 
   for (const std::string kind : {"data", "shared"}) {
     INFO(kind);
     const ir::Model m = linear(kind);
-    const Trained fused = run_graph(m, true), apart = run_graph(m, false);
+    const Trained fused = run_graph(m, true, 3, 39), apart = run_graph(m, false, 3, 39);
     // (With W as data, b is no layer's bias (runtime/param_roles.cpp): a constant, its Add a step.)
     const std::vector<std::string> want =
         kind == "data" ? std::vector<std::string>{"mm", "add", "relu"} : std::vector<std::string>{"tr", "mm", "relu"};

@@ -162,12 +162,13 @@ void print_program(const ir::Model& model, std::ostream& out) {
          "# ◆ marks a probe: statistics of the value just written are recorded after the\n"
          "#   step (forward) and of its gradient when the backward sweep reaches it.\n";
   size_t merged = 0;
-  for (const rt::Step& st : g.steps()) merged += st.merged != nullptr;
+  for (const rt::Step& st : g.steps()) merged += (st.merged != nullptr) + st.merged_before.size();
   const size_t folded = model.graph.nodes.size() - g.steps().size() - merged;
   if (folded)
     out << fmt::format("# {} node(s) computing only shapes and constants were evaluated at load time.\n", folded);
   if (merged)
-    out << fmt::format("# {} bias Add(s) run inside the MatMul before them (one step each).\n", merged);
+    out << fmt::format("# {} node(s) (a bias Add, a Transpose) run inside the MatMul next to them (one step each).\n",
+                       merged);
   for (const std::string& w : model.warnings) out << "# note: " << visible(w) << "\n";
   out << "\nprogram forward(";
   for (size_t k = 0; k < g.input_names().size(); ++k)

@@ -76,8 +76,12 @@ void ExecutionGraph::fuse_linear_steps(const std::vector<bool>& is_param_source,
     // B first: whether the products have batches of B (else the MatMul runs one product
     // over all of A's rows, which a strided A or Y would cut into one per batch: slower
     // than the copy they save).
-    const Tensor& b_seen = *slot_ptr_[size_t(mm.inputs[1])];
-    const bool batched = b_seen.rank() >= 3 && b_seen.numel() > b_seen.dim(-1) * b_seen.dim(-2);
+    // (Decided from ranks and parameters, never from sizes: the graphs of a run's batch
+    // sizes must have the same steps, which the probes index.)
+    // B's batches are the batch's unless B is a parameter (or a Transpose of one).
+    const int wb = writer[size_t(mm.inputs[1])];
+    const int b_source = wb >= 0 && steps_[size_t(wb)].op->type() == "Transpose" ? steps_[size_t(wb)].inputs[0] : mm.inputs[1];
+    const bool batched = slot_ptr_[size_t(mm.inputs[1])]->rank() >= 3 && b_source >= 0 && !is_param_source[size_t(b_source)];
     for (size_t i : {size_t(1), size_t(0)}) {
       const int s = mm.inputs[i];
       if (i == 0 && !batched) break;
@@ -85,6 +89,9 @@ void ExecutionGraph::fuse_linear_steps(const std::vector<bool>& is_param_source,
       if (tk < 0 || dropped[size_t(tk)] || reads[size_t(s)] != 1 || mm.inputs[1 - i] == s) continue;
       const Step& tr = steps_[size_t(tk)];
       if (!transpose_of(tr, slot_ptr_, perm) || !mat_mul_detail::foldable(perm, int64_t(perm.size()))) continue;
+      // Not when the other operand is the same tensor (X^T X): dA and dB, computed on
+      // different threads, would add into one gradient.
+      if (tr.inputs[0] == inputs[1 - i]) continue;
       (i == 0 ? f.perm_a : f.perm_b) = perm;
       (i == 0 ? f.transpose_a : f.transpose_b) = tr.node->name;
       node.inputs[i] = tr.node->inputs[0];

@@ -145,6 +145,8 @@ class MatMul : public Op {
     const int64_t nb = job.db ? static_cast<int64_t>(b_groups_.size()) : 0;
     job.assign_a = ctx.assigns(0);
     job.assign_b = ctx.assigns(1);
+    // MatMul(X, X): dA and dB are one gradient, whose groups must not run at once.
+    job.serial = job.y && job.y == job.db;
     run(na + nb, [](const void* p, int64_t g) {
       const Job& j = *static_cast<const Job*>(p);
       const MatMul& o = *j.op;
@@ -183,8 +185,10 @@ class MatMul : public Op {
     if (i == 2 && !fused_.bias_add.empty()) return param_role_of(ParamRole::Kind::kBias);
     if (i > 1 || r == 0) return {};
     if (r == 1) return i == 1 ? weight_role(s[0], 1) : weight_role(1, s[0]);
-    if (i == 1 && fused_.perm_b == std::vector<int64_t>{1, 0}) return weight_role(s[1], s[0]);  // W [N, K]
-    return i == 1 ? weight_role(s[r - 2], s[r - 1]) : weight_role(s[r - 1], s[r - 2]);
+    // (A folded Transpose's input: the operand is it permuted.)
+    const std::vector<int64_t>& perm = i == 1 ? fused_.perm_b : fused_.perm_a;
+    const Shape p = perm.size() == s.size() ? mat_mul_detail::permuted(s, perm) : s;
+    return i == 1 ? weight_role(p[r - 2], p[r - 1]) : weight_role(p[r - 1], p[r - 2]);
   }
 
  private:
@@ -197,6 +201,7 @@ class MatMul : public Op {
     const float* bias = nullptr;  // forward: the bias row, or null
     int64_t na = 0;  // backward: blocks of dA groups before the dB ones
     bool assign_a = false, assign_b = false;  // backward: BwdCtx::assigns(0), (1)
+    bool serial = false;  // backward: dA and dB are one buffer (every block on the calling thread)
   };
 
   void product(const Job& j, int64_t t) const {
@@ -244,7 +249,7 @@ class MatMul : public Op {
   // threads the whole batch pays for. A folded batch (one product) is split by gemm().
   void run(int64_t blocks, void (*fn)(const void*, int64_t), const Job& job) const {
     if (blocks <= 0) return;
-    const int threads = fold_ ? 1 : gemm_threads(static_cast<int64_t>(a_.off.size()) * rows_, n_, k_);
+    const int threads = fold_ || job.serial ? 1 : gemm_threads(static_cast<int64_t>(a_.off.size()) * rows_, n_, k_);
     if (threads == 1) {
       for (int64_t b = 0; b < blocks; ++b) fn(&job, b);
       return;

@@ -241,3 +241,67 @@ TEST_CASE("graphs: a Transpose of data is read in place too; one read elsewhere 
     for (const auto& [name, g] : apart.grads) check_close(fused.grads.at(name), g);
   }
 }
+
+namespace {
+
+// x [N, 6, 4] -> a = x Wq, b = x Wk -> s = a Transpose(b, [0, 2, 1]) -> y = Transpose(s,
+// [1, 0, 2]) [6, N, 6]: one head's scores, their rows merged back.
+ir::Model one_head() {
+  ir::Model m = test::opset13_model("one_head");
+  ir::Graph& g = m.graph;
+  g.inputs = {test::vinfo("x", {-1, 6, 4})};
+  g.outputs = {test::vinfo("y", {6, -1, 6})};
+  g.initializers["wq"] = test::floats("wq", {4, 4}, random_values(16, 44));
+  g.initializers["wk"] = test::floats("wk", {4, 4}, random_values(16, 45));
+  g.nodes.push_back(test::node("q", "MatMul", {"x", "wq"}, {"a"}, 13));
+  g.nodes.push_back(test::node("k", "MatMul", {"x", "wk"}, {"b"}, 13));
+  ir::Node kt = test::node("kt", "Transpose", {"b"}, {"bt"}, 13);
+  kt.attrs["perm"] = rt::attr_ints({0, 2, 1});
+  g.nodes.push_back(kt);
+  g.nodes.push_back(test::node("scores", "MatMul", {"a", "bt"}, {"s"}, 13));
+  ir::Node merge = test::node("merge", "Transpose", {"s"}, {"y"}, 13);
+  merge.attrs["perm"] = rt::attr_ints({1, 0, 2});
+  g.nodes.push_back(merge);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("graphs: what is folded does not depend on the batch size (the probes index the steps)") {
+  const ir::Model m = one_head();
+  const Trained one = run_graph(m, true, 1, 46), three = run_graph(m, true, 3, 46);
+  CHECK(one.steps == three.steps);
+  CHECK(three.steps == std::vector<std::string>{"q", "k", "scores"});
+  const Trained apart = run_graph(m, false, 3, 46);
+  check_close(three.y, apart.y);
+  for (const auto& [name, g] : apart.grads) check_close(three.grads.at(name), g);
+}
+
+TEST_CASE("graphs: MatMul(X, X) and MatMul(X, X^T) add both gradients into X's, the same at any thread count") {
+  // X = x W (W a parameter, x [N, 64, 64]), then X X or X Transpose(X): X's gradient takes
+  // dA and dB from one step (a Transpose of X is not folded there: the step would read X twice).
+  for (const std::string kind : {"xx", "xxt"}) {
+    INFO(kind);
+    ir::Model m = test::opset13_model("self_product");
+    ir::Graph& g = m.graph;
+    g.inputs = {test::vinfo("x", {-1, 64, 64})};
+    g.outputs = {test::vinfo("y", {-1, 64, 64})};
+    g.initializers["w"] = test::floats("w", {64, 64}, random_values(4096, 47));
+    g.nodes.push_back(test::node("proj", "MatMul", {"x", "w"}, {"h"}, 13));
+    std::string rhs = "h";
+    if (kind == "xxt") {
+      ir::Node t = test::node("t", "Transpose", {"h"}, {"ht"}, 13);
+      t.attrs["perm"] = rt::attr_ints({0, 2, 1});
+      g.nodes.push_back(t);
+      rhs = "ht";
+    }
+    g.nodes.push_back(test::node("mm", "MatMul", {"h", rhs}, {"y"}, 13));
+    std::map<int, Trained> by_threads;
+    test::on_two_then_one([&](int threads) { by_threads[threads] = run_graph(m, true, 16, 48); });
+    REQUIRE(by_threads[1].grads.count("w"));
+    CHECK(by_threads[2].grads.at("w") == by_threads[1].grads.at("w"));
+    CHECK(by_threads[2].y == by_threads[1].y);
+    if (kind == "xxt") CHECK(by_threads[1].steps == std::vector<std::string>{"proj", "t", "mm"});
+    check_close(by_threads[1].grads.at("w"), run_graph(m, false, 16, 48).grads.at("w"));
+  }
+}

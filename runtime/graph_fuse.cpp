@@ -73,12 +73,12 @@ void ExecutionGraph::fuse_linear_steps(const std::vector<bool>& is_param_source,
     MatMulFusion f;
     std::vector<int> inputs = mm.inputs;
     const Step* folded[2] = {nullptr, nullptr};
-    // B first: whether the products have batches of B (else the MatMul runs one product
-    // over all of A's rows, which a strided A or Y would cut into one per batch: slower
-    // than the copy they save).
-    // (Decided from ranks and parameters, never from sizes: the graphs of a run's batch
-    // sizes must have the same steps, which the probes index.)
-    // B's batches are the batch's unless B is a parameter (or a Transpose of one).
+    // A's and Y's Transposes only where the products have batches of B: else the MatMul
+    // runs one product over all of A's rows, which a strided A or Y would cut into one per
+    // batch, slower than the copy they save. B's batches are the batch's unless B is a
+    // parameter (or a Transpose of one): decided from ranks and parameters, never from
+    // sizes, so that the graphs of a run's batch sizes have the same steps (the probes
+    // index them).
     const int wb = writer[size_t(mm.inputs[1])];
     const int b_source = wb >= 0 && steps_[size_t(wb)].op->type() == "Transpose" ? steps_[size_t(wb)].inputs[0] : mm.inputs[1];
     const bool batched = slot_ptr_[size_t(mm.inputs[1])]->rank() >= 3 && b_source >= 0 && !is_param_source[size_t(b_source)];

@@ -28,8 +28,8 @@
 // of Y (attention's heads merged back, [1, 0, 2]) written in place: the operand layouts of
 // runtime/ops/mat_mul_layout.h. Backward writes dA and dB at the same strides: where an
 // operand is stored transposed it computes the transposed product (dW = dY^T A for B =
-// W^T), into the gradient of the Transpose's input. The copies and their gradients' go
-// away, and with them their probes (bench/README.md run 45).
+// W^T), into the gradient of the Transpose's input. The copies, their gradients' copies
+// and their probes go away (bench/README.md run 45).
 #include <algorithm>
 #include <utility>
 #include <vector>

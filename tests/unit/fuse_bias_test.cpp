@@ -123,10 +123,8 @@ namespace {
 
 // x [N, 5, 6] -> MatMul(x, W [6, 4]) + bias -> Relu -> MatMul(., W2 [4, 3]) + bias2 (bias first).
 ir::Model biased(const std::string& bias2_kind) {
-  ir::Model m = test::opset13_model("biased");
+  ir::Model m = test::opset13_model("biased", {test::vinfo("x", {-1, 5, 6})}, {test::vinfo("y", {-1, 5, 3})});
   ir::Graph& g = m.graph;
-  g.inputs = {test::vinfo("x", {-1, 5, 6})};
-  g.outputs = {test::vinfo("y", {-1, 5, 3})};
   g.initializers["w1"] = test::floats("w1", {6, 4}, random_values(24, 18));
   g.initializers["b1"] = test::floats("b1", {4}, random_values(4, 19));
   g.initializers["w2"] = test::floats("w2", {4, 3}, random_values(12, 20));

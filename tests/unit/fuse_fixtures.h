@@ -20,12 +20,15 @@ struct Trained {
   std::vector<std::vector<std::string>> layer_nodes;    // per layer
 };
 
-// An empty opset-13 model (nodes, initializers, inputs and outputs are the caller's).
-inline ir::Model opset13_model(const std::string& name) {
+// An opset-13 model of these graph inputs and outputs (nodes and initializers are the caller's).
+inline ir::Model opset13_model(const std::string& name, std::vector<ir::ValueInfo> inputs,
+                               std::vector<ir::ValueInfo> outputs) {
   ir::Model m;
   m.path = name;
   m.ir_version = 8;
   m.opset = m.original_opset = 13;
+  m.graph.inputs = std::move(inputs);
+  m.graph.outputs = std::move(outputs);
   return m;
 }
 

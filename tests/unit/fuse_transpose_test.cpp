@@ -178,10 +178,8 @@ namespace {
 
 // x [N, 5, 6] -> MatMul(x, Transpose(W [4, 6])) + b -> Relu -> y; `kind` varies the Transpose.
 ir::Model linear(const std::string& kind) {
-  ir::Model m = test::opset13_model("linear");
+  ir::Model m = test::opset13_model("linear", {test::vinfo("x", {-1, 5, 6})}, {test::vinfo("y", {-1, 5, 4})});
   ir::Graph& g = m.graph;
-  g.inputs = {test::vinfo("x", {-1, 5, 6})};
-  g.outputs = {test::vinfo("y", {-1, 5, 4})};
   g.initializers["w"] = test::floats("w", {4, 6}, random_values(24, 37));
   g.initializers["b"] = test::floats("b", {4}, random_values(4, 38));
   ir::Node tr = test::node("tr", "Transpose", {"w"}, {"wt"}, 13);
@@ -247,10 +245,8 @@ namespace {
 // x [N, 6, 4] -> a = x Wq, b = x Wk -> s = a Transpose(b, [0, 2, 1]) -> y = Transpose(s,
 // [1, 0, 2]) [6, N, 6]: one head's scores, their rows merged back.
 ir::Model one_head() {
-  ir::Model m = test::opset13_model("one_head");
+  ir::Model m = test::opset13_model("one_head", {test::vinfo("x", {-1, 6, 4})}, {test::vinfo("y", {6, -1, 6})});
   ir::Graph& g = m.graph;
-  g.inputs = {test::vinfo("x", {-1, 6, 4})};
-  g.outputs = {test::vinfo("y", {6, -1, 6})};
   g.initializers["wq"] = test::floats("wq", {4, 4}, random_values(16, 44));
   g.initializers["wk"] = test::floats("wk", {4, 4}, random_values(16, 45));
   g.nodes.push_back(test::node("q", "MatMul", {"x", "wq"}, {"a"}, 13));
@@ -282,10 +278,8 @@ TEST_CASE("graphs: MatMul(X, X) and MatMul(X, X^T) add both gradients into X's, 
   // dA and dB from one step (a Transpose of X is not folded there: the step would read X twice).
   for (const std::string kind : {"xx", "xxt"}) {
     INFO(kind);
-    ir::Model m = test::opset13_model("self_product");
+    ir::Model m = test::opset13_model("self_product", {test::vinfo("x", {-1, 64, 64})}, {test::vinfo("y", {-1, 64, 64})});
     ir::Graph& g = m.graph;
-    g.inputs = {test::vinfo("x", {-1, 64, 64})};
-    g.outputs = {test::vinfo("y", {-1, 64, 64})};
     g.initializers["w"] = test::floats("w", {64, 64}, random_values(4096, 47));
     g.nodes.push_back(test::node("proj", "MatMul", {"x", "w"}, {"h"}, 13));
     std::string rhs = "h";

@@ -38,8 +38,24 @@ using CVecMap = Eigen::Map<const Eigen::ArrayXf>;
 // the heap put a tensor: a model trained twice in one process gave different losses.
 namespace reduce_detail {
 constexpr int kLanes = 16;
+// The same bits for n < kLanes, without the tree's additions of empty lanes: lane j
+// holds 0 + term(j) (never -0), and adding an empty lane's +0 to a value that is not
+// -0 leaves it as it is. (GlobalAveragePool over 1x1 maps sums one value per plane:
+// mobilenet_v2's 20480 planes took 0.38 ms a step through the whole tree.)
+template <class Term>
+inline float short_lane_sum(int64_t n, Term term) {
+  float acc[kLanes];
+  for (int64_t j = 0; j < n; ++j) acc[j] = 0.0f + term(j);
+  int64_t live = n;  // lanes [live, kLanes) hold +0
+  for (int w = kLanes / 2; w > 0; w /= 2) {
+    for (int j = 0; j < w && j + w < live; ++j) acc[j] += acc[j + w];
+    live = live < w ? live : w;
+  }
+  return live > 0 ? acc[0] : 0.0f;
+}
 template <class Term>
 inline float lane_sum(int64_t n, Term term) {
+  if (n < kLanes) return short_lane_sum(n, term);
   float acc[kLanes] = {};
   int64_t k = 0;
   for (; k + kLanes <= n; k += kLanes)

@@ -1,10 +1,14 @@
 // The GEMM kernel behind Gemm/MatMul/Conv: every transpose combination, overwrite and
 // accumulate, strided output, vector shapes, and products large enough to be split
 // across threads (block-parallel), against a double-precision reference; the
-// vectorised statistics pass against the exact one; the GEMM scratch's failed allocation.
+// vectorised statistics pass against the exact one; the GEMM scratch's failed allocation;
+// sum_of's short rows against its lane tree.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
@@ -13,7 +17,9 @@
 #include <vector>
 
 #include "runtime/ops/gemm_kernel.h"
+#include "runtime/ops/eigen_map.h"
 #include "runtime/ops/gemm_scratch.h"
+#include "runtime/parallel.h"
 #include "runtime/probes.h"
 #include "runtime/threads.h"
 
@@ -96,6 +102,60 @@ TEST_CASE("gemm kernel: products split across threads match the serial result") 
   CHECK(dl::rt::gemm_threads(64, 784, 256) == 1);
   check_product(64, 784, 256, true, true, false, 1);
   dl::rt::set_compute_threads(0);
+}
+
+TEST_CASE("gemm kernel: shallow products cut by rows give the serial bits") {
+  // Depth 16 and 64 (a 1x1 Conv's dW over 16 images of one position, of 64 images): cut
+  // along C's rows even where C is wider than tall (split_columns in gemm_kernel.cpp);
+  // deep ones along its columns. Helpers always on, so the products are split.
+  dl::rt::set_helper_policy(dl::rt::HelperPolicy::kAlways);
+  for (const auto& s : std::vector<std::array<int64_t, 3>>{{320, 960, 16}, {1280, 320, 16}, {96, 2304, 64}, {64, 784, 256}}) {
+    const int64_t m = s[0], n = s[1], k = s[2];
+    INFO("m " << m << " n " << n << " k " << k);
+    const std::vector<float> a = random_values(size_t(m * k), 11), b = random_values(size_t(k * n), 12);
+    std::vector<float> par(size_t(m * n)), ser(size_t(m * n));
+    dl::rt::set_compute_threads(2);
+    CHECK(dl::rt::gemm_threads(m, n, k) == 2);
+    dl::rt::gemm(m, n, k, 1.0f, {a.data(), k, false}, {b.data(), k, true}, par.data(), n, false);
+    dl::rt::set_compute_threads(1);
+    dl::rt::gemm(m, n, k, 1.0f, {a.data(), k, false}, {b.data(), k, true}, ser.data(), n, false);
+    CHECK(par == ser);
+    dl::rt::set_compute_threads(2);
+    check_product(m, n, k, false, true, true, 0);
+  }
+  dl::rt::set_helper_policy(dl::rt::HelperPolicy::kAuto);
+  dl::rt::set_compute_threads(0);
+}
+
+TEST_CASE("sum_of: rows shorter than a vector give the whole lane tree's bits") {
+  // The tree over kLanes lanes, as sum_of sums rows of kLanes values or more.
+  const auto tree = [](const std::vector<float>& v) {
+    float acc[16] = {};
+    for (size_t j = 0; j < v.size(); ++j) acc[j] += v[j];
+    for (int w = 8; w > 0; w /= 2)
+      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+    return acc[0];
+  };
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937_64 rng(21);
+  std::uniform_real_distribution<float> u(-1e3f, 1e3f);
+  for (int64_t n = 0; n < 16; ++n)
+    for (int trial = 0; trial < 40; ++trial) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& x : v) x = u(rng);
+      if (n > 0 && trial % 4 == 1) v[size_t(trial) % size_t(n)] = -0.0f;
+      if (n > 0 && trial == 2) std::fill(v.begin(), v.end(), -0.0f);
+      if (n > 0 && trial == 6) v[0] = inf;
+      if (n > 1 && trial == 10) v[1] = -inf, v[0] = inf;
+      if (n > 0 && trial == 14) v[size_t(n) - 1] = nan;
+      INFO("n " << n << " trial " << trial);
+      const float want = tree(v), got = dl::rt::sum_of(v.data(), n);
+      if (std::isnan(want)) {
+        CHECK(std::isnan(got));
+      } else {
+        CHECK(std::memcmp(&want, &got, sizeof got) == 0);
+      }
+    }
 }
 
 TEST_CASE("reduce_stats: vectorised path equals the exact reduction; NaN/Inf counted") {

@@ -45,11 +45,11 @@ class Pool {
   // caller, done with its own blocks, waited for a block the helper had begun longer than
   // its own share took (plus 300 us of slack): a stall. One stall is not enough (a
   // virtual machine's core can be held up once in a while with the machine otherwise
-  // quiet, and 5 s on one thread would halve the throughput of a whole run): only stalls
-  // in quick succession (StallScore) make everything run on the caller alone for 5 s
-  // before a helper is tried again. A busy machine stalls most loops and backs off
-  // within a few.
-  static constexpr int64_t kStallUs = 300, kBackoffUs = 5000000;
+  // quiet, and seconds on one thread would halve the throughput of a short run): only
+  // stalls in quick succession (StallScore) make everything run on the caller alone for
+  // a while (BackOffPeriod) before a helper is tried again. A busy machine stalls most
+  // loops and backs off within a few.
+  static constexpr int64_t kStallUs = 300;
   std::atomic<HelperPolicy> policy{HelperPolicy::kAuto};
   bool congested() const {
     if (policy != HelperPolicy::kAuto) return policy == HelperPolicy::kNever;
@@ -59,8 +59,10 @@ class Pool {
   void note_wait(Clock::time_point start, Clock::time_point own_done) {
     if (policy != HelperPolicy::kAuto) return;
     const auto own = own_done - start, waited = Clock::now() - own_done;
-    if (stalls_.back_off(waited > own + std::chrono::microseconds(kStallUs)))
-      congested_until_.store(now_us() + kBackoffUs, std::memory_order_relaxed);
+    if (stalls_.back_off(waited > own + std::chrono::microseconds(kStallUs))) {
+      const int64_t now = now_us();
+      congested_until_.store(now + backoff_.next(now), std::memory_order_relaxed);
+    }
   }
 
   void ensure_workers(int n) {
@@ -208,6 +210,7 @@ class Pool {
   std::exception_ptr error_;         // its exception, under error_mutex_
   std::atomic<int64_t> congested_until_{0};
   StallScore stalls_;  // see note_wait()
+  BackOffPeriod backoff_;
   bool stop_ = false;
 };
 
@@ -224,6 +227,12 @@ bool StallScore::back_off(bool stalled) {
   if (score_ < kBackOffAt) return false;
   score_ = 0;
   return true;
+}
+
+int64_t BackOffPeriod::next(int64_t now_us) {
+  period_ = period_ == 0 || now_us - until_ > kResetUs ? kFirstUs : std::min(2 * period_, kMaxUs);
+  until_ = now_us + period_;
+  return period_;
 }
 
 int loop_threads(int64_t work, int64_t min_work) {

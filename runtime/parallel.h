@@ -17,11 +17,12 @@ namespace dl::rt {
 // Threads the kernels may use, the caller included (>= 1): Eigen::nbThreads().
 int compute_threads();
 
-// True for 5 s after helpers kept the caller waiting, for blocks they had begun, longer
-// than the caller's own share took, in several loops in quick succession (a single
-// stall is forgiven): a helper without a core of its own (a busy machine) then costs
-// small loops more than it gives. Large loops, cut finely, still
-// gain from a slow helper. With HelperPolicy kNever always true, kAlways never.
+// True for a while (BackOffPeriod: 0.25 s, doubling up to 5 s while it recurs) after
+// helpers kept the caller waiting, for blocks they had begun, longer than the caller's
+// own share took, in several loops in quick succession (a single stall is forgiven): a
+// helper without a core of its own (a busy machine) then costs small loops more than it
+// gives. Large loops, cut finely, still gain from a slow helper. With HelperPolicy
+// kNever always true, kAlways never.
 bool helpers_congested();
 
 // Threads for a loop of `work` units that pays for helpers from `min_work` units on:
@@ -61,6 +62,25 @@ class StallScore {
 
  private:
   double score_ = 0;
+};
+
+// How long the pool backs off from helpers once StallScore says so: kFirstUs, doubled
+// (up to kMaxUs) when the previous back-off ended under kResetUs ago. A busy machine
+// keeps stalling, and soon backs off for 5 s at a time, paying a few stalled loops per
+// retry. A quiet one stalls only while a run starts (a helper's first touch of fresh
+// buffers: page faults at about 11 us a page on a virtual machine; three stalls in
+// the transformer's first 11 ms on a 2-core Zen 5) and is back to two threads after a
+// quarter of a second, where a fixed 5 s had held short runs (the harness's rounds) on
+// one thread throughout (bench/README.md, run 48).
+class BackOffPeriod {
+ public:
+  static constexpr int64_t kFirstUs = 250000, kMaxUs = 5000000, kResetUs = 10000000;
+  // The period of a back-off beginning at now_us (microseconds, any monotonic origin).
+  int64_t next(int64_t now_us);
+
+ private:
+  int64_t period_ = 0;  // of the last back-off (0: none yet)
+  int64_t until_ = 0;   // when it ended
 };
 
 // When helpers are used: kAuto (default) backs off from helpers for small loops while

@@ -274,3 +274,20 @@ TEST_CASE("helper pool: a stall now and then is forgiven, stalls in quick succes
   for (int i = 0; i < 200 && !backed_off; ++i) backed_off = often.back_off(i % 10 == 0);
   CHECK(backed_off);
 }
+
+TEST_CASE("helper pool: back-offs start short and grow while they recur") {
+  using dl::rt::BackOffPeriod;
+  BackOffPeriod b;
+  int64_t now = 1000;
+  CHECK(b.next(now) == BackOffPeriod::kFirstUs);  // a quiet machine's start-up stalls
+  // A busy machine stalls again right after each back-off: 0.5, 1, 2, 4, then 5 s each.
+  int64_t period = BackOffPeriod::kFirstUs;
+  for (int64_t want : {500000, 1000000, 2000000, 4000000, 5000000, 5000000}) {
+    now += period + 20000;
+    period = b.next(now);
+    CHECK(period == want);
+  }
+  // Quiet for longer than kResetUs after the last one ended: short again.
+  now += period + BackOffPeriod::kResetUs + 1;
+  CHECK(b.next(now) == BackOffPeriod::kFirstUs);
+}

@@ -12,6 +12,8 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <pthread.h>
+#include <time.h>
 #include <thread>
 #include <vector>
 
@@ -55,11 +57,24 @@ class Pool {
     if (policy != HelperPolicy::kAuto) return policy == HelperPolicy::kNever;
     return now_us() < congested_until_.load(std::memory_order_relaxed);
   }
-  // On the caller, under job_mutex_.
-  void note_wait(Clock::time_point start, Clock::time_point own_done) {
+  // On the caller, under job_mutex_. A long wait counts as a stall only when no helper
+  // was running for at least half of it (read from the helpers' CPU clocks from
+  // `watched` on, when the caller began to wait in earnest): a helper that runs but
+  // slowly (a first touch of fresh buffers: page faults, about 11 us a page on a virtual
+  // machine, on the helper's CPU clock) has a core; one that waits for a core does not.
+  void note_wait(Clock::time_point start, Clock::time_point own_done, Clock::time_point watched, int helpers) {
     if (policy != HelperPolicy::kAuto) return;
-    const auto own = own_done - start, waited = Clock::now() - own_done;
-    if (stalls_.back_off(waited > own + std::chrono::microseconds(kStallUs))) {
+    const auto end = Clock::now();
+    const auto own = own_done - start, waited = end - own_done;
+    bool stalled = waited > own + std::chrono::microseconds(kStallUs);
+    if (stalled && watched != Clock::time_point{}) {
+      const int64_t window_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(end - watched).count();
+      read_cpu(helpers, cpu_now_);
+      for (int h = 0; h < helpers && stalled; ++h)
+        if (cpu_at_[size_t(h)] >= 0 && cpu_now_[size_t(h)] >= 0 && 2 * (cpu_now_[size_t(h)] - cpu_at_[size_t(h)]) >= window_ns)
+          stalled = false;
+    }
+    if (stalls_.back_off(stalled)) {
       const int64_t now = now_us();
       congested_until_.store(now + backoff_.next(now), std::memory_order_relaxed);
     }
@@ -71,6 +86,8 @@ class Pool {
     while (int(workers_.size()) < n) {
       const int index = int(workers_.size());
       workers_.emplace_back([this, index] { loop(index); });
+      clockid_t clock;
+      cpu_clocks_.push_back(pthread_getcpuclockid(workers_.back().native_handle(), &clock) == 0 ? clock : kNoClock);
     }
     workers_count_.store(int(workers_.size()), std::memory_order_release);
   }
@@ -95,13 +112,18 @@ class Pool {
     const auto start = Clock::now();
     work(id);
     const auto t0 = Clock::now();
+    Clock::time_point watched{};  // when the helpers' CPU clocks were read (a long wait)
     while (done_.load(std::memory_order_acquire) < uint64_t(blocks)) {
       if (Clock::now() - t0 < std::chrono::microseconds(50)) continue;
+      if (watched == Clock::time_point{}) {
+        read_cpu(threads - 1, cpu_at_);
+        watched = Clock::now();
+      }
       std::unique_lock<std::mutex> lk(mutex_);
       finished_.wait_for(lk, std::chrono::microseconds(200),
                          [&] { return done_.load(std::memory_order_acquire) >= uint64_t(blocks); });
     }
-    note_wait(start, t0);
+    note_wait(start, t0, watched, threads - 1);
     // Every block is done (or skipped after a failure): no helper reads ctx or the
     // caller's stack any more, so the first exception may now unwind the caller.
     if (failed_.load(std::memory_order_acquire)) {
@@ -198,6 +220,20 @@ class Pool {
 
   std::mutex job_mutex_, workers_mutex_, mutex_, error_mutex_;
   std::condition_variable wake_, finished_;
+  // CPU time (ns) of the first n helpers into out (-1 where unknown).
+  void read_cpu(int n, std::vector<int64_t>& out) {
+    std::lock_guard<std::mutex> lk(workers_mutex_);  // another thread's loop may add helpers
+    out.assign(cpu_clocks_.size(), -1);
+    for (int h = 0; h < n && size_t(h) < cpu_clocks_.size(); ++h) {
+      timespec ts{};
+      out[size_t(h)] = cpu_clocks_[size_t(h)] != kNoClock && clock_gettime(cpu_clocks_[size_t(h)], &ts) == 0
+                           ? int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec
+                           : -1;
+    }
+  }
+  static constexpr clockid_t kNoClock = clockid_t(-1);
+  std::vector<clockid_t> cpu_clocks_;       // per helper, its CPU-time clock (pthread_getcpuclockid), under workers_mutex_
+  std::vector<int64_t> cpu_at_, cpu_now_;  // their readings (caller, under job_mutex_)
   std::vector<std::thread> workers_;
   std::atomic<int> workers_count_{0};
   // Block-parallel job.

@@ -62,6 +62,8 @@ class Pool {
   // `watched` on, when the caller began to wait in earnest): a helper that runs but
   // slowly (a first touch of fresh buffers: page faults, about 11 us a page on a virtual
   // machine, on the helper's CPU clock) has a core; one that waits for a core does not.
+  // (With several helpers, one that runs clears the wait even if the late block is
+  // another's: the judgement is exact for the 2-core machines it was made for.)
   void note_wait(Clock::time_point start, Clock::time_point own_done, Clock::time_point watched, int helpers) {
     if (policy != HelperPolicy::kAuto) return;
     const auto end = Clock::now();
@@ -83,6 +85,7 @@ class Pool {
   void ensure_workers(int n) {
     if (n <= workers_count_.load(std::memory_order_acquire)) return;
     std::lock_guard<std::mutex> lk(workers_mutex_);
+    cpu_clocks_.reserve(size_t(n));  // (no push_back below may fail after its thread started)
     while (int(workers_.size()) < n) {
       const int index = int(workers_.size());
       workers_.emplace_back([this, index] { loop(index); });
@@ -223,7 +226,7 @@ class Pool {
   // CPU time (ns) of the first n helpers into out (-1 where unknown).
   void read_cpu(int n, std::vector<int64_t>& out) {
     std::lock_guard<std::mutex> lk(workers_mutex_);  // another thread's loop may add helpers
-    out.assign(cpu_clocks_.size(), -1);
+    out.assign(std::max(size_t(std::max(n, 0)), cpu_clocks_.size()), -1);
     for (int h = 0; h < n && size_t(h) < cpu_clocks_.size(); ++h) {
       timespec ts{};
       out[size_t(h)] = cpu_clocks_[size_t(h)] != kNoClock && clock_gettime(cpu_clocks_[size_t(h)], &ts) == 0

@@ -21,10 +21,9 @@ int compute_threads();
 // helpers kept the caller waiting, for blocks they had begun, longer than the caller's
 // own share took, without running for half of that wait (their CPU clocks: a helper
 // slowed by page faults runs), in several loops in quick succession (a single stall is
-// forgiven): a
-// helper without a core of its own (a busy machine) then costs small loops more than it
-// gives. Large loops, cut finely, still gain from a slow helper. With HelperPolicy
-// kNever always true, kAlways never.
+// forgiven): a helper without a core of its own (a busy machine) then costs small loops
+// more than it gives. Large loops, cut finely, still gain from a slow helper. With
+// HelperPolicy kNever always true, kAlways never.
 bool helpers_congested();
 
 // Threads for a loop of `work` units that pays for helpers from `min_work` units on:

@@ -38,10 +38,12 @@ using CVecMap = Eigen::Map<const Eigen::ArrayXf>;
 // the heap put a tensor: a model trained twice in one process gave different losses.
 namespace reduce_detail {
 constexpr int kLanes = 16;
-// The same bits for n < kLanes, without the tree's additions of empty lanes: lane j
-// holds 0 + term(j) (never -0), and adding an empty lane's +0 to a value that is not
-// -0 leaves it as it is. (GlobalAveragePool over 1x1 maps sums one value per plane:
-// mobilenet_v2's 20480 planes took 0.38 ms a step through the whole tree.)
+// The same bits for n < kLanes, without the tree's additions of empty lanes: adding an
+// empty lane's +0 to a value that is not a zero leaves it as it is, and the whole tree,
+// which adds at least one empty lane, never ends at -0: so + 0 at the end. (Lane j holds
+// 0 + term(j), which a contracted product term, fma(a, b, 0), can leave at -0.)
+// (GlobalAveragePool over 1x1 maps sums one value per plane: mobilenet_v2's 20480
+// planes took 0.38 ms a step through the whole tree.)
 template <class Term>
 inline float short_lane_sum(int64_t n, Term term) {
   float acc[kLanes];
@@ -51,7 +53,7 @@ inline float short_lane_sum(int64_t n, Term term) {
     for (int j = 0; j < w && j + w < live; ++j) acc[j] += acc[j + w];
     live = live < w ? live : w;
   }
-  return live > 0 ? acc[0] : 0.0f;
+  return live > 0 ? acc[0] + 0.0f : 0.0f;
 }
 template <class Term>
 inline float lane_sum(int64_t n, Term term) {

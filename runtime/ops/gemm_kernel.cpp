@@ -144,8 +144,9 @@ struct Product {
 // ahead into the neighbour's part), about as costly as packing kBoundaryFloats values per
 // row and boundary. So: columns when m (k + kBoundaryFloats (blocks - 1) / blocks) < k n.
 // Measured on a 2-core Zen 5 (bench/README.md, run 47): a 1x1 Conv's dW (m 320, n 960,
-// k 16) took 161 us cut by columns and 42 cut by rows (64 on one thread); products deep
-// enough (k 256 and up) or wide enough stay cut by columns, as before.
+// k 16) took 161 us cut by columns and 42 cut by rows (64 on one thread). With two
+// blocks, columns need n > m (1 + 256 / k): wide products (the MLP's 64 x 784 x 256)
+// still go by columns; square ones now go by rows.
 bool split_columns(int64_t m, int64_t n, int64_t k, int64_t blocks) {
   constexpr double kBoundaryFloats = 512;
   if (blocks <= 1) return m <= n;

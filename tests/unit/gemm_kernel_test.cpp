@@ -74,7 +74,7 @@ TEST_CASE("gemm kernel: transposes, accumulate, strides, vector shapes") {
 
 TEST_CASE("gemm kernel: products split across threads match the serial result") {
   dl::rt::set_compute_threads(2);
-  // Above the parallel threshold, split along C's columns (m <= n) and along its rows
+  // Above the parallel threshold, split along C's columns (wide) and along its rows
   // (a busy machine may make the pool back off to one thread: results are the same).
   CHECK(dl::rt::gemm_threads(64, 784, 256) >= 1);
   check_product(64, 784, 256, false, true, true, 0);
@@ -109,7 +109,9 @@ TEST_CASE("gemm kernel: shallow products cut by rows give the serial bits") {
   // along C's rows even where C is wider than tall (split_columns in gemm_kernel.cpp);
   // deep ones along its columns. Helpers always on, so the products are split.
   dl::rt::set_helper_policy(dl::rt::HelperPolicy::kAlways);
-  for (const auto& s : std::vector<std::array<int64_t, 3>>{{320, 960, 16}, {1280, 320, 16}, {96, 2304, 64}, {64, 784, 256}}) {
+  // (Uneven cuts too: 326 rows in blocks of 4, 1000 columns in blocks of 48.)
+  for (const auto& s : std::vector<std::array<int64_t, 3>>{
+           {320, 960, 16}, {1280, 320, 16}, {326, 958, 16}, {96, 2304, 64}, {64, 784, 256}, {64, 1000, 256}}) {
     const int64_t m = s[0], n = s[1], k = s[2];
     INFO("m " << m << " n " << n << " k " << k);
     const std::vector<float> a = random_values(size_t(m * k), 11), b = random_values(size_t(k * n), 12);
@@ -125,6 +127,16 @@ TEST_CASE("gemm kernel: shallow products cut by rows give the serial bits") {
   }
   dl::rt::set_helper_policy(dl::rt::HelperPolicy::kAuto);
   dl::rt::set_compute_threads(0);
+}
+
+TEST_CASE("dot_dev: a short row whose product underflows below zero sums to +0, as the whole tree") {
+  // g * (p - m) = -1e-50: where the compiler contracts the lane's 0 + g * (p - m) into
+  // fma(g, p - m, 0), the lane is -0 (GCC's default -ffp-contract=fast may, per call
+  // site); the 16-lane tree adds +0 lanes to it: +0. (This build need not contract.)
+  const float g[1] = {-1e-30f}, p[1] = {1e-20f};
+  const float s = dl::rt::dot_dev(g, p, 1, 0.0f);
+  CHECK(s == 0.0f);
+  CHECK_FALSE(std::signbit(s));
 }
 
 TEST_CASE("sum_of: rows shorter than a vector give the whole lane tree's bits") {

@@ -287,7 +287,11 @@ TEST_CASE("helper pool: back-offs start short and grow while they recur") {
     period = b.next(now);
     CHECK(period == want);
   }
-  // Quiet for longer than kResetUs after the last one ended: short again.
+  // Quiet for kResetUs after the last one ended (not after it began): still 5 s.
+  now += period + BackOffPeriod::kResetUs;
+  period = b.next(now);
+  CHECK(period == BackOffPeriod::kMaxUs);
+  // Quiet for longer than that: short again.
   now += period + BackOffPeriod::kResetUs + 1;
   CHECK(b.next(now) == BackOffPeriod::kFirstUs);
 }

@@ -68,11 +68,11 @@ class StallScore {
 // How long the pool backs off from helpers once StallScore says so: kFirstUs, doubled
 // (up to kMaxUs) when the previous back-off ended under kResetUs ago. A busy machine
 // keeps stalling, and soon backs off for 5 s at a time, paying a few stalled loops per
-// retry. A quiet one stalls only while a run starts (a helper's first touch of fresh
-// buffers: page faults at about 11 us a page on a virtual machine; three stalls in
-// the transformer's first 11 ms on a 2-core Zen 5) and is back to two threads after a
-// quarter of a second, where a fixed 5 s had held short runs (the harness's rounds) on
-// one thread throughout (bench/README.md, run 48).
+// retry. A quiet one that stalls once in a while (a virtual core held up by its host) is
+// back to two threads after a quarter of a second, where a fixed 5 s had held short runs
+// (the harness's rounds) on one thread throughout (bench/README.md, runs 47 and 48; the
+// stalls there were a helper's page faults on fresh buffers, which its CPU clock now
+// tells apart: see helpers_congested()).
 class BackOffPeriod {
  public:
   static constexpr int64_t kFirstUs = 250000, kMaxUs = 5000000, kResetUs = 10000000;

@@ -15,7 +15,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 const char* const kLoss = "(loss, gradient zeroing)";
 const char* const kUpdate = "(optimizer update)";
-constexpr double kInf = std::numeric_limits<double>::infinity();
 }  // namespace
 
 double OpTypeCost::total() const {
@@ -36,20 +35,6 @@ StepProfiler::StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::Prob
     : graph_(g), warmup_(warmup), probes_(probes) {
   now_.resize(g.steps().size());
   for (Laps& l : kind_) l.resize(g.steps().size());
-  for (Laps& l : min_) {
-    l.resize(g.steps().size());
-    std::fill(l.fwd.begin(), l.fwd.end(), kInf);
-    std::fill(l.bwd.begin(), l.bwd.end(), kInf);
-    l.update = kInf;
-  }
-}
-
-std::vector<double> StepProfiler::step_minima(Kind k) const {
-  const Laps& l = min_[k];
-  std::vector<double> m(l.fwd);
-  m.insert(m.end(), l.bwd.begin(), l.bwd.end());
-  m.push_back(l.update);
-  return m;
 }
 
 std::vector<std::string> StepProfiler::step_labels() const {
@@ -60,22 +45,54 @@ std::vector<std::string> StepProfiler::step_labels() const {
   return names;
 }
 
-void print_probe_steps(const std::string& model, const std::vector<std::string>& labels,
-                       const std::vector<double>& off, const std::vector<double>& light,
-                       const std::vector<double>& full, size_t top) {
-  const auto delta = [&](const std::vector<double>& v, size_t k) {
-    return k < v.size() && std::isfinite(v[k]) && std::isfinite(off[k]) ? v[k] - off[k] : 0.0;
+void IterationMinima::add(const StepProfiler& p, bool with_probes) {
+  auto& into = with_probes ? on_ : off_;
+  for (const auto& [it, laps] : p.iteration_laps()) merge_minima(into[it], laps);
+  if (with_probes)
+    for (const auto& [it, kind] : p.iteration_kinds()) kinds_[it] |= 1u << kind;
+}
+
+std::vector<double> IterationMinima::minima(StepProfiler::Kind k, bool with_probes) const {
+  std::vector<double> m;
+  for (const auto& [it, laps] : with_probes ? on_ : off_) {
+    const auto kind = kinds_.find(it);
+    if (kind != kinds_.end() && (kind->second & (1u << k))) merge_minima(m, laps);
+  }
+  return m;
+}
+
+std::vector<double> IterationMinima::off_minima() const {
+  std::vector<double> m;
+  for (const auto& [it, laps] : off_) merge_minima(m, laps);
+  return m;
+}
+
+int64_t IterationMinima::iterations(StepProfiler::Kind k) const {
+  int64_t n = 0;
+  for (const auto& [it, kinds] : kinds_) n += (kinds >> k) & 1u;
+  return n;
+}
+
+void print_probe_steps(const std::string& model, const std::vector<std::string>& labels, const IterationMinima& m,
+                       size_t top) {
+  using K = StepProfiler::Kind;
+  const std::vector<double> off[2] = {m.minima(K::kLight, false), m.minima(K::kFull, false)};
+  const std::vector<double> on[2] = {m.minima(K::kLight, true), m.minima(K::kFull, true)};
+  const auto delta = [&](int kind, size_t k) {
+    const std::vector<double>& v = on[kind];
+    const std::vector<double>& o = off[kind];
+    return k < v.size() && k < o.size() && std::isfinite(v[k]) && std::isfinite(o[k]) ? v[k] - o[k] : 0.0;
   };
-  for (const bool by_full : {true, false}) {
+  const std::vector<double> all_off = m.off_minima();
+  for (const int by : {int(K::kFull), int(K::kLight)}) {
     std::vector<size_t> order;
-    for (size_t k = 0; k < off.size() && k < labels.size(); ++k) order.push_back(k);
-    const std::vector<double>& v = by_full ? full : light;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return delta(v, a) > delta(v, b); });
+    for (size_t k = 0; k < all_off.size() && k < labels.size(); ++k) order.push_back(k);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return delta(by, a) > delta(by, b); });
     if (order.size() > top) order.resize(top);
     for (size_t k : order)
       std::printf("PROBESTEP model=%s by=%s step=\"%s\" off_us=%.1f light_us=%+.1f full_us=%+.1f\n", model.c_str(),
-                  by_full ? "full" : "light", labels[k].c_str(), 1e6 * off[k], 1e6 * delta(light, k),
-                  1e6 * delta(full, k));
+                  by == K::kFull ? "full" : "light", labels[k].c_str(), 1e6 * all_off[k], 1e6 * delta(K::kLight, k),
+                  1e6 * delta(K::kFull, k));
   }
   std::fflush(stdout);
 }
@@ -88,21 +105,27 @@ void merge_minima(std::vector<double>& into, const std::vector<double>& m) {
   for (size_t k = 0; k < into.size() && k < m.size(); ++k) into[k] = std::min(into[k], m[k]);
 }
 
-void print_probe_minima(const std::string& model, const std::vector<double>& off, const std::vector<double>& light,
-                        const std::vector<double>& full, int64_t n_light, int64_t n_full) {
+void print_probe_minima(const std::string& model, const IterationMinima& m) {
+  using K = StepProfiler::Kind;
   const auto sum = [](const std::vector<double>& v) {
     double t = 0;
     for (double x : v) t += x;
     return 1e3 * t;
   };
-  const double o = sum(off), l = n_light ? sum(light) : 0.0, f = n_full ? sum(full) : 0.0;
-  const double lp = n_light ? 100 * (l / o - 1) : 0.0, fp = n_full ? 100 * (f / o - 1) : 0.0;
+  const int64_t n_light = m.iterations(K::kLight), n_full = m.iterations(K::kFull);
+  const double o = sum(m.off_minima());
+  const double ol = sum(m.minima(K::kLight, false)), of = sum(m.minima(K::kFull, false));
+  const double l = sum(m.minima(K::kLight, true)), f = sum(m.minima(K::kFull, true));
+  const double lp = n_light && ol > 0 ? 100 * (l / ol - 1) : 0.0, fp = n_full && of > 0 ? 100 * (f / of - 1) : 0.0;
   const double wp = n_light + n_full ? (double(n_light) * lp + double(n_full) * fp) / double(n_light + n_full) : 0.0;
-  std::printf("probe cost from each step's shortest time over every round (wall ms per iteration): off %.3f, light "
-              "%.3f (%+.2f%%), full %.3f (%+.2f%%); the timed mix of %lld light and %lld full %+.2f%%\n",
-              o, l, lp, f, fp, (long long)n_light, (long long)n_full, wp);
-  std::printf("PROBEMIN model=%s off_ms=%.4f light_ms=%.4f full_ms=%.4f light_pct=%.2f full_pct=%.2f window_pct=%.2f\n",
-              model.c_str(), o, l, f, lp, fp, wp);
+  std::printf("probe cost from each step's shortest time over every round (wall ms per iteration), each kind against "
+              "the same iterations without probes: light %.3f against %.3f (%+.2f%%), full %.3f against %.3f "
+              "(%+.2f%%); the timed mix of %lld light and %lld full %+.2f%% (without probes over every iteration: "
+              "%.3f)\n",
+              l, ol, lp, f, of, fp, (long long)n_light, (long long)n_full, wp, o);
+  std::printf("PROBEMIN model=%s off_ms=%.4f light_ms=%.4f full_ms=%.4f light_pct=%.2f full_pct=%.2f window_pct=%.2f "
+              "off_light_ms=%.4f off_full_ms=%.4f\n",
+              model.c_str(), o, l, f, lp, fp, wp, ol, of);
   std::fflush(stdout);
 }
 
@@ -141,10 +164,11 @@ void StepProfiler::after_update(const rt::ExecutionGraph& g, const rt::Iteration
   const Kind kind = probes_ && !probes_->step_full() ? kLight : kFull;
   kind_[kind].add(now_);
   ++steps_[kind];
-  Laps& m = min_[kind];
-  for (size_t k = 0; k < m.fwd.size(); ++k)
-    m.fwd[k] = std::min(m.fwd[k], now_.fwd[k]), m.bwd[k] = std::min(m.bwd[k], now_.bwd[k]);
-  m.update = std::min(m.update, now_.update);
+  std::vector<double>& laps = iter_laps_[info.iteration];
+  laps = now_.fwd;
+  laps.insert(laps.end(), now_.bwd.begin(), now_.bwd.end());
+  laps.push_back(now_.update);
+  iter_kind_[info.iteration] = kind;
 }
 
 void StepProfiler::lap(double& wall, double& cpu) {

@@ -63,13 +63,15 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   // by program step instead ("fwd Conv name", "bwd Conv name").
   OpTypeCost op_type_cost(unsigned kinds = 3, bool by_step = false) const;
   int64_t steps(Kind k) const { return steps_[k]; }
-  // Per program step (forward steps, then backward steps, then the update), the shortest
-  // wall time it took at any timed iteration of kind k (+inf without one). Interference
-  // from other processes only lengthens a step: summed, these minima are a low-noise
-  // estimate of an iteration's own cost (train_bench --profile, PROBEMIN).
-  std::vector<double> step_minima(Kind k) const;
-  // The names of step_minima's entries ("fwd Conv name", "bwd Conv name", "update").
+  // The program steps' names: "fwd Conv name" for each forward step, then "bwd Conv
+  // name" for each backward step, then "update".
   std::vector<std::string> step_labels() const;
+  // Each timed iteration's wall time per program step (step_labels' order), by the
+  // iteration's number, and its kind. Interference from other processes only lengthens
+  // a step: the sum of each step's minimum over many iterations is a low-noise estimate
+  // of an iteration's own cost (train_bench --profile, PROBEMIN: IterationMinima).
+  const std::map<int64_t, std::vector<double>>& iteration_laps() const { return iter_laps_; }
+  const std::map<int64_t, Kind>& iteration_kinds() const { return iter_kind_; }
 
  private:
   struct Laps {
@@ -85,8 +87,9 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   rt::ProbeRecorder* probes_;
   Laps now_;      // this iteration's
   Laps kind_[2];  // the timed iterations', by kind
-  Laps min_[2];   // each step's shortest wall time over them, by kind
   int64_t steps_[2] = {0, 0};
+  std::map<int64_t, std::vector<double>> iter_laps_;
+  std::map<int64_t, Kind> iter_kind_;
   int64_t first_backward_ = -1;
   bool on_ = false;
   std::chrono::steady_clock::time_point last_;
@@ -100,19 +103,41 @@ void print_probe_cost(const std::string& model, const std::vector<OpTypeCost>& o
                       const std::vector<OpTypeCost>& all, const std::vector<OpTypeCost>& light,
                       const std::vector<OpTypeCost>& full);
 
-// Elementwise minimum of step minima (StepProfiler::step_minima) into `into` (empty: a copy).
+// Elementwise minimum of per-step times (StepProfiler::iteration_laps) into `into` (empty: a copy).
 void merge_minima(std::vector<double>& into, const std::vector<double>& m);
-// The probes' cost from per-step minima over every round: "PROBEMIN model=... off_ms=...
-// light_ms=... full_ms=... light_pct=... full_pct=... window_pct=..." (window: the timed
-// iterations' mix of n_light light and n_full full ones).
-void print_probe_minima(const std::string& model, const std::vector<double>& off, const std::vector<double>& light,
-                        const std::vector<double>& full, int64_t n_light, int64_t n_full);
+
+// Each timed iteration's per-step minima over every round, probes off and on, and the
+// kind the probes gave each iteration. A minimum over more samples is lower: the runs
+// without probes time twice as many iterations as each kind has (8 light and 8 full of
+// 16), so comparing each kind's minima with those over every iteration without probes
+// reads the probes dearer than they are, the more so the more steps a network has (run
+// 49). minima(k, false) takes the same iterations as minima(k, true) instead.
+class IterationMinima {
+ public:
+  void add(const StepProfiler& p, bool with_probes);
+  // Per program step, the minimum over the iterations the probes ran as kind k (and over
+  // every round) of the runs with probes or without; empty without such an iteration.
+  std::vector<double> minima(StepProfiler::Kind k, bool with_probes) const;
+  // The same over every timed iteration of the runs without probes.
+  std::vector<double> off_minima() const;
+  int64_t iterations(StepProfiler::Kind k) const;  // timed iterations of kind k per run
+
+ private:
+  std::map<int64_t, std::vector<double>> off_, on_;
+  std::map<int64_t, unsigned> kinds_;  // bit k: kind k in some round
+};
+
+// The probes' cost from per-step minima over every round, each kind against the same
+// iterations without probes (IterationMinima): "PROBEMIN model=... off_ms=...
+// light_ms=... full_ms=... light_pct=... full_pct=... window_pct=... off_light_ms=...
+// off_full_ms=..." (off_ms: over every iteration; window: the timed iterations' mix of
+// their light and full ones).
+void print_probe_minima(const std::string& model, const IterationMinima& m);
 // The `top` program steps whose minima grow most with probes at full iterations, then at
 // light ones: "PROBESTEP model=... by=full|light step=... off_us=... light_us=...
 // full_us=..." lines, where a whole-network figure says how much and this says where
 // (--profile-steps).
-void print_probe_steps(const std::string& model, const std::vector<std::string>& labels,
-                       const std::vector<double>& off, const std::vector<double>& light,
-                       const std::vector<double>& full, size_t top);
+void print_probe_steps(const std::string& model, const std::vector<std::string>& labels, const IterationMinima& m,
+                       size_t top);
 
 }  // namespace dl::bench

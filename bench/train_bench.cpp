@@ -142,13 +142,11 @@ rt::Dataset load_data(const ir::Model& model, const rt::TrainConfig& c, const st
 // iterations, the light and the full ones (by bench::StepProfiler::Kind).
 struct ProfileCosts {
   bench::OpTypeCost all, light, full;
-  std::vector<double> min_light, min_full;  // StepProfiler::step_minima (off: all kFull)
-  int64_t n_light = 0, n_full = 0;
   std::vector<std::string> labels;  // StepProfiler::step_labels
 };
-ProfileCosts profile_run(const ir::Model& model, const rt::TrainConfig& config,
-                                                 const rt::Dataset& data, const Args& a, bool with_probes,
-                                                 bool print) {
+// With `minima`, its per-iteration step times go there.
+ProfileCosts profile_run(const ir::Model& model, const rt::TrainConfig& config, const rt::Dataset& data, const Args& a,
+                         bool with_probes, bool print, bench::IterationMinima* minima = nullptr) {
   rt::Trainer trainer(model, config, data, rt::Dataset{});
   an::Trace trace;
   std::unique_ptr<rt::ProbeRecorder> probes;
@@ -173,10 +171,9 @@ ProfileCosts profile_run(const ir::Model& model, const rt::TrainConfig& config,
   }
   const bool by_step = a.profile_steps;
   using SP = bench::StepProfiler;
-  return {prof->op_type_cost(3, by_step),      prof->op_type_cost(1u << SP::kLight, by_step),
-          prof->op_type_cost(1u << SP::kFull, by_step), prof->step_minima(SP::kLight),
-          prof->step_minima(SP::kFull),        prof->steps(SP::kLight),
-          prof->steps(SP::kFull),       prof->step_labels()};
+  if (minima) minima->add(*prof, with_probes);
+  return {prof->op_type_cost(3, by_step), prof->op_type_cost(1u << SP::kLight, by_step),
+          prof->op_type_cost(1u << SP::kFull, by_step), prof->step_labels()};
 }
 
 // --profile: one run (probes on when --modes lists probes); with --modes off,probes the
@@ -189,19 +186,15 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
     return;
   }
   std::vector<bench::OpTypeCost> off, all, light, full;
-  std::vector<double> min_off, min_light, min_full;
-  int64_t n_light = 0, n_full = 0;
+  bench::IterationMinima minima;
   std::vector<std::string> labels;
   for (int64_t round = 0; round < a.rounds; ++round) {
     for (int k = 0; k < 2; ++k) {
       const bool with_probes = (k == 1) != (round % 2 == 1);  // order reversed every other round
-      const ProfileCosts p = profile_run(model, config, data, a, with_probes, false);
+      const ProfileCosts p = profile_run(model, config, data, a, with_probes, false, &minima);
       const bench::OpTypeCost& c = p.all;
       std::printf("round %lld  %-6s  CPU %8.2f ms/step", (long long)round, with_probes ? "probes" : "off", c.total());
       if (with_probes) {
-        bench::merge_minima(min_light, p.min_light);
-        bench::merge_minima(min_full, p.min_full);
-        n_light = p.n_light, n_full = p.n_full;
         labels = p.labels;
         all.push_back(c);
         light.push_back(p.light);
@@ -209,7 +202,6 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
         std::printf("  (light %lld: %.2f, full %lld: %.2f)", (long long)light.back().steps, light.back().total(),
                     (long long)full.back().steps, full.back().total());
       } else {
-        bench::merge_minima(min_off, p.min_full);
         off.push_back(c);
       }
       std::printf("\n");
@@ -217,8 +209,8 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
     }
   }
   bench::print_probe_cost(name, off, all, light, full);
-  bench::print_probe_minima(name, min_off, min_light, min_full, n_light, n_full);
-  if (a.profile_steps) bench::print_probe_steps(name, labels, min_off, min_light, min_full, 16);
+  bench::print_probe_minima(name, minima);
+  if (a.profile_steps) bench::print_probe_steps(name, labels, minima, 16);
 }
 
 struct Timing {

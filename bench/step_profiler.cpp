@@ -46,17 +46,27 @@ std::vector<std::string> StepProfiler::step_labels() const {
 }
 
 void IterationMinima::add(const StepProfiler& p, bool with_probes) {
-  auto& into = with_probes ? on_ : off_;
-  for (const auto& [it, laps] : p.iteration_laps()) merge_minima(into[it], laps);
-  if (with_probes)
-    for (const auto& [it, kind] : p.iteration_kinds()) kinds_[it] |= 1u << kind;
+  for (const auto& [it, laps] : p.iteration_laps()) {
+    if (!with_probes) {
+      merge_minima(off_[it], laps);
+      continue;
+    }
+    const StepProfiler::Kind kind = p.iteration_kinds().at(it);
+    merge_minima(on_[{it, kind}], laps);
+    kinds_[it] |= 1u << kind;
+  }
 }
 
 std::vector<double> IterationMinima::minima(StepProfiler::Kind k, bool with_probes) const {
   std::vector<double> m;
-  for (const auto& [it, laps] : with_probes ? on_ : off_) {
-    const auto kind = kinds_.find(it);
-    if (kind != kinds_.end() && (kind->second & (1u << k))) merge_minima(m, laps);
+  if (with_probes) {
+    for (const auto& [at, laps] : on_)
+      if (at.second == k) merge_minima(m, laps);
+    return m;
+  }
+  for (const auto& [it, laps] : off_) {
+    const auto kinds = kinds_.find(it);
+    if (kinds != kinds_.end() && (kinds->second & (1u << k))) merge_minima(m, laps);
   }
   return m;
 }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/graph.h"
@@ -123,7 +124,8 @@ class IterationMinima {
   int64_t iterations(StepProfiler::Kind k) const;  // timed iterations of kind k per run
 
  private:
-  std::map<int64_t, std::vector<double>> off_, on_;
+  std::map<int64_t, std::vector<double>> off_;  // by iteration
+  std::map<std::pair<int64_t, int>, std::vector<double>> on_;  // by iteration and kind (a drift may differ by round)
   std::map<int64_t, unsigned> kinds_;  // bit k: kind k in some round
 };
 

@@ -87,22 +87,28 @@ struct Gate {
 void apply_row(const Gate& g, float* x, int64_t n);
 
 // The statistics of one part of InnerStats (gates or candidates of a saturating
-// activation `a`) from rows of values: add_row() each row (kept by pointer until
-// finish()), then finish() adds them to the part. The sums are grouped as the probes'
+// activation `a`) from rows of values: add_rows() each group of rows (kept by pointer
+// until finish()), then finish() adds them to the part. The sums are grouped as the probes'
 // light pass groups them (float within blocks, double across; the rounding of that
 // grouping); a NaN or Inf redoes the part value by value (runtime/ops/rnn_inner.cpp).
 class PartReducer {
  public:
   PartReducer(Act a, float margin);
-  void add_row(const float* p, int64_t n);
+  // rows rows of n values, row r at p + r * stride; in order.
+  void add_rows(const float* p, int64_t rows, int64_t stride, int64_t n);
+  void add_row(const float* p, int64_t n) { add_rows(p, 1, n, n); }
   void finish(InnerStats::Part& into);
 
  private:
+  struct Rows {
+    const float* p;
+    int64_t rows, stride, n;
+  };
   Act act_;
   float margin_;
   simd::LightSums sums_;
   int64_t n_ = 0, sat_ = 0;
-  std::vector<std::pair<const float*, int64_t>> rows_;
+  std::vector<Rows> rows_;
 };
 
 class RnnOp : public Op {

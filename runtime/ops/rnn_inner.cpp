@@ -32,36 +32,46 @@ bool near_bounds(Act a, float v, float m) {
 
 PartReducer::PartReducer(Act a, float margin) : act_(a), margin_(margin) {}
 
-// The moments and the saturation count in one loop over the row. Near a bound is
+// The moments and the saturation count in one loop over the rows. Near a bound is
 // v < lo or v > hi: Sigmoid's (m, 1 - m), Tanh's |v| > 1 - m as (-(1 - m), 1 - m) (NaN
-// neither, as before).
-void PartReducer::add_row(const float* p, int64_t n) {
+// neither, as before). The sums and the counts stay in registers across every row of
+// the call (a local copy of the sums: the member's vectors, which the rows' floats could
+// alias, were stored back at every 4 vectors, 16 stores per 64 values); the rows
+// of a recurrent step are 3H or H values, and a call per row cost about as much in
+// loading, storing and adding up that state as the row itself (run 49).
+void PartReducer::add_rows(const float* p, int64_t rows, int64_t stride, int64_t n) {
   using simd::kLanes;
   using simd::loadv;
-  rows_.emplace_back(p, n);
-  n_ += n;
+  if (rows <= 0 || n <= 0) return;
+  rows_.push_back({p, rows, stride, n});
+  n_ += rows * n;
   const float hi = 1.0f - margin_, lo = act_ == Act::kSigmoid ? margin_ : -hi;
   const simd::VecF lo_v = simd::VecF{} + lo, hi_v = simd::VecF{} + hi;
-  simd::VecI sat_v = simd::VecI{};
   const auto near = [&](simd::VecF v) { return (v < lo_v) | (v > hi_v); };  // -1 per lane near
-  int64_t k = 0;
-  for (; k + 4 * kLanes <= n; k += 4 * kLanes) {
-    const simd::VecF a = loadv(p + k), b = loadv(p + k + kLanes), c = loadv(p + k + 2 * kLanes),
-                     d = loadv(p + k + 3 * kLanes);
-    sums_.put4(a, b, c, d);
-    sat_v -= (near(a) + near(b)) + (near(c) + near(d));
-  }
-  for (; k + kLanes <= n; k += kLanes) {
-    const simd::VecF a = loadv(p + k);
-    sums_.put(a);
-    sat_v -= near(a);
-  }
+  simd::LightSums sums = sums_;
+  simd::VecI sat_v = simd::VecI{};
   int64_t sat = 0;
-  for (int j = 0; j < kLanes; ++j) sat += sat_v[j];
-  for (; k < n; ++k) {
-    sums_.put_scalar(p[k]);
-    sat += (p[k] < lo) | (p[k] > hi);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = p + r * stride;
+    int64_t k = 0;
+    for (; k + 4 * kLanes <= n; k += 4 * kLanes) {
+      const simd::VecF a = loadv(row + k), b = loadv(row + k + kLanes), c = loadv(row + k + 2 * kLanes),
+                       d = loadv(row + k + 3 * kLanes);
+      sums.put4(a, b, c, d);
+      sat_v -= (near(a) + near(b)) + (near(c) + near(d));
+    }
+    for (; k + kLanes <= n; k += kLanes) {
+      const simd::VecF a = loadv(row + k);
+      sums.put(a);
+      sat_v -= near(a);
+    }
+    for (; k < n; ++k) {
+      sums.put_scalar(row[k]);
+      sat += (row[k] < lo) | (row[k] > hi);
+    }
   }
+  for (int j = 0; j < kLanes; ++j) sat += sat_v[j];  // (a lane counts at most rows * n / kLanes)
+  sums_ = sums;
   sat_ += sat;
 }
 
@@ -78,8 +88,12 @@ void PartReducer::finish(InnerStats::Part& into) {
   }
   // A NaN or Inf among the values (or squares past float's range): value by value, which
   // counts them apart and sums the finite ones in double.
-  for (const auto& [p, n] : rows_)
-    for (int64_t j = 0; j < n; ++j) add_value(into, p[j], near_bounds(act_, p[j], margin_));
+  for (const Rows& g : rows_)
+    for (int64_t r = 0; r < g.rows; ++r)
+      for (int64_t j = 0; j < g.n; ++j) {
+        const float v = g.p[r * g.stride + j];
+        add_value(into, v, near_bounds(act_, v, margin_));
+      }
 }
 
 // The gates the cells keep for backward, step by step as each step's are final (rows
@@ -96,11 +110,17 @@ RnnOp::InnerPass RnnOp::inner_pass(const Dir& dir, float margin) const {
 void RnnOp::reduce_inner_step(const Dir& dir, int64_t s, InnerPass& pass) const {
   const int64_t n = gh(), cand = (gates_ - 1) * hidden_;
   const float* g = step_gates(dir, s);
-  for (int64_t b = 0; b < batch_; ++b) {
-    if (time_of(dir, s, b) < 0) continue;
+  for (int64_t b = 0; b < batch_;) {  // each run of rows within their length at once
+    if (time_of(dir, s, b) < 0) {
+      ++b;
+      continue;
+    }
+    int64_t e = b + 1;
+    while (e < batch_ && time_of(dir, s, e) >= 0) ++e;
     const float* gb = g + b * n;
-    if (pass.gate_sat) pass.gates.add_row(gb, cand);
-    if (pass.cand_sat) pass.cands.add_row(gb + cand, n - cand);
+    if (pass.gate_sat) pass.gates.add_rows(gb, e - b, n, cand);
+    if (pass.cand_sat) pass.cands.add_rows(gb + cand, e - b, n, n - cand);
+    b = e;
   }
 }
 

@@ -134,3 +134,33 @@ TEST_CASE("recurrent inner values: the part reducer gives the value-by-value sta
       }
     }
 }
+
+TEST_CASE("recurrent inner values: rows reduced in strided groups give the bits of row by row") {
+  // A step's gates: batch rows of n values, the gates part the first `len` of each.
+  const int64_t rows = 37, stride = 53;
+  std::vector<float> v(size_t(rows * stride));
+  for (size_t k = 0; k < v.size(); ++k) v[k] = 0.5f + 0.5f * std::sin(float(k) * 0.91f);
+  v[size_t(20 * stride + 3)] = std::numeric_limits<float>::quiet_NaN();
+  for (const bool with_nan : {false, true})
+    for (int64_t len : {int64_t(5), int64_t(16), int64_t(39), int64_t(53)}) {
+      std::vector<float> x = v;
+      if (!with_nan) x[size_t(20 * stride + 3)] = 0.25f;
+      rnn::PartReducer one(rnn::Act::kSigmoid, 0.01f), groups(rnn::Act::kSigmoid, 0.01f);
+      for (int64_t r = 0; r < rows; ++r) one.add_row(x.data() + r * stride, len);
+      groups.add_rows(x.data(), 10, stride, len);  // runs of rows, as rows past their length split them
+      groups.add_rows(x.data() + 10 * stride, 0, stride, len);
+      groups.add_rows(x.data() + 10 * stride, rows - 10, stride, len);
+      dl::rt::InnerStats::Part a, b;
+      one.finish(a);
+      groups.finish(b);
+      CHECK(a.n == rows * len);
+      CHECK(b.n == a.n);
+      CHECK(b.saturated == a.saturated);
+      CHECK(b.nan == a.nan);
+      CHECK(b.nan == (with_nan && len > 3 ? 1 : 0));
+      CHECK(b.sum == a.sum);
+      CHECK(b.sumsq == a.sumsq);
+      CHECK(b.min == a.min);
+      CHECK(b.max == a.max);
+    }
+}

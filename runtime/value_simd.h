@@ -135,7 +135,7 @@ inline double lane_sum(VecF v) {
 template <int C>
 struct Moments {
   VecF s[C], q[C], mn[C], mx[C];
-  VecF unit = opaque_one();  // (exact: v * 1 = v; not const: a Moments is copied into a local to stay in registers)
+  const VecF unit = opaque_one();  // (exact: v * 1 = v)
   Moments() { reset(); }
   void reset() {
     for (int c = 0; c < C; ++c) s[c] = q[c] = VecF{}, mn[c] = VecF{} + INFINITY, mx[c] = VecF{} - INFINITY;

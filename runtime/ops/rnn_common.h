@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -106,7 +107,7 @@ class PartReducer {
   };
   Act act_;
   float margin_;
-  simd::LightSums sums_;
+  std::optional<simd::LightSums> sums_{std::in_place};  // (optional: re-made from add_rows' local copy)
   int64_t n_ = 0, sat_ = 0;
   std::vector<Rows> rows_;
 };

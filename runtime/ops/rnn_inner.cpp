@@ -48,7 +48,7 @@ void PartReducer::add_rows(const float* p, int64_t rows, int64_t stride, int64_t
   const float hi = 1.0f - margin_, lo = act_ == Act::kSigmoid ? margin_ : -hi;
   const simd::VecF lo_v = simd::VecF{} + lo, hi_v = simd::VecF{} + hi;
   const auto near = [&](simd::VecF v) { return (v < lo_v) | (v > hi_v); };  // -1 per lane near
-  simd::LightSums sums = sums_;
+  simd::LightSums sums = *sums_;
   simd::VecI sat_v = simd::VecI{};
   int64_t sat = 0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -71,12 +71,12 @@ void PartReducer::add_rows(const float* p, int64_t rows, int64_t stride, int64_t
     }
   }
   for (int j = 0; j < kLanes; ++j) sat += sat_v[j];  // (a lane counts at most rows * n / kLanes)
-  sums_ = sums;
+  sums_.emplace(sums);  // (a copy, not an assignment: Moments' unit is const)
   sat_ += sat;
 }
 
 void PartReducer::finish(InnerStats::Part& into) {
-  const stats::Sums& s = sums_.finish();
+  const stats::Sums& s = sums_->finish();
   if (std::isfinite(s.sum) && std::isfinite(s.sumsq)) {
     into.n += n_;
     into.saturated += sat_;

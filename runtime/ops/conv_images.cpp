@@ -115,9 +115,17 @@ void Conv::backward_images(const Pass& ps, int64_t part) const {
   }
 }
 
+void Conv::batch_im2col(const Pass& ps, int64_t nb, int64_t nc, int64_t g, float* col) const {
+  const int64_t cg = c_ / group_, P = win_.out_size(), cols = nc * P, K = live_.win.k_size();
+  each_row_block(cg, bkk_ * cols, [&](int64_t c0, int64_t c1) {
+    for (int64_t j = 0; j < nc; ++j)
+      im2col(live_.win, live_.origins, c1 - c0, 0, win_.out[0] * win_.out[1],
+             ps.x + ((nb + j) * c_ + g * cg + c0) * win_.in_size(), col + c0 * K * cols + j * P, cols);
+  });
+}
+
 void Conv::forward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1) const {
-  const int64_t cg = c_ / group_, mg = m_ / group_, kk = bkk_, P = win_.out_size(), rows = win_.out[0] * win_.out[1];
-  const Window& lw = live_.win;
+  const int64_t mg = m_ / group_, kk = bkk_, P = win_.out_size();
   float* col = part_col(part);
   float* tmp = part_tmp(part);
   const bool light = ps.stats && ps.stats->light();  // Y's light statistics from tmp (light_rows)
@@ -125,9 +133,7 @@ void Conv::forward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1)
     const int64_t nc = std::min(batch_imgs_, n1 - nb), cols = nc * P;
     simd::LightSums sums;
     for (int64_t g = 0; g < group_; ++g) {
-      each_image(nc, kk * cols, [&](int64_t j) {
-        im2col(lw, live_.origins, cg, 0, rows, ps.x + ((nb + j) * c_ + g * cg) * win_.in_size(), col + j * P, cols);
-      });
+      batch_im2col(ps, nb, nc, g, col);
       gemm(mg, cols, kk, 1.0f, {ps.wb + g * mg * kk, kk, false}, {col, cols, false}, tmp, cols, false);
       if (light) light_rows(tmp, mg, cols, ps.b ? ps.b + g * mg : nullptr, sums);
       each_image(nc, mg * cols, [&](int64_t j) {
@@ -149,15 +155,13 @@ void Conv::backward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1
     const int64_t nc = std::min(batch_imgs_, n1 - nb), cols = nc * P;
     simd::LightSums sums;
     for (int64_t g = 0; g < group_; ++g) {
-      each_image(nc, mg * cols, [&](int64_t j) {
-        image_to_batched(ps.dy + ((nb + j) * m_ + g * mg) * P, mg, cols, j, P, tmp);
+      each_row_block(mg, mg * cols, [&](int64_t i0, int64_t i1) {
+        for (int64_t j = 0; j < nc; ++j)
+          image_to_batched(ps.dy + ((nb + j) * m_ + g * mg + i0) * P, i1 - i0, cols, j, P, tmp + i0 * cols);
       });
       if (light) light_rows(tmp, mg, cols, nullptr, sums);
       if (ps.dw) {
-        each_image(nc, kk * cols, [&](int64_t j) {
-          im2col(lw, live_.origins, cg, 0, rows, ps.x + ((nb + j) * c_ + g * cg) * win_.in_size(), col + j * P,
-                 cols);
-        });
+        batch_im2col(ps, nb, nc, g, col);
         if (live_.reduced) {
           gemm(mg, kk, cols, 1.0f, {tmp, cols, false}, {col, cols, true}, dwl, kk, false);
           if (ps.set_dw && nb == n0) live_.scatter_set(dwl, mg, cg, dw_sum + g * mg * kk_);
@@ -168,9 +172,11 @@ void Conv::backward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1
       }
       if (ps.dx) {
         gemm(kk, cols, mg, 1.0f, {ps.wb + g * mg * kk, kk, true}, {tmp, cols, false}, col, cols, false);
-        each_image(nc, kk * cols, [&](int64_t j) {
-          col2im_add(lw, live_.origins, cg, 0, rows, col + j * P, ps.dx + ((nb + j) * c_ + g * cg) * win_.in_size(),
-                     cols);
+        const int64_t K = lw.k_size();
+        each_row_block(cg, kk * cols, [&](int64_t c0, int64_t c1) {
+          for (int64_t j = 0; j < nc; ++j)
+            col2im_add(lw, live_.origins, c1 - c0, 0, rows, col + c0 * K * cols + j * P,
+                       ps.dx + ((nb + j) * c_ + g * cg + c0) * win_.in_size(), cols);
         });
       }
     }

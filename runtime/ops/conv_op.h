@@ -86,18 +86,42 @@ class Conv : public Op, private ConvLimits {
   // Forward of images [n0, n1) in batches of batch_imgs_: col (kk x nc*P) holds image j's
   // columns at column j*P, tmp (Mg x nc*P) = W_g * col, then Y = tmp (+ B) per image.
   void forward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1) const;
+  // col (bkk_ x nc*P) = the live taps' columns of images [nb, nb + nc), group g.
+  void batch_im2col(const Pass& ps, int64_t nb, int64_t nc, int64_t g, float* col) const;
   // With light, dY's light statistics come from tmp too (backward_images leaves them).
   void backward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1, float* dw_sum, bool light) const;
 
-  // f(j) for each of a batch's nc images (each writes its own columns or planes), on the
-  // compute threads when the batch moves kParallelCopy floats or more: with one image
-  // part (resnet18's 8x8 and smaller maps at 32x32) the GEMMs split across the threads
-  // but the copies around them ran on one. Inside a part that runs on a helper (parts_ >
-  // 1), serially (runtime/parallel.h).
+  // f(j) for each of a batch's nc images (each writes its own planes), on the compute
+  // threads when the batch moves kParallelCopy floats or more: with one image part
+  // (resnet18's 8x8 and smaller maps at 32x32) the GEMMs split across the threads but the
+  // copies around them ran on one. Inside a part that runs on a helper (parts_ > 1),
+  // serially (runtime/parallel.h).
   template <class F>
   void each_image(int64_t nc, int64_t floats, F f) const {
     parallel_blocks(nc, loop_threads(floats, kParallelCopy),
                     [](const void* p, int64_t j) { (*static_cast<const F*>(p))(j); }, &f);
+  }
+  // f(c0, c1) for blocks of `rows` channels (or maps) of a batch: each block handles
+  // its rows of the batch's column or product buffer for every image, so no two threads
+  // write one cache line. (By image, as each_image, every row of the buffer took a few
+  // floats from each image, 16 at 4x4 maps, 4 at 2x2, 1 at 1x1: at 2 threads im2col and
+  // col2im took 2 to 3 times the CPU of 1 thread on resnet18, bench/README.md run 49.)
+  // On the compute threads when the batch moves kParallelCopy floats or more; the same
+  // values for any split.
+  template <class F>
+  void each_row_block(int64_t rows, int64_t floats, F f) const {
+    const int threads = loop_threads(floats, kParallelCopy);
+    if (threads <= 1 || rows <= 1) return f(int64_t{0}, rows);
+    struct Blocks {
+      const F* f;
+      int64_t rows, blocks;
+    } b{&f, rows, std::min(rows, kRowBlocks)};
+    parallel_blocks(b.blocks, threads, [](const void* p, int64_t k) {
+      const Blocks& b = *static_cast<const Blocks*>(p);
+      int64_t lo, hi;
+      even_range(b.rows, b.blocks, k, lo, hi);
+      (*b.f)(lo, hi);
+    }, &b);
   }
 
   // f(first output row, end row, first output position, positions) per tile of whole
@@ -106,6 +130,7 @@ class Conv : public Op, private ConvLimits {
   void for_each_tile(F f) const { for_each_row_tile(win_, tile_rows_, f); }
 
   static constexpr int64_t kBlockedParallelValues = int64_t{1} << 14, kParallelCopy = int64_t{1} << 16;
+  static constexpr int64_t kRowBlocks = 8;  // each_row_block's blocks (claimed by the threads as they come)
   static_assert(kMaxParts <= ValueSink::kParts, "a part reports its statistics as one sink part");
 
   WindowAttrs attrs_;

@@ -93,15 +93,14 @@ void print_probe_steps(const std::string& model, const std::vector<std::string>&
     const std::vector<double>& o = off[kind];
     return k < v.size() && k < o.size() && std::isfinite(v[k]) && std::isfinite(o[k]) ? v[k] - o[k] : 0.0;
   };
-  const std::vector<double> all_off = m.off_minima();
   for (const int by : {int(K::kFull), int(K::kLight)}) {
     std::vector<size_t> order;
-    for (size_t k = 0; k < all_off.size() && k < labels.size(); ++k) order.push_back(k);
+    for (size_t k = 0; k < off[by].size() && k < labels.size(); ++k) order.push_back(k);
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return delta(by, a) > delta(by, b); });
     if (order.size() > top) order.resize(top);
     for (size_t k : order)
       std::printf("PROBESTEP model=%s by=%s step=\"%s\" off_us=%.1f light_us=%+.1f full_us=%+.1f\n", model.c_str(),
-                  by == K::kFull ? "full" : "light", labels[k].c_str(), 1e6 * all_off[k], 1e6 * delta(K::kLight, k),
+                  by == K::kFull ? "full" : "light", labels[k].c_str(), 1e6 * off[by][k], 1e6 * delta(K::kLight, k),
                   1e6 * delta(K::kFull, k));
   }
   std::fflush(stdout);

@@ -121,7 +121,9 @@ class IterationMinima {
   std::vector<double> minima(StepProfiler::Kind k, bool with_probes) const;
   // The same over every timed iteration of the runs without probes.
   std::vector<double> off_minima() const;
-  int64_t iterations(StepProfiler::Kind k) const;  // timed iterations of kind k per run
+  // Timed iterations of kind k in some round (one a drift made full in one round only
+  // counts for both kinds: window_pct's weights are then off by that much).
+  int64_t iterations(StepProfiler::Kind k) const;
 
  private:
   std::map<int64_t, std::vector<double>> off_;  // by iteration
@@ -137,8 +139,9 @@ class IterationMinima {
 void print_probe_minima(const std::string& model, const IterationMinima& m);
 // The `top` program steps whose minima grow most with probes at full iterations, then at
 // light ones: "PROBESTEP model=... by=full|light step=... off_us=... light_us=...
-// full_us=..." lines, where a whole-network figure says how much and this says where
-// (--profile-steps).
+// full_us=..." lines (off_us: without probes, over the iterations of the kind sorted by;
+// light_us and full_us: each kind against the same iterations without probes), where a
+// whole-network figure says how much and this says where (--profile-steps).
 void print_probe_steps(const std::string& model, const std::vector<std::string>& labels, const IterationMinima& m,
                        size_t top);
 

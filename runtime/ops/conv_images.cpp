@@ -117,8 +117,8 @@ void Conv::backward_images(const Pass& ps, int64_t part) const {
 
 void Conv::batch_im2col(const Pass& ps, int64_t nb, int64_t nc, int64_t g, float* col) const {
   const int64_t cg = c_ / group_, P = win_.out_size(), cols = nc * P, K = live_.win.k_size();
-  each_row_block(cg, bkk_ * cols, [&](int64_t c0, int64_t c1) {
-    for (int64_t j = 0; j < nc; ++j)
+  batch_blocks(cg, nc, P, bkk_ * cols, [&](int64_t c0, int64_t c1, int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j)
       im2col(live_.win, live_.origins, c1 - c0, 0, win_.out[0] * win_.out[1],
              ps.x + ((nb + j) * c_ + g * cg + c0) * win_.in_size(), col + c0 * K * cols + j * P, cols);
   });
@@ -155,8 +155,8 @@ void Conv::backward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1
     const int64_t nc = std::min(batch_imgs_, n1 - nb), cols = nc * P;
     simd::LightSums sums;
     for (int64_t g = 0; g < group_; ++g) {
-      each_row_block(mg, mg * cols, [&](int64_t i0, int64_t i1) {
-        for (int64_t j = 0; j < nc; ++j)
+      batch_blocks(mg, nc, P, mg * cols, [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+        for (int64_t j = j0; j < j1; ++j)
           image_to_batched(ps.dy + ((nb + j) * m_ + g * mg + i0) * P, i1 - i0, cols, j, P, tmp + i0 * cols);
       });
       if (light) light_rows(tmp, mg, cols, nullptr, sums);
@@ -173,8 +173,8 @@ void Conv::backward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1
       if (ps.dx) {
         gemm(kk, cols, mg, 1.0f, {ps.wb + g * mg * kk, kk, true}, {tmp, cols, false}, col, cols, false);
         const int64_t K = lw.k_size();
-        each_row_block(cg, kk * cols, [&](int64_t c0, int64_t c1) {
-          for (int64_t j = 0; j < nc; ++j)
+        batch_blocks(cg, nc, P, kk * cols, [&](int64_t c0, int64_t c1, int64_t j0, int64_t j1) {
+          for (int64_t j = j0; j < j1; ++j)
             col2im_add(lw, live_.origins, c1 - c0, 0, rows, col + c0 * K * cols + j * P,
                        ps.dx + ((nb + j) * c_ + g * cg + c0) * win_.in_size(), cols);
         });

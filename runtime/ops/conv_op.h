@@ -101,26 +101,30 @@ class Conv : public Op, private ConvLimits {
     parallel_blocks(nc, loop_threads(floats, kParallelCopy),
                     [](const void* p, int64_t j) { (*static_cast<const F*>(p))(j); }, &f);
   }
-  // f(c0, c1) for blocks of `rows` channels (or maps) of a batch: each block handles
-  // its rows of the batch's column or product buffer for every image, so no two threads
-  // write one cache line. (By image, as each_image, every row of the buffer took a few
-  // floats from each image, 16 at 4x4 maps, 4 at 2x2, 1 at 1x1: at 2 threads im2col and
-  // col2im took 2 to 3 times the CPU of 1 thread on resnet18, bench/README.md run 49.)
+  // f(r0, r1, j0, j1) over blocks of a batch's `rows` channels (or maps) x its nc images:
+  // each block handles its rows of the batch's column or product buffer for its images.
+  // By rows first, so that no two threads write one cache line: by image, as each_image,
+  // every row of the buffer took a few floats from each image (16 at 4x4 maps, 4 at 2x2, 1
+  // at 1x1), and at 2 threads im2col and col2im took 2 to 3 times the CPU of 1 thread on
+  // resnet18 (bench/README.md, run 49). With fewer rows than kRowBlocks (an RGB input's 3
+  // channels), images too, where an image's P columns fill a cache line (P >= 16 floats).
   // On the compute threads when the batch moves kParallelCopy floats or more; the same
   // values for any split.
   template <class F>
-  void each_row_block(int64_t rows, int64_t floats, F f) const {
+  void batch_blocks(int64_t rows, int64_t nc, int64_t P, int64_t floats, F f) const {
     const int threads = loop_threads(floats, kParallelCopy);
-    if (threads <= 1 || rows <= 1) return f(int64_t{0}, rows);
+    if (threads <= 1 || rows * nc <= 1) return f(int64_t{0}, rows, int64_t{0}, nc);
     struct Blocks {
       const F* f;
-      int64_t rows, blocks;
-    } b{&f, rows, std::min(rows, kRowBlocks)};
-    parallel_blocks(b.blocks, threads, [](const void* p, int64_t k) {
+      int64_t rows, nc, row_blocks, image_blocks;
+    } b{&f, rows, nc, std::min(rows, kRowBlocks), 1};
+    if (P >= 16) b.image_blocks = std::min(nc, (kRowBlocks + b.row_blocks - 1) / b.row_blocks);
+    parallel_blocks(b.row_blocks * b.image_blocks, threads, [](const void* p, int64_t k) {
       const Blocks& b = *static_cast<const Blocks*>(p);
-      int64_t lo, hi;
-      even_range(b.rows, b.blocks, k, lo, hi);
-      (*b.f)(lo, hi);
+      int64_t r0, r1, j0, j1;
+      even_range(b.rows, b.row_blocks, k / b.image_blocks, r0, r1);
+      even_range(b.nc, b.image_blocks, k % b.image_blocks, j0, j1);
+      (*b.f)(r0, r1, j0, j1);
     }, &b);
   }
 
@@ -130,7 +134,7 @@ class Conv : public Op, private ConvLimits {
   void for_each_tile(F f) const { for_each_row_tile(win_, tile_rows_, f); }
 
   static constexpr int64_t kBlockedParallelValues = int64_t{1} << 14, kParallelCopy = int64_t{1} << 16;
-  static constexpr int64_t kRowBlocks = 8;  // each_row_block's blocks (claimed by the threads as they come)
+  static constexpr int64_t kRowBlocks = 8;  // batch_blocks' row blocks (claimed by the threads as they come)
   static_assert(kMaxParts <= ValueSink::kParts, "a part reports its statistics as one sink part");
 
   WindowAttrs attrs_;

@@ -70,12 +70,18 @@ TEST_CASE("Conv batched images: the same bits on 1 and 2 threads") {
   // resnet18's shapes at batch 16: 4x4 maps (one part, its GEMMs split over the threads)
   // and 8x8 maps (one part of 16 images); 6x10 maps, 16 maps, batched in two parts of 35;
   // LeNet-5's first Conv (one channel: conv_direct.h, 8 parts of 8 images); 2x2 maps
-  // with more input channels than maps and 4x4 maps with many maps (the copies around
-  // the GEMMs split by channel or map blocks, each_row_block: an image's 4 or 16 columns
-  // per row; the second also dY's copy).
+  // with more input channels than maps, 4x4 maps with many maps, a 5x5 kernel on 2x2 maps
+  // (9 of its 25 taps live: LiveTaps) and two groups (the copies around the GEMMs split by
+  // channel or map blocks, Conv::batch_blocks: an image's 4 or 16 columns per row; all
+  // but the first reach its threshold for im2col and col2im, the third and the last also
+  // for dY's copy); 3 input channels on 8x8 maps (fewer channels than blocks: images
+  // split too).
   const Geometry shapes[] = {{16, 64, 64, 1, 4, 4, 3, 1, 1, 1},
                              {16, 136, 96, 1, 2, 2, 3, 1, 1, 1},
                              {16, 72, 272, 1, 4, 4, 3, 1, 1, 1},
+                             {16, 136, 96, 1, 2, 2, 5, 1, 2, 1},
+                             {16, 272, 544, 2, 4, 4, 3, 1, 1, 1},
+                             {16, 3, 64, 1, 8, 8, 7, 1, 3, 1},
                              {16, 32, 32, 1, 8, 8, 3, 1, 1, 1},
                              {70, 16, 16, 1, 6, 10, 3, 1, 1, 1},
                              {64, 1, 6, 1, 28, 28, 5, 1, 2, 1}};

@@ -136,13 +136,15 @@ TEST_CASE("recurrent inner values: the part reducer gives the value-by-value sta
 }
 
 TEST_CASE("recurrent inner values: rows reduced in strided groups give the bits of row by row") {
-  // A step's gates: batch rows of n values, the gates part the first `len` of each.
-  const int64_t rows = 37, stride = 53;
+  // A step's gates: batch rows of n values, the gates part the first `len` of each (up
+  // to 150 values: 4-vector groups, single vectors and a scalar tail per row, and blocks
+  // of the sums flushed across rows: 37 x 150 values > 4096).
+  const int64_t rows = 37, stride = 161;
   std::vector<float> v(size_t(rows * stride));
   for (size_t k = 0; k < v.size(); ++k) v[k] = 0.5f + 0.5f * std::sin(float(k) * 0.91f);
   v[size_t(20 * stride + 3)] = std::numeric_limits<float>::quiet_NaN();
   for (const bool with_nan : {false, true})
-    for (int64_t len : {int64_t(5), int64_t(16), int64_t(39), int64_t(53)}) {
+    for (int64_t len : {int64_t(5), int64_t(16), int64_t(39), int64_t(150), int64_t(161)}) {
       std::vector<float> x = v;
       if (!with_nan) x[size_t(20 * stride + 3)] = 0.25f;
       rnn::PartReducer one(rnn::Act::kSigmoid, 0.01f), groups(rnn::Act::kSigmoid, 0.01f);

@@ -23,9 +23,10 @@ namespace {
 
 using namespace dl;
 
-// LSTM, T = 3, batch 2, input 3, hidden 2; inputs scaled by `scale` (large: saturated gates).
+// LSTM, T = 3, batch lens.size() (2 by default), input 3, hidden 2; inputs scaled by
+// `scale` (large: saturated gates).
 test::OpRun lstm(float scale, std::vector<std::string> acts, std::vector<int64_t> lens = {3, 3}) {
-  const int64_t t = 3, b = 2, in = 3, h = 2;
+  const int64_t t = 3, b = int64_t(lens.size()), in = 3, h = 2;
   ir::Node node = rt::sample_node("LSTM", 5, 2, {{"hidden_size", rt::attr_i(h)}, {"activations", rt::attr_strings(acts)}}, 14);
   std::vector<rt::Tensor> inputs = {rt::rnn::ramp({t, b, in}, 0.25f * scale, -1.0f * scale),
                                     rt::rnn::ramp({1, 4 * h, in}, 0.1f, -0.4f), rt::rnn::ramp({1, 4 * h, h}, 0.12f, -0.5f),
@@ -75,6 +76,23 @@ TEST_CASE("recurrent inner values: every gate and candidate counted once, states
     r.inner = &part;
     r.forward();
     CHECK(part.gates.n == (3 + 1) * 3 * 2);
+  }
+  SUBCASE("a row past its length between two within it: each run of rows reduced, the gap left out") {
+    rt::InnerStats gap, whole;
+    test::OpRun r = lstm(1.0f, {"Sigmoid", "Tanh", "Tanh"}, {3, 1, 3});
+    r.inner = &gap;
+    r.forward();
+    CHECK(gap.gates.n == (3 + 1 + 3) * 3 * 2);
+    CHECK(gap.candidates.n == (3 + 1 + 3) * 2);
+    // The rows of lengths 3 see the same inputs either way (batch rows are independent):
+    // without the middle row's last two steps, the sums are those of lengths {3, 3, 3}
+    // less that row's two steps, so they are smaller in count only.
+    test::OpRun w = lstm(1.0f, {"Sigmoid", "Tanh", "Tanh"}, {3, 3, 3});
+    w.inner = &whole;
+    w.forward();
+    CHECK(whole.gates.n == 3 * 3 * 3 * 2);
+    CHECK(gap.gates.max <= whole.gates.max);
+    CHECK(gap.gates.min >= whole.gates.min);
   }
   SUBCASE("not asked: nothing is reduced") {
     test::OpRun r = lstm(1.0f, {"Sigmoid", "Tanh", "Tanh"});

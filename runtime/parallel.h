@@ -96,4 +96,21 @@ void set_helper_policy(HelperPolicy policy);
 // inside a block (nested) runs its blocks serially on that thread.
 void parallel_blocks(int64_t blocks, int threads, void (*fn)(const void* ctx, int64_t block), const void* ctx);
 
+// f(lo, hi) for each of `blocks` even ranges of [0, n) (even_range), through
+// parallel_blocks: few blocks of many items where a block per item would have the
+// threads claim more often than they work (BatchNormalization's channels).
+template <class F>
+void parallel_ranges(int64_t n, int64_t blocks, int threads, const F& f) {
+  struct Ranges {
+    const F* f;
+    int64_t n, blocks;
+  } r{&f, n, blocks};
+  parallel_blocks(blocks, threads, [](const void* p, int64_t b) {
+    const Ranges& r = *static_cast<const Ranges*>(p);
+    int64_t lo, hi;
+    even_range(r.n, r.blocks, b, lo, hi);
+    (*r.f)(lo, hi);
+  }, &r);
+}
+
 }  // namespace dl::rt

@@ -180,32 +180,20 @@ class BatchNormalization : public Op {
     stats::Sums* sums = nullptr;     // per channel: Y's (forward) or dY's (backward) light sums, or null
     stats::Sums* in_sums = nullptr;  // per channel: X's (forward) or dX's (backward), or null
     uint32_t assign = 0;             // backward: BwdCtx::assign
-    void (BatchNormalization::*channel)(const Pass&, int64_t) const = nullptr;  // over_channels' loop
   };
 
   // Rows shorter than kShortRow: all channels at once (whole), else channel by channel
-  // (each) on the compute threads, in kChannelBlocks ranges of channels: a block per
-  // channel had the threads claim hundreds of blocks of a few hundred values each
-  // (mobilenet_v2's 4x4 maps), and its BatchNormalization steps took 1.7x the CPU on 2
-  // threads that they took on 1 (bench/README.md, run 49). Each channel's values are
-  // the same in any block.
+  // (each) on the compute threads, in 16 ranges of channels (a block per channel, hundreds
+  // of a few hundred values on mobilenet_v2's 4x4 maps, took 1.7x the CPU on 2 threads that
+  // it took on 1: bench/README.md, run 49).
   static constexpr int64_t kChannelBlocks = 16;
   void over_channels(Pass& pass, void (BatchNormalization::*whole)(const Pass&) const,
                      void (BatchNormalization::*each)(const Pass&, int64_t) const) const {
     if (inner_ < kShortRow) return (this->*whole)(pass);
-    pass.channel = each;
-    const int threads = loop_threads(outer_ * c_ * inner_, kParallelWork);
-    if (threads <= 1) {
-      for (int64_t c = 0; c < c_; ++c) (this->*each)(pass, c);
-      return;
-    }
-    parallel_blocks(std::min(c_, kChannelBlocks), threads, [](const void* p, int64_t b) {
-      const Pass& ps = *static_cast<const Pass*>(p);
-      const int64_t c_all = ps.op->c_, blocks = std::min(c_all, kChannelBlocks);
-      int64_t lo, hi;
-      even_range(c_all, blocks, b, lo, hi);
-      for (int64_t c = lo; c < hi; ++c) (ps.op->*ps.channel)(ps, c);
-    }, &pass);
+    parallel_ranges(c_, std::min(c_, kChannelBlocks), loop_threads(outer_ * c_ * inner_, kParallelWork),
+                    [&](int64_t lo, int64_t hi) {
+                      for (int64_t c = lo; c < hi; ++c) (this->*each)(pass, c);
+                    });
   }
 
   void forward_channel(const Pass& ps, int64_t c) const {

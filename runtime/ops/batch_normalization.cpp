@@ -182,10 +182,8 @@ class BatchNormalization : public Op {
     uint32_t assign = 0;             // backward: BwdCtx::assign
   };
 
-  // Rows shorter than kShortRow: all channels at once (whole), else channel by channel
-  // (each) on the compute threads, in 16 ranges of channels (a block per channel, hundreds
-  // of a few hundred values on mobilenet_v2's 4x4 maps, took 1.7x the CPU on 2 threads that
-  // it took on 1: bench/README.md, run 49).
+  // Rows shorter than kShortRow: all channels at once (whole), else by channel (each) in
+  // 16 ranges on the compute threads (a block per channel took 1.7x the CPU on 2 threads, run 49).
   static constexpr int64_t kChannelBlocks = 16;
   void over_channels(Pass& pass, void (BatchNormalization::*whole)(const Pass&) const,
                      void (BatchNormalization::*each)(const Pass&, int64_t) const) const {

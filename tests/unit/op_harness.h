@@ -24,6 +24,7 @@ struct OpRun {
   rt::ValueSink* in_stats = nullptr;    // and FwdCtx::in_stats
   rt::ValueSink* feature_stats = nullptr;  // and FwdCtx::feature_stats
   rt::InnerStats* inner = nullptr;      // and FwdCtx::inner
+  float din_fill = 0.0f;  // what an input gradient the op adds to (not assigns) holds before
 
   OpRun(const ir::Node& node, std::vector<rt::Tensor> in, bool train = false)
       : OpRun(rt::make_op(node), std::move(in), node.outputs.size(), train) {}
@@ -72,6 +73,7 @@ struct OpRun {
       if (k < want.size() && want[k]) {
         din[k].reset(rt::DType::kFloat32, inputs[k].shape());
         if (bc.assigns(k)) std::fill(din[k].f(), din[k].f() + din[k].numel(), std::numeric_limits<float>::quiet_NaN());
+        else std::fill(din[k].f(), din[k].f() + din[k].numel(), din_fill);
         bc.din.push_back(&din[k]);
       } else {
         bc.din.push_back(nullptr);

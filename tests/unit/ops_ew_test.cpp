@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "converter/errors.h"
 #include "runtime/attrs.h"
@@ -162,4 +163,35 @@ TEST_CASE("ew ops: Dropout modes, mask and scaling") {
   OpRun zero(sample_node("Dropout", 3, 1, {}, 13), {x, Tensor::floats({}, {0.0f}), Tensor::ints({}, {1})});
   zero.forward();
   CHECK(zero.outputs[0].fvec() == v);
+}
+
+// Relu's loops run on vectors (its vector forms, runtime/ops/unary.h) with or without a
+// probe; the values must be the scalar definition's, bit for bit, through the vector
+// body and the scalar tail (sizes around the vector width), for NaN, infinities and
+// signed zeros, in the forward pass and in both backward modes (dX assigned, dX added to).
+TEST_CASE("ew ops: Relu's vector loops give the scalar definition's bits") {
+  const float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-30f, -1e-30f, 3.5f, -2.25f};
+  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{33}, int64_t{70001}}) {
+    INFO("n = " << n);
+    std::vector<float> x(static_cast<size_t>(n)), dy(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) {
+      x[size_t(k)] = specials[k % 10];
+      dy[size_t(k)] = k % 7 == 3 ? NAN : k % 11 == 5 ? -INFINITY : 0.25f * float(k % 13) - 1.0f;
+    }
+    OpRun run(sample_node("Relu", 1, 1, {}, 14), {Tensor::floats({n}, x)}, true);
+    run.forward();
+    const Tensor dyt = Tensor::floats({n}, dy);
+    run.din_fill = 0.75f;  // (dX added to: onto 0.75)
+    for (uint32_t assign : {0u, 1u}) {
+      const std::vector<float> y = run.outputs[0].fvec(), dx = run.backward({&dyt}, {true}, assign)[0].fvec();
+      for (int64_t k = 0; k < n; ++k) {
+        const float xv = x[size_t(k)], want_y = xv > 0.0f ? xv : 0.0f;
+        const float want_dx = (assign ? 0.0f : 0.75f) + dy[size_t(k)] * (xv > 0.0f ? 1.0f : 0.0f);
+        INFO("k = " << k << ", assign " << assign);
+        CHECK(std::memcmp(&y[size_t(k)], &want_y, sizeof(float)) == 0);
+        if (std::isnan(want_dx)) CHECK(std::isnan(dx[size_t(k)]));
+        else CHECK(std::memcmp(&dx[size_t(k)], &want_dx, sizeof(float)) == 0);
+      }
+    }
+  }
 }

@@ -24,13 +24,9 @@ if os.environ.get("BASE", "/work/base-bin/dl_bench_train"):
     BINS = {"base": os.environ.get("BASE", "/work/base-bin/dl_bench_train"), **BINS}
 if os.environ.get("BINS"):  # any number of binaries, named by their file names
     BINS = {os.path.basename(b): b for b in os.environ["BINS"].split(",")}
-# model, data, batch, steps, warm-up: bench/run.sh's spec
-CASES = {"a": ("mlp_a.onnx", "mnist60k.npy", 64, 300, 20), "b": ("lenet5.onnx", "mnist60k.npy", 64, 200, 20),
-         "c": ("wide_c.onnx", "wide4096.npy", 256, 20, 3), "r": ("resnet18.onnx", "cifar1k.npy", 16, 16, 2),
-         "m": ("mobilenet_v2.onnx", "cifar1k.npy", 16, 16, 2), "s": ("shufflenet_v2_x0_5.onnx", "cifar1k.npy", 16, 16, 2),
-         "l": ("lstm_cls.onnx", "seq1k.npy", 32, 16, 2), "t": ("transformer.onnx", "seq1k.npy", 16, 16, 2),
-         "k": ("transformer_causal.onnx", "seq1k.npy", 16, 16, 2),
-         "e": ("conv_ae.onnx", "ae1k.npy", 16, 16, 2)}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cases import CASES  # model, data, batch, steps, warm-up: the harness's spec
+
 cases = sys.argv[1].split(",")
 threads = [int(t) for t in sys.argv[2].split(",")]
 reps = int(sys.argv[3]) if len(sys.argv) > 3 else 2

@@ -80,21 +80,8 @@ if [ "$MICRO" = 1 ] && [ -x "$MICROBIN" ]; then
     --benchmark_format=csv 2>/dev/null >"$OUT/peak.csv" || true
 fi
 
-# case: model batch data steps warmup
-spec() {
-  case $1 in
-    a) echo "mlp_a 64 mnist60k.npy 300 20" ;;
-    b) echo "lenet5 64 mnist60k.npy 200 20" ;;
-    c) echo "wide_c 256 wide4096.npy 20 3" ;;
-    r) echo "resnet18 16 cifar1k.npy 16 2" ;;
-    m) echo "mobilenet_v2 16 cifar1k.npy 16 2" ;;
-    s) echo "shufflenet_v2_x0_5 16 cifar1k.npy 16 2" ;;
-    l) echo "lstm_cls 32 seq1k.npy 16 2" ;;
-    t) echo "transformer 16 seq1k.npy 16 2" ;;
-    k) echo "transformer_causal 16 seq1k.npy 16 2" ;;
-    e) echo "conv_ae 16 ae1k.npy 16 2" ;;
-  esac
-}
+# case: model batch data steps warmup (bench/cases.py, the one list of the cases)
+spec() { $PY "$ROOT/bench/cases.py" "$1"; }
 
 $PY "$ROOT/bench/pytorch_bench.py" --kernels
 for c in $CASES; do

@@ -124,16 +124,25 @@ inline void sum_rows_light(const float* p, int64_t rows, int64_t len, float* row
     const float* row = p + r * len;
     VecF acc[kParts] = {};
     int64_t k = 0;
-    int chain = 0;
-    for (; k + reduce_detail::kLanes <= len; k += reduce_detail::kLanes) {
-      for (int q = 0; q < kParts; ++q) {
+    // 4 vectors at a time, one into each chain (constant chain indices, so the chains
+    // stay in registers: a chain index counted at run time kept them in memory, ~4x the
+    // instructions of the loop; 4 * kL values are whole groups of sum_of's 16 lanes).
+    for (; k + 4 * kL <= len; k += 4 * kL) {
+      const VecF v0 = simd::loadv(row + k), v1 = simd::loadv(row + k + kL), v2 = simd::loadv(row + k + 2 * kL),
+                 v3 = simd::loadv(row + k + 3 * kL);
+      acc[0 % kParts] += v0;
+      acc[1 % kParts] += v1;
+      acc[2 % kParts] += v2;
+      acc[3 % kParts] += v3;
+      m.add(0, v0), m.add(1, v1), m.add(2, v2), m.add(3, v3);
+    }
+    for (; k + reduce_detail::kLanes <= len; k += reduce_detail::kLanes)
+      for (int q = 0; q < kParts; ++q) {  // (unrolled: q is a constant)
         const VecF v = simd::loadv(row + k + kL * q);
         acc[q] += v;
-        m.add(chain, v);
-        chain = (chain + 1) & 3;
+        m.add(q, v);
       }
-      in_block += reduce_detail::kLanes;
-    }
+    in_block += k;
     float lanes[reduce_detail::kLanes];
     for (int j = 0; j < reduce_detail::kLanes; ++j) lanes[j] = acc[j / kL][j % kL];
     for (int j = 0; k < len; ++k, ++j) {

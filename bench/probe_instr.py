@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+# The probes' work counted in instructions (valgrind's callgrind), free of the host's
+# noise: wall-clock figures of a 3% cost move by 1 to 6 points between invocations on a
+# shared machine (bench/README.md, runs 49 and 50), instruction counts not at all.
+# Per case, dl_bench_train runs four times under callgrind: probes off and on, each with
+# S1 and S2 timed steps after WARMUP (default 2); the difference of the two counts is
+# S2 - S1 steady iterations (default 9 and 25: iterations 11 to 26, where the step
+# statistics are full at 2 in 16 as in a long run, runtime/probes.h), so loading the
+# model and the first, all-full iterations cancel out. Prints instructions per step off
+# and on, the overhead, and the functions whose counts the probes change most.
+# What it does not see: memory traffic, caches and the host's noise. A count is the
+# work; the time of a step also depends on where its data is.
+# callgrind does not run AVX-512: the binary must be built without it, e.g.
+#   cmake -S . -B build-avx2 -DCMAKE_BUILD_TYPE=Release -DDL_NATIVE=OFF \
+#         -DCMAKE_CXX_FLAGS=-march=x86-64-v3 && cmake --build build-avx2 --target dl_bench_train
+# (AVX2 + FMA: the machine class of issue 17's report.) ~500x slower than native: the
+# torchvision nets take minutes a case, the transformers about half an hour.
+# Usage: bench/probe_instr.py BIN CASES [TOP], e.g. bench/probe_instr.py build-avx2/bench/dl_bench_train s,b 12
+# Environment: DATA (default /work/bench-data), S1, S2, WARMUP, JOBS (parallel runs,
+# default the core count), KEEP=DIR (keep callgrind's files there).
+import concurrent.futures, os, re, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cases import CASES  # noqa: E402
+
+D = os.environ.get("DATA", "/work/bench-data")
+S1, S2 = int(os.environ.get("S1", 9)), int(os.environ.get("S2", 25))
+WARMUP = int(os.environ.get("WARMUP", 2))
+JOBS = int(os.environ.get("JOBS", os.cpu_count() or 1))
+LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*?)(\s+\[[^\]]*\])?$")
+
+
+def functions(out_file):
+    """Exclusive instruction counts per function (inlined code under its function)."""
+    text = subprocess.run(["callgrind_annotate", "--auto=no", "--inclusive=no", "--threshold=100", out_file],
+                          capture_output=True, text=True, check=True).stdout
+    counts = {}
+    for line in text.splitlines():
+        m = LINE.match(line)
+        if not m or "PROGRAM TOTALS" in line:
+            continue
+        name = re.sub(r" \([\d,]+x\)$", "", m.group(2).split(":", 1)[-1])
+        counts[name] = counts.get(name, 0) + int(m.group(1).replace(",", ""))
+    return counts
+
+
+def run(binary, case, mode, steps, workdir):
+    model, data, batch, _, _ = CASES[case]
+    out = os.path.join(workdir, f"{case}_{mode}_{steps}.out")
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary, f"{D}/{model}", f"{D}/{data}",
+           "--batch", str(batch), "--steps", str(steps), "--warmup", str(WARMUP), "--threads", "1",
+           "--modes", mode, "--rounds", "1", "--peak-n", "0"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+    return (case, mode, steps), functions(out)
+
+
+def short(name):
+    name = re.sub(r"dl::rt::\(anonymous namespace\)::make\(dl::ir::Node const&\)::\{lambda[^}]*\}#\d", "", name)
+    return name.replace("dl::rt::", "").replace("(anonymous namespace)::", "")[:150]
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__ or "usage: bench/probe_instr.py BIN CASES [TOP]")
+    binary, cases = sys.argv[1], sys.argv[2].split(",")
+    top = int(sys.argv[3]) if len(sys.argv) > 3 else 12
+    if S2 <= S1:
+        sys.exit("S2 must exceed S1")
+    for c in cases:
+        if c not in CASES:
+            sys.exit(f"unknown case {c!r} (bench/cases.py)")
+    keep = os.environ.get("KEEP")
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = keep or tmp
+        os.makedirs(workdir, exist_ok=True)
+        jobs = [(binary, c, m, s, workdir) for c in cases for m in ("off", "probes") for s in (S1, S2)]
+        with concurrent.futures.ThreadPoolExecutor(JOBS) as pool:
+            counts = dict(pool.map(lambda j: run(*j), jobs))
+    n = S2 - S1
+    for c in cases:
+        per = {}
+        for mode in ("off", "probes"):
+            a, b = counts[(c, mode, S2)], counts[(c, mode, S1)]
+            per[mode] = {k: (a.get(k, 0) - b.get(k, 0)) / n for k in set(a) | set(b)}
+        off, on = sum(per["off"].values()), sum(per["probes"].values())
+        print(f"PROBEINSTR case={c} model={CASES[c][0]} off_per_step={off:.0f} probes_per_step={on:.0f} "
+              f"overhead_pct={100 * (on - off) / off:.2f} iterations={n}")
+        delta = {k: per["probes"].get(k, 0) - per["off"].get(k, 0) for k in set(per["off"]) | set(per["probes"])}
+        for k in sorted(delta, key=lambda k: -abs(delta[k]))[:top]:
+            print(f"  {delta[k]:+12.0f} {100 * delta[k] / off:+6.2f}%  (off {per['off'].get(k, 0):11.0f})  {short(k)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -118,13 +118,16 @@ inline void sum_rows_light(const float* p, int64_t rows, int64_t len, float* row
   // acc[j / kLanes], so the row sums are sum_of's, bit for bit, on any target.
   constexpr int kL = simd::kLanes, kParts = reduce_detail::kLanes / kL;
   static_assert(kParts * kL == reduce_detail::kLanes, "sum_of's lanes are whole vectors");
-  simd::Moments<4> m;
+  // 4 chains of moments with AVX-512's 32 registers, 2 with AVX2's 16 (4 spilled 7 of
+  // their 8 extremes to the stack in this loop), as simd::LightSums.
+  constexpr int kC = kL >= 16 ? 4 : 2;
+  simd::Moments<kC> m;
   int64_t in_block = 0;  // values in the float sums since they were last added to `out`
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = p + r * len;
     VecF acc[kParts] = {};
     int64_t k = 0;
-    // 4 vectors at a time, one into each chain (constant chain indices, so the chains
+    // 4 vectors at a time, the chains in turn (constant chain indices, so the chains
     // stay in registers: a chain index counted at run time kept them in memory, ~4x the
     // instructions of the loop; 4 * kL values are whole groups of sum_of's 16 lanes).
     for (; k + 4 * kL <= len; k += 4 * kL) {
@@ -134,13 +137,13 @@ inline void sum_rows_light(const float* p, int64_t rows, int64_t len, float* row
       acc[1 % kParts] += v1;
       acc[2 % kParts] += v2;
       acc[3 % kParts] += v3;
-      m.add(0, v0), m.add(1, v1), m.add(2, v2), m.add(3, v3);
+      m.add(0, v0), m.add(1 % kC, v1), m.add(2 % kC, v2), m.add(3 % kC, v3);
     }
     for (; k + reduce_detail::kLanes <= len; k += reduce_detail::kLanes)
       for (int q = 0; q < kParts; ++q) {  // (unrolled: q is a constant)
         const VecF v = simd::loadv(row + k + kL * q);
         acc[q] += v;
-        m.add(q, v);
+        m.add(q % kC, v);
       }
     in_block += k;
     float lanes[reduce_detail::kLanes];

@@ -5,7 +5,7 @@
 # figure is the median of every per-round paired ratio (probes on against off, process CPU
 # time per step), with the quartiles of those ratios.
 # Usage: bench/probe_ab.py CASES THREADS [REPS [ROUNDS]], e.g. bench/probe_ab.py t,s 1,2 2 5
-# (from the repo root; cases as in bench/run.sh's spec). Environment: NEW (default
+# (from the repo root; cases as in bench/cases.py). Environment: NEW (default
 # build/bench/dl_bench_train), BASE (default /work/base-bin/dl_bench_train; empty: NEW alone),
 # BINS (comma-separated: any number of binaries instead, named by file name), DATA (default
 # /work/bench-data), WARMUP and STEPS (override every case's warm-up and timed steps: e.g.

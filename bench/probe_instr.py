@@ -17,7 +17,8 @@
 # torchvision nets take minutes a case, the transformers about half an hour.
 # Usage: bench/probe_instr.py BIN CASES [TOP], e.g. bench/probe_instr.py build-avx2/bench/dl_bench_train s,b 12
 # Environment: DATA (default /work/bench-data), S1, S2, WARMUP, JOBS (parallel runs,
-# default the core count), KEEP=DIR (keep callgrind's files there).
+# default the core count: nothing else should be timed meanwhile), KEEP=DIR (keep
+# callgrind's files there).
 import concurrent.futures, os, re, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -26,21 +27,31 @@ from cases import CASES  # noqa: E402
 D = os.environ.get("DATA", "/work/bench-data")
 S1, S2 = int(os.environ.get("S1", 9)), int(os.environ.get("S2", 25))
 WARMUP = int(os.environ.get("WARMUP", 2))
-JOBS = int(os.environ.get("JOBS", os.cpu_count() or 1))
-LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*?)(\s+\[[^\]]*\])?$")
+JOBS = int(os.environ.get("JOBS", os.cpu_count() or 1))  # (every core: run it alone)
+LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*?)(\s+\[(?!clone )[^\]]*\])?$")
+TOTAL = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+PROGRAM TOTALS")
 
 
 def functions(out_file):
     """Exclusive instruction counts per function (inlined code under its function)."""
     text = subprocess.run(["callgrind_annotate", "--auto=no", "--inclusive=no", "--threshold=100", out_file],
                           capture_output=True, text=True, check=True).stdout
-    counts = {}
+    counts, total = {}, None
     for line in text.splitlines():
+        t = TOTAL.match(line)
+        if t:
+            total = int(t.group(1).replace(",", ""))
+            continue
         m = LINE.match(line)
-        if not m or "PROGRAM TOTALS" in line:
+        if not m:
             continue
         name = re.sub(r" \([\d,]+x\)$", "", m.group(2).split(":", 1)[-1])
+        name = re.sub(r" \[clone [^\]]*\]", "", name)  # (a clone is its function's work)
         counts[name] = counts.get(name, 0) + int(m.group(1).replace(",", ""))
+    # Every instruction under some function, or callgrind_annotate's format is not the one read here.
+    if total is None or sum(counts.values()) != total:
+        raise SystemExit(f"{out_file}: could not read callgrind_annotate's listing (functions sum to "
+                         f"{sum(counts.values())}, PROGRAM TOTALS {total})")
     return counts
 
 
@@ -57,8 +68,20 @@ def run(binary, case, mode, steps, workdir):
 
 
 def short(name):
-    name = re.sub(r"dl::rt::\(anonymous namespace\)::make\(dl::ir::Node const&\)::\{lambda[^}]*\}#\d", "", name)
-    return name.replace("dl::rt::", "").replace("(anonymous namespace)::", "")[:150]
+    """The name without namespaces and template arguments (an op's lambdas made them
+    kilobytes long), so that the member function shows: UnaryOp<>::bwd_step<>(...)."""
+    name = name.replace("dl::rt::", "").replace("(anonymous namespace)::", "")
+    out, depth = [], 0
+    for ch in name:
+        if ch == "<":
+            depth += 1
+            if depth == 1:
+                out.append("<>")
+        elif ch == ">" and depth > 0:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)[:160]
 
 
 def main():
@@ -66,8 +89,11 @@ def main():
         sys.exit(__doc__ or "usage: bench/probe_instr.py BIN CASES [TOP]")
     binary, cases = sys.argv[1], sys.argv[2].split(",")
     top = int(sys.argv[3]) if len(sys.argv) > 3 else 12
-    if S2 <= S1:
-        sys.exit("S2 must exceed S1")
+    # The window must be a long run's steady state: past the first, all-full iterations
+    # (kFirstFull = 8, runtime/probes.h), whole periods of the sparsest schedule (kFullEvery
+    # = 16), and short of every case's first epoch end (32 batches: cases c and l).
+    if WARMUP + S1 < 8 or (S2 - S1) % 16 or WARMUP + S2 > 31:
+        sys.exit("need WARMUP + S1 >= 8, S2 - S1 a multiple of 16, WARMUP + S2 <= 31")
     for c in cases:
         if c not in CASES:
             sys.exit(f"unknown case {c!r} (bench/cases.py)")

@@ -117,7 +117,7 @@ inline void sum_rows_light(const float* p, int64_t rows, int64_t len, float* row
   // sum_of's 16 lanes as kParts native vectors: lane j of sum_of is lane j % kLanes of
   // acc[j / kLanes], so the row sums are sum_of's, bit for bit, on any target.
   constexpr int kL = simd::kLanes, kParts = reduce_detail::kLanes / kL;
-  static_assert(kParts * kL == reduce_detail::kLanes, "sum_of's lanes are whole vectors");
+  static_assert(kParts * kL == reduce_detail::kLanes && kParts <= 4, "sum_of's lanes are at most 4 vectors");
   // 4 chains of moments with AVX-512's 32 registers, 2 with AVX2's 16 (4 spilled 7 of
   // their 8 extremes to the stack in this loop), as simd::LightSums.
   constexpr int kC = kL >= 16 ? 4 : 2;

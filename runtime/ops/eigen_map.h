@@ -111,54 +111,13 @@ inline float sum_of_light(const float* p, int64_t n, Acc& acc) {
 // row_sums[r] += sum_of(p + r * len, len) for each of `rows` rows (the same bits), and
 // the light sums (sum, sum of squares, min, max; runtime/value_sums.h) of all rows * len
 // values into `out`, from the same loads: for an op that sums the rows of a tensor a
-// probe wants anyway (Conv's bias gradient over dY, the first read of dY).
+// probe wants anyway (Conv's bias gradient over dY, the first read of dY). (Its own loop
+// had counted each vector's chain at run time, which kept the chains in memory: LeNet-5's
+// probe work +5.0% -> +2.7% of its instructions, bench/README.md run 50.)
 inline void sum_rows_light(const float* p, int64_t rows, int64_t len, float* row_sums, stats::Sums& out) {
-  using simd::VecF;
-  // sum_of's 16 lanes as kParts native vectors: lane j of sum_of is lane j % kLanes of
-  // acc[j / kLanes], so the row sums are sum_of's, bit for bit, on any target.
-  constexpr int kL = simd::kLanes, kParts = reduce_detail::kLanes / kL;
-  static_assert(kParts * kL == reduce_detail::kLanes && kParts <= 4, "sum_of's lanes are at most 4 vectors");
-  // 4 chains of moments with AVX-512's 32 registers, 2 with AVX2's 16 (4 spilled 7 of
-  // their 8 extremes to the stack in this loop), as simd::LightSums.
-  constexpr int kC = kL >= 16 ? 4 : 2;
-  simd::Moments<kC> m;
-  int64_t in_block = 0;  // values in the float sums since they were last added to `out`
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = p + r * len;
-    VecF acc[kParts] = {};
-    int64_t k = 0;
-    // 4 vectors at a time, the chains in turn (constant chain indices, so the chains
-    // stay in registers: a chain index counted at run time kept them in memory, ~4x the
-    // instructions of the loop; 4 * kL values are whole groups of sum_of's 16 lanes).
-    for (; k + 4 * kL <= len; k += 4 * kL) {
-      const VecF v0 = simd::loadv(row + k), v1 = simd::loadv(row + k + kL), v2 = simd::loadv(row + k + 2 * kL),
-                 v3 = simd::loadv(row + k + 3 * kL);
-      acc[0 % kParts] += v0;
-      acc[1 % kParts] += v1;
-      acc[2 % kParts] += v2;
-      acc[3 % kParts] += v3;
-      m.add(0, v0), m.add(1 % kC, v1), m.add(2 % kC, v2), m.add(3 % kC, v3);
-    }
-    for (; k + reduce_detail::kLanes <= len; k += reduce_detail::kLanes)
-      for (int q = 0; q < kParts; ++q) {  // (unrolled: q is a constant)
-        const VecF v = simd::loadv(row + k + kL * q);
-        acc[q] += v;
-        m.add(q % kC, v);
-      }
-    in_block += k;
-    float lanes[reduce_detail::kLanes];
-    for (int j = 0; j < reduce_detail::kLanes; ++j) lanes[j] = acc[j / kL][j % kL];
-    for (int j = 0; k < len; ++k, ++j) {
-      lanes[j] += row[k];
-      stats::add_scalar(out, row[k]);
-    }
-    for (int w = reduce_detail::kLanes / 2; w > 0; w /= 2)
-      for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
-    row_sums[r] += lanes[0];
-    if (in_block >= stats::kBlock) m.flush(out), in_block = 0;
-  }
-  m.flush(out);
-  m.finish(out);
+  simd::LightSums acc;
+  for (int64_t r = 0; r < rows; ++r) row_sums[r] += sum_of_light(p + r * len, len, acc);
+  out.merge(acc.finish());
 }
 
 // sum (p[k] - m)^2

@@ -13,8 +13,9 @@
 # callgrind does not run AVX-512: the binary must be built without it, e.g.
 #   cmake -S . -B build-avx2 -DCMAKE_BUILD_TYPE=Release -DDL_NATIVE=OFF \
 #         -DCMAKE_CXX_FLAGS=-march=x86-64-v3 && cmake --build build-avx2 --target dl_bench_train
-# (AVX2 + FMA: the machine class of issue 17's report.) ~500x slower than native: the
-# torchvision nets take minutes a case, the transformers about half an hour.
+# (AVX2 + FMA: the machine class of issue 17's report.) ~500x slower than native or more:
+# LeNet-5 and shufflenet_v2 about 5 minutes a case on 2 cores, mobilenet_v2 and the
+# transformers well over half an hour.
 # Usage: bench/probe_instr.py BIN CASES [TOP], e.g. bench/probe_instr.py build-avx2/bench/dl_bench_train s,b 12
 # Environment: DATA (default /work/bench-data), S1, S2, WARMUP, JOBS (parallel runs,
 # default the core count: nothing else should be timed meanwhile), KEEP=DIR (keep

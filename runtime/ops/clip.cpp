@@ -70,23 +70,10 @@ class ClipOp : public Op {
     float* y = ctx.out[0]->f();
     ValueSink* out_light = ctx.out_stats && ctx.out_stats->light() ? ctx.out_stats : nullptr;
     ValueSink* in_light = ctx.in_stats && ctx.in_stats->light() ? ctx.in_stats : nullptr;
-    // Written so a NaN input stays NaN (both comparisons are false). Full sinks get Y and
-    // X chunk by chunk, while in cache (runtime/sink_chunks.h).
-    if (!out_light && !in_light) {
-      chunked_loop(n, ctx.out_stats, y, ctx.in_stats, xf, [&](int64_t from, int64_t to) {
-        for (int64_t k = from; k < to; ++k) {
-          const float v = xf[k] < lo ? lo : xf[k];
-          y[k] = v > hi ? hi : v;
-        }
-      });
-      return;
-    }
-    // The light sums of Y and of X (the previous step's output) from the loop's
-    // registers; the vector selects are the scalar ones lane by lane. Both at once in
-    // light_pass2's 2 chains each (two LightSums' 4 chains each are all of AVX-512's 32
-    // registers: the loop spilled, and cost 3x the probe's own passes, bench/README.md
-    // run 19).
+    // Written so a NaN input stays NaN (both comparisons are false); the vector selects
+    // are the scalar ones lane by lane, and every loop below runs them.
     using simd::VecF;
+    constexpr int kL = simd::kLanes;
     const VecF lov = VecF{} + lo, hiv = VecF{} + hi;
     const auto y_of = [&](VecF xv, int64_t at) {
       const VecF v = xv < lov ? lov : xv;
@@ -98,6 +85,19 @@ class ClipOp : public Op {
       const float v = xf[at] < lo ? lo : xf[at];
       return y[at] = v > hi ? hi : v;
     };
+    // Full sinks get Y and X chunk by chunk, while in cache (runtime/sink_chunks.h).
+    if (!out_light && !in_light) {
+      chunked_loop(n, ctx.out_stats, y, ctx.in_stats, xf, [&](int64_t from, int64_t to) {
+        int64_t k = from;
+        for (; k + kL <= to; k += kL) y_of(simd::loadv(xf + k), k);
+        for (; k < to; ++k) y_scalar(k);
+      });
+      return;
+    }
+    // The light sums of Y and of X (the previous step's output) from the loop's
+    // registers. Both at once in light_pass2's 2 chains each (two LightSums' 4 chains
+    // each are all of AVX-512's 32 registers: the loop spilled, and cost 3x the probe's
+    // own passes, bench/README.md run 19).
     stats::Sums ys, xs;
     if (out_light && in_light) {
       simd::light_pass2(
@@ -146,19 +146,9 @@ class ClipOp : public Op {
     // kAssign: the gradient's first writer (BwdCtx::assigns): 0 + the term, dX not read.
     const auto run = [&](auto assign) {
       constexpr bool kAssign = decltype(assign)::value;
-      if (!ctx.dout_stats || !ctx.dout_stats->light()) {  // (a full sink: dY chunk by chunk)
-        chunked_loop(n, ctx.dout_stats, dy, [&](int64_t from, int64_t to) {
-          // (dY read unconditionally and no &&: GCC vectorises the select, not a branch.)
-          for (int64_t k = from; k < to; ++k) {
-            const float g = dy[k], v = x[k];
-            dx[k] = (kAssign ? 0.0f : dx[k]) + (((v >= lo) & (v <= hi)) ? g : 0.0f);
-          }
-        });
-        return;
-      }
-      // dY's light sums from the loop's registers (the same dx, lane by lane).
+      // dX from the vector selects (lane by lane the scalar ones; GCC made the scalar
+      // loop a branchy scalar one on AVX2: 5% of mobilenet_v2's instructions).
       using simd::VecF;
-      simd::LightSums gs;
       const VecF lov = VecF{} + lo, hiv = VecF{} + hi;
       constexpr int kL = simd::kLanes;
       const auto step = [&](int64_t at) {
@@ -166,16 +156,27 @@ class ClipOp : public Op {
         simd::storev(dx + at, (kAssign ? VecF{} : simd::loadv(dx + at)) + (((xv >= lov) & (xv <= hiv)) ? g : VecF{}));
         return g;
       };
+      const auto scalar = [&](int64_t k) {
+        dx[k] = (kAssign ? 0.0f : dx[k]) + ((x[k] >= lo && x[k] <= hi) ? dy[k] : 0.0f);
+        return dy[k];
+      };
+      if (!ctx.dout_stats || !ctx.dout_stats->light()) {  // (a full sink: dY chunk by chunk)
+        chunked_loop(n, ctx.dout_stats, dy, [&](int64_t from, int64_t to) {
+          int64_t k = from;
+          for (; k + kL <= to; k += kL) step(k);
+          for (; k < to; ++k) scalar(k);
+        });
+        return;
+      }
+      // dY's light sums from the loop's registers.
+      simd::LightSums gs;
       int64_t k = 0;
       for (; k + 4 * kL <= n; k += 4 * kL) {
         const VecF g0 = step(k), g1 = step(k + kL), g2 = step(k + 2 * kL), g3 = step(k + 3 * kL);
         gs.put4(g0, g1, g2, g3);
       }
       for (; k + kL <= n; k += kL) gs.put(step(k));
-      for (; k < n; ++k) {
-        dx[k] = (kAssign ? 0.0f : dx[k]) + ((x[k] >= lo && x[k] <= hi) ? dy[k] : 0.0f);
-        gs.put_scalar(dy[k]);
-      }
+      for (; k < n; ++k) gs.put_scalar(scalar(k));
       ctx.dout_stats->add_sums(0, gs.finish(), n);
     };
     if (ctx.assigns(0)) run(std::true_type{});

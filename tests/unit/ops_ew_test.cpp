@@ -171,18 +171,29 @@ TEST_CASE("ew ops: Dropout modes, mask and scaling") {
 // in the forward pass (twice: the second onto the first's outputs, so a store left out
 // shows) and in both backward modes (dX assigned, dX added to). (The fused loops, with a
 // light probe, give these loops' bits: probe_sink_test.cpp.)
-TEST_CASE("ew ops: Relu's vector loops give the scalar definition's bits") {
-  const float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-30f, -1e-30f, 3.5f, -2.25f};
+// An elementwise op's vector loops (the plain ones: no probe) against its scalar
+// definition y = fwd(x), dX = dX0 + term(x, dY), bit for bit: NaN, infinities, signed
+// zeros and values at `bounds` (an activation's kinks), at lengths around the vector
+// width; dX assigned and added to; a second forward pass onto the first one's outputs.
+// `extra`: the op's other inputs (Clip's bounds).
+template <class Fwd, class Term>
+void check_vector_loops(const dl::ir::Node& node, const std::vector<Tensor>& extra, const std::vector<float>& bounds,
+                        Fwd fwd, Term term) {
+  std::vector<float> specials = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-30f, -1e-30f, 3.5f, -2.25f};
+  for (float b : bounds) specials.insert(specials.end(), {b, std::nextafter(b, -INFINITY), std::nextafter(b, INFINITY)});
+  const int64_t m = int64_t(specials.size());
   for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{33}, int64_t{70001}}) {
     INFO("n = " << n);
     std::vector<float> x(static_cast<size_t>(n)), dy(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {
-      x[size_t(k)] = specials[k % 10];
+      x[size_t(k)] = specials[size_t(k % m)];
       dy[size_t(k)] = k % 7 == 3 ? NAN : k % 11 == 5 ? -INFINITY : 0.25f * float(k % 13) - 1.0f;
     }
     std::vector<float> neg(x);  // the first forward pass's input: other outputs everywhere
     for (float& v : neg) v = v == 0.0f || std::isnan(v) ? 5.0f : -v;
-    OpRun run(sample_node("Relu", 1, 1, {}, 14), {Tensor::floats({n}, neg)}, true);
+    std::vector<Tensor> in = {Tensor::floats({n}, neg)};
+    in.insert(in.end(), extra.begin(), extra.end());
+    OpRun run(node, in, true);
     run.forward();
     run.inputs[0] = Tensor::floats({n}, x);
     run.forward();
@@ -191,13 +202,47 @@ TEST_CASE("ew ops: Relu's vector loops give the scalar definition's bits") {
     for (uint32_t assign : {0u, 1u}) {
       const std::vector<float> y = run.outputs[0].fvec(), dx = run.backward({&dyt}, {true}, assign)[0].fvec();
       for (int64_t k = 0; k < n; ++k) {
-        const float xv = x[size_t(k)], want_y = xv > 0.0f ? xv : 0.0f;
-        const float want_dx = (assign ? 0.0f : 0.75f) + dy[size_t(k)] * (xv > 0.0f ? 1.0f : 0.0f);
-        INFO("k = " << k << ", assign " << assign);
-        CHECK(std::memcmp(&y[size_t(k)], &want_y, sizeof(float)) == 0);
+        const float xv = x[size_t(k)], want_y = fwd(xv);
+        const float want_dx = (assign ? 0.0f : 0.75f) + term(xv, dy[size_t(k)]);
+        INFO("k = " << k << ", x = " << xv << ", assign " << assign);
+        if (std::isnan(want_y)) CHECK(std::isnan(y[size_t(k)]));
+        else CHECK(std::memcmp(&y[size_t(k)], &want_y, sizeof(float)) == 0);
         if (std::isnan(want_dx)) CHECK(std::isnan(dx[size_t(k)]));
         else CHECK(std::memcmp(&dx[size_t(k)], &want_dx, sizeof(float)) == 0);
       }
     }
+  }
+}
+
+TEST_CASE("ew ops: Relu's vector loops give the scalar definition's bits") {
+  check_vector_loops(sample_node("Relu", 1, 1, {}, 14), {}, {}, [](float x) { return x > 0.0f ? x : 0.0f; },
+                     [](float x, float g) { return g * (x > 0.0f ? 1.0f : 0.0f); });
+}
+
+TEST_CASE("ew ops: Clip's vector loops give the scalar definition's bits") {
+  // ReLU6 from inputs, a lower bound alone, attributes (opset 6) and lo > hi (all hi).
+  // A NaN x stays NaN; dX takes dY where lo <= x <= hi, else 0 (even for a NaN dY).
+  struct Case {
+    const char* label;
+    dl::ir::Node node;
+    std::vector<Tensor> extra;
+    float lo, hi;
+  };
+  const std::vector<Case> cases = {
+      {"ReLU6 (inputs 0, 6)", sample_node("Clip", 3, 1, {}, 13), {Tensor::floats({}, {0.0f}), Tensor::floats({}, {6.0f})}, 0.0f, 6.0f},
+      {"min -0.5 alone", sample_node("Clip", 2, 1, {}, 11), {Tensor::floats({}, {-0.5f})}, -0.5f, INFINITY},
+      {"attributes -1, 1", sample_node("Clip", 1, 1, {{"min", attr_f(-1.0f)}, {"max", attr_f(1.0f)}}, 6), {}, -1.0f, 1.0f},
+      {"min 1 > max 0", sample_node("Clip", 3, 1, {}, 13), {Tensor::floats({}, {1.0f}), Tensor::floats({}, {0.0f})}, 1.0f, 0.0f},
+  };
+  for (const Case& c : cases) {
+    INFO(c.label);
+    const float lo = c.lo, hi = c.hi;
+    check_vector_loops(
+        c.node, c.extra, {lo, hi},
+        [=](float x) {
+          const float v = x < lo ? lo : x;
+          return v > hi ? hi : v;
+        },
+        [=](float x, float g) { return x >= lo && x <= hi ? g : 0.0f; });
   }
 }

@@ -37,7 +37,9 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::ProbeRecorder* probes);
   void on_batch_begin(const rt::IterationInfo& info) override;
   rt::ValueSink* forward_sink(size_t k) override { return probes_ ? probes_->forward_sink(k) : nullptr; }
-  rt::ValueSink* backward_sink(size_t k) override { return probes_ ? probes_->backward_sink(k) : nullptr; }
+  rt::ValueSink* backward_sink(size_t k, const rt::Step& st) override {
+    return probes_ ? probes_->backward_sink(k, st) : nullptr;
+  }
   rt::ValueSink* forward_in_sink(size_t k) override { return probes_ ? probes_->forward_in_sink(k) : nullptr; }
   rt::ValueSink* backward_in_sink(size_t k) override { return probes_ ? probes_->backward_in_sink(k) : nullptr; }
   // Every sink the recorder offers, or a profile with probes misses their cost (before

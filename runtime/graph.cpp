@@ -172,7 +172,7 @@ void ExecutionGraph::backward() {
     if (!st.needs_backward) continue;
     for (int s : zero_before_[k]) grads_[static_cast<size_t>(s)].zero();
     st.bwd.din_stats = observer_ && st.op->reports_input_gradient() ? observer_->backward_in_sink(k) : nullptr;
-    st.bwd.dout_stats = observer_ ? observer_->backward_sink(k) : nullptr;
+    st.bwd.dout_stats = observer_ ? observer_->backward_sink(k, st) : nullptr;
     st.op->backward(st.bwd);
     if (observer_) observer_->on_backward(k, st);
   }

@@ -115,7 +115,11 @@ class Observer {
   // A sink the step's op may fill with the statistics of its out[0] (forward) or of
   // dout[0] (backward) while it runs (see ValueSink); null when none is wanted.
   virtual ValueSink* forward_sink(size_t step_index) { (void)step_index; return nullptr; }
-  virtual ValueSink* backward_sink(size_t step_index) { (void)step_index; return nullptr; }
+  virtual ValueSink* backward_sink(size_t step_index, const Step& step) {
+    (void)step_index;
+    (void)step;
+    return nullptr;
+  }
   // A sink for the step's in[0] (FwdCtx::in_stats), asked only of steps whose op
   // reports its input (Op::reports_input); null when none is wanted.
   virtual ValueSink* forward_in_sink(size_t step_index) { (void)step_index; return nullptr; }

@@ -208,9 +208,13 @@ bool ProbeRecorder::din_reported(int probe) const {
   return probe >= 0 && din_sink_probe_ == probe && din_sink_.light() == moments_only(probe);
 }
 
-ValueSink* ProbeRecorder::backward_sink(size_t step_index) {
+ValueSink* ProbeRecorder::backward_sink(size_t step_index, const Step& step) {
   if (!fused_ || !current_ || gradient_probe_[step_index] < 0) return nullptr;
   if (din_reported(gradient_probe_[step_index])) return nullptr;  // the step that read the output reported it
+  // A copy's reader that passed its gradient on (copy_grad_sums): on_backward takes that
+  // reader's sums, so a report would be a pass for nothing (shufflenet_v2's channel
+  // shuffles: Reshape and Transpose, bench/README.md run 51).
+  if (!step.bwd.dout.empty() && step.bwd.dout[0] && copy_grad_sums(step_index, *step.bwd.dout[0])) return nullptr;
   sink_probe_ = gradient_probe_[step_index];
   sink_.reset(bands(sink_probe_, false));
   return &sink_;

@@ -134,7 +134,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   bool concurrent_parts(size_t param) const override;
   void after_update(const ExecutionGraph& graph, const IterationInfo& info) override;
   ValueSink* forward_sink(size_t step_index) override;
-  ValueSink* backward_sink(size_t step_index) override;
+  ValueSink* backward_sink(size_t step_index, const Step& step) override;
   ValueSink* forward_in_sink(size_t step_index) override;
   ValueSink* backward_in_sink(size_t step_index) override;
   ValueSink* feature_sink(size_t step_index) override;

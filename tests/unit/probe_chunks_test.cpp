@@ -331,3 +331,49 @@ TEST_CASE("probes when the last batch's smaller graph reports another input: eve
     CHECK(check.plain >= 5 * 8);
   });
 }
+
+namespace {
+// The recorder behind a log of which steps' backward passes it gave a sink to.
+struct SinkLog : dl::rt::Observer {
+  dl::rt::ProbeRecorder* probes = nullptr;
+  std::map<std::string, int> backward_sinks;  // node -> backward passes given a sink
+  void on_forward(size_t k, const dl::rt::Step& st) override { probes->on_forward(k, st); }
+  void on_backward(size_t k, const dl::rt::Step& st) override { probes->on_backward(k, st); }
+  dl::rt::ValueSink* forward_sink(size_t k) override { return probes->forward_sink(k); }
+  dl::rt::ValueSink* backward_sink(size_t k, const dl::rt::Step& st) override {
+    dl::rt::ValueSink* s = probes->backward_sink(k, st);
+    if (s) ++backward_sinks[st.node->name];
+    return s;
+  }
+  dl::rt::ValueSink* forward_in_sink(size_t k) override { return probes->forward_in_sink(k); }
+  dl::rt::ValueSink* backward_in_sink(size_t k) override { return probes->backward_in_sink(k); }
+  dl::rt::ValueSink* feature_sink(size_t k) override { return probes->feature_sink(k); }
+  dl::rt::InnerStats* inner_sink(size_t k) override { return probes->inner_sink(k); }
+};
+}  // namespace
+
+TEST_CASE("probes: a step whose one reader passed its gradient on gets no sink; its record is the reader's sums") {
+  // attention_like: the Identity's output gradient is the residual Add's dY, the Dropout's
+  // the Identity's (copy_grad_sums); the Softmax's comes through the Dropout's mask, and
+  // the Flatten's through the Gemm: those two report their own.
+  const dl::ir::Model model = attention_like();
+  const dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, 16, 95);
+  dl::rt::Trainer trainer(model, setup.config, setup.data, dl::rt::Dataset{});
+  dl::an::Trace trace;
+  dl::rt::ProbeRecorder probes(trainer.graph(), trace);
+  trace.set_capacity_bytes(16 << 20);
+  SinkLog log;
+  log.probes = &probes;
+  Records check;
+  check.trace = &trace;
+  trainer.set_observer(&log);
+  trainer.add_listener(&probes);
+  trainer.add_listener(&check);
+  trainer.run();
+  REQUIRE(trace.size() == 16);
+  CHECK(log.backward_sinks.count("/1/Identity") == 0);
+  CHECK(log.backward_sinks.count("/1/Dropout") == 0);
+  CHECK(log.backward_sinks["/1/Softmax"] == 16);
+  CHECK(log.backward_sinks["/2/Flatten"] == 16);
+  CHECK(check.plain >= 16 * 14);  // every record checked against a separate reduction
+}

@@ -4,8 +4,8 @@
 // gradients; int64 forward (12+ allows integer types). Missing bounds are +-infinity
 // rather than the spec's +-FLT_MAX so an overflowed inf stays visible to the analysis.
 // When lo > hi every output is hi, as the spec requires. Given light probe sinks
-// (ValueSink::light), float Clip reduces Y and X (forward) and dY (backward) in its loops;
-// full ones get Y, X and dY chunk by chunk.
+// (ValueSink::light), float Clip reduces Y and X (forward) and dY and dX (backward) in its
+// loops; full ones get Y, X and dY chunk by chunk.
 #include <algorithm>
 #include <limits>
 #include <type_traits>
@@ -151,21 +151,46 @@ class ClipOp : public Op {
       using simd::VecF;
       const VecF lov = VecF{} + lo, hiv = VecF{} + hi;
       constexpr int kL = simd::kLanes;
-      const auto step = [&](int64_t at) {
-        const VecF xv = simd::loadv(x + at), g = simd::loadv(dy + at);
-        simd::storev(dx + at, (kAssign ? VecF{} : simd::loadv(dx + at)) + (((xv >= lov) & (xv <= hiv)) ? g : VecF{}));
+      // dX at `at` from dY's vector g there; returns dX's.
+      const auto dx_of = [&](VecF g, int64_t at) {
+        const VecF xv = simd::loadv(x + at);
+        const VecF d = (kAssign ? VecF{} : simd::loadv(dx + at)) + (((xv >= lov) & (xv <= hiv)) ? g : VecF{});
+        simd::storev(dx + at, d);
+        return d;
+      };
+      const auto step = [&](int64_t at) {  // returns dY's vector
+        const VecF g = simd::loadv(dy + at);
+        dx_of(g, at);
         return g;
       };
       const auto scalar = [&](int64_t k) {
         dx[k] = (kAssign ? 0.0f : dx[k]) + ((x[k] >= lo && x[k] <= hi) ? dy[k] : 0.0f);
         return dy[k];
       };
-      if (!ctx.dout_stats || !ctx.dout_stats->light()) {  // (a full sink: dY chunk by chunk)
-        chunked_loop(n, ctx.dout_stats, dy, [&](int64_t from, int64_t to) {
+      ValueSink* din_light = ctx.din_stats && ctx.din_stats->light() ? ctx.din_stats : nullptr;
+      if (!ctx.dout_stats || !ctx.dout_stats->light()) {  // (a full sink: dY chunk by chunk; dX too)
+        chunked_loop(n, ctx.dout_stats, dy, din_light, dx, [&](int64_t from, int64_t to) {
           int64_t k = from;
           for (; k + kL <= to; k += kL) step(k);
           for (; k < to; ++k) scalar(k);
         });
+        return;
+      }
+      if (din_light) {  // dY's and dX's light sums from the loop's registers
+        stats::Sums gsums, dsums;
+        simd::light_pass2(
+            n,
+            [&](int64_t k, VecF& g, VecF& d) {
+              g = simd::loadv(dy + k);
+              d = dx_of(g, k);
+            },
+            [&](int64_t k, float& g, float& d) {
+              g = scalar(k);
+              d = dx[k];
+            },
+            gsums, dsums);
+        ctx.dout_stats->add_sums(0, gsums, n);
+        din_light->add_sums(0, dsums, n);
         return;
       }
       // dY's light sums from the loop's registers.
@@ -183,6 +208,9 @@ class ClipOp : public Op {
     else run(std::false_type{});
   }
   bool assigns_gradient(size_t i) const override { return i == 0; }
+  // dX (the previous step's output gradient when this step alone reads that output:
+  // BatchNormalization's before a ReLU6 on small maps) to a light BwdCtx::din_stats.
+  bool reports_input_gradient() const override { return true; }
 
   bool differentiable_input(size_t i) const override { return i == 0; }
 

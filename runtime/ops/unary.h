@@ -3,7 +3,10 @@
 // from x and y, as lambdas; this template does shapes, loops and accumulation. An op
 // may also supply both as functions of vectors (simd::VecF, lane for lane the
 // same results): then, when the probe's sink is light, the loops reduce the reported
-// tensor in registers as they go (simd::light_pass) instead of reading it back.
+// tensors in registers as they go (simd::light_pass) instead of reading them back:
+// forward Y and X, backward dY and dX (the previous step's output gradient when this
+// step alone reads that output: BatchNormalization's on small maps, which no loop of its
+// own reports, runtime/ops/batch_normalization.cpp).
 #pragma once
 
 #include <cmath>
@@ -46,6 +49,7 @@ class UnaryOp : public Op {
              return p.out + lo;
            }};
     p.in_stats = ctx.in_stats;
+    p.in_values = p.x;
     if constexpr (kVec) p.fused = [](const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums* in) {
       const float* x = p.x + lo;
       float* y = p.out + lo;
@@ -79,9 +83,12 @@ class UnaryOp : public Op {
     Pass p{this, ctx.in[0]->f(), ctx.out[0]->f(), ctx.dout[0]->f(), ctx.din[0]->f(), ctx.in[0]->numel(),
            ctx.dout_stats, ctx.assigns(0) ? &bwd_step<true> : &bwd_step<false>};
     if constexpr (kVec) p.fused = ctx.assigns(0) ? &bwd_fused<true> : &bwd_fused<false>;
+    p.in_stats = ctx.din_stats;
+    p.in_values = p.out;
     run(p);
   }
   bool assigns_gradient(size_t i) const override { return i == 0; }
+  bool reports_input_gradient() const override { return kVec; }
 
   OpTraits traits() const override { return traits_; }
 
@@ -94,10 +101,11 @@ class UnaryOp : public Op {
     ValueSink* stats;
     // Computes values [lo, hi) and returns the reported tensor's values there.
     const float* (*step)(const Pass&, int64_t lo, int64_t hi);
-    // The same, adding the light sums of the reported values to `sums` and, forward, of
-    // the input's to `*in` when not null (vector ops only).
+    // The same, adding the light sums of the reported values to `sums` and of the input's
+    // (forward X, backward dX) to `*in` when not null (vector ops only).
     void (*fused)(const Pass&, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums* in) = nullptr;
-    ValueSink* in_stats = nullptr;  // forward: the input's (FwdCtx::in_stats)
+    ValueSink* in_stats = nullptr;  // FwdCtx::in_stats forward, BwdCtx::din_stats backward
+    const float* in_values = nullptr;  // what in_stats gets: X forward, dX backward
   };
 
   // dX (+)= dY * f'(x, y) over [lo, hi): kAssign writes 0 + the term (the bits of adding
@@ -117,10 +125,26 @@ class UnaryOp : public Op {
     return p.dy + lo;
   }
   template <bool kAssign>
-  static void bwd_fused(const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums*) {
+  static void bwd_fused(const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums* in) {
     if constexpr (kVec) {
       const float *x = p.x + lo, *y = p.y + lo, *dy = p.dy + lo;
       float* dx = p.out + lo;
+      if (in) {  // dX's statistics too, from the same registers
+        simd::light_pass2(
+            hi - lo,
+            [&](int64_t k, simd::VecF& g, simd::VecF& d) {
+              g = simd::loadv(dy + k);
+              d = (kAssign ? simd::VecF{} : simd::loadv(dx + k)) +
+                  g * p.op->vderiv_(simd::loadv(x + k), simd::loadv(y + k));
+              simd::storev(dx + k, d);
+            },
+            [&](int64_t k, float& g, float& d) {
+              g = dy[k];
+              d = dx[k] = (kAssign ? 0.0f : dx[k]) + g * p.op->deriv_(x[k], y[k]);
+            },
+            sums, *in);
+        return;
+      }
       simd::light_pass(
           hi - lo,
           [&](int64_t k) {
@@ -159,8 +183,8 @@ class UnaryOp : public Op {
         const float* done = p.step(p, k, end);
         if (p.stats) p.stats->add(part, done, end - k);
         // (A full output with a deferred light input, a plain probe's: Conv -> Relu at a
-        // full iteration. The input chunk is still in L1.)
-        if (p.in_stats && p.in_stats->light()) p.in_stats->add(part, p.x + k, end - k);
+        // full iteration; or no dY sink with a light dX one. The chunk is still in L1.)
+        if (p.in_stats && p.in_stats->light()) p.in_stats->add(part, p.in_values + k, end - k);
       }
     }, &pass);
   }

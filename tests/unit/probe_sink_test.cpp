@@ -133,6 +133,65 @@ TEST_CASE("ops report their output (forward) and output gradient (backward) to t
 
 namespace {
 
+// A light sink's report of t against a separate light pass over t (other chains, other
+// rounding: float sums to ~1e-6 of sum |x|).
+void check_light_report(const dl::rt::SinkSums& sink, const Tensor& t, const std::string& what) {
+  INFO(what);
+  const int64_t n = t.numel();
+  REQUIRE(sink.reported() == n);
+  dl::rt::stats::Bands light;
+  light.light = true;
+  dl::rt::stats::Sums want;
+  dl::rt::stats::add_values(t.f(), n, light, want);
+  const dl::rt::stats::Sums got = sink.total();
+  CHECK(std::fabs(got.sum - want.sum) <= 1e-6 * std::sqrt(double(n) * want.sumsq));
+  CHECK(got.sumsq == doctest::Approx(want.sumsq).epsilon(1e-6));
+  CHECK(got.mn == want.mn);
+  CHECK(got.mx == want.mx);
+}
+
+}  // namespace
+
+TEST_CASE("Relu and Clip report dX, their input's gradient, with dY light, full or not wanted; the same gradients") {
+  // (The previous step's output gradient when this step alone reads that output: the
+  // probes take it from here instead of a pass of their own, runtime/probes.h.)
+  on_two_then_one([&](int threads) {
+    for (const bool clip : {false, true})
+      for (const int64_t n : {int64_t{7}, int64_t{1000}, int64_t{300000}})
+        for (const int dy_mode : {0, 1, 2})  // dY's sink light, full, none
+          for (const uint32_t assign : {0u, 1u}) {
+            const std::string label = std::string(clip ? "Clip" : "Relu") + ", " + std::to_string(n) + " values, dY " +
+                                      (dy_mode == 0 ? "light" : dy_mode == 1 ? "full" : "none") +
+                                      (assign ? ", dX assigned" : ", dX added to") + ", " + std::to_string(threads) +
+                                      " thread(s)";
+            INFO(label);
+            std::vector<Tensor> in = {Tensor::floats({n}, random_values(n, 40))};
+            if (clip) in.insert(in.end(), {Tensor::floats({}, {-0.2f}), Tensor::floats({}, {0.3f})});
+            const auto node = clip ? dl::rt::sample_node("Clip", 3, 1, {}, 13) : dl::rt::sample_node("Relu", 1, 1, {}, 14);
+            OpRun run(node, in, true), plain(node, in, true);
+            REQUIRE(run.op->reports_input_gradient());
+            run.din_fill = plain.din_fill = 0.5f;
+            dl::rt::stats::Bands light;
+            light.light = true;
+            dl::rt::SinkSums dy_sink, dx_sink;
+            dy_sink.reset(dy_mode == 0 ? light : dl::rt::stats::Bands{});
+            dx_sink.reset(light);
+            if (dy_mode < 2) run.dout_stats = &dy_sink;
+            run.din_stats = &dx_sink;
+            run.forward();
+            plain.forward();
+            const Tensor dy = Tensor::floats({n}, random_values(n, 41));
+            const std::vector<bool> want = {true, false, false};
+            const std::vector<Tensor> dx = run.backward({&dy}, want, assign), dx_plain = plain.backward({&dy}, want, assign);
+            CHECK(dx[0].fvec() == dx_plain[0].fvec());
+            check_light_report(dx_sink, dx[0], "dX " + label);
+            if (dy_mode == 0) check_light_report(dy_sink, dy, "dY " + label);
+            if (dy_mode == 1) check_reported(dy_sink, dy, "dY, full");
+          }
+  });
+}
+
+namespace {
 
 // After each update: every step output and output gradient the probes recorded (through
 // the ops' sinks where they report) equals a separate reduction of the tensor, still in

@@ -108,11 +108,11 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
   step_full_rms_.assign(step_probes_.size(), 0.0f);
   step_has_full_.assign(step_probes_.size(), 0);
   declare_copies(graph);
-  din_probe_.assign(steps.size(), -1);
+  din_step_.assign(steps.size(), -1);
+  din_done_.assign(steps.size(), -1);
   for (size_t j = 0; j < steps.size(); ++j) {
     const int k = grad_copy_[j];  // the step that alone reads j's output
-    if (k >= 0 && grad_copy_in_[j] == 0 && steps[size_t(k)].op->reports_input_gradient())
-      din_probe_[size_t(k)] = gradient_probe_[j];
+    if (k >= 0 && grad_copy_in_[j] == 0 && steps[size_t(k)].op->reports_input_gradient()) din_step_[size_t(k)] = int(j);
   }
   step_values_ = step_values;
   step_full_every_ = step_values <= kAlwaysFull ? 1 : kStepFullEvery;
@@ -196,21 +196,17 @@ ValueSink* ProbeRecorder::forward_in_sink(size_t step_index) {
 }
 
 ValueSink* ProbeRecorder::backward_in_sink(size_t step_index) {
-  const int probe = din_probe_[step_index];
-  if (!fused_ || !current_ || probe < 0 || !moments_only(probe)) return nullptr;
-  din_sink_probe_ = probe;
+  const int j = din_step_[step_index];
+  if (!fused_ || !current_ || j < 0 || !moments_only(gradient_probe_[size_t(j)])) return nullptr;
+  din_sink_probe_ = gradient_probe_[size_t(j)];
   din_sink_step_ = step_index;
-  din_sink_.reset(bands(probe, false));
+  din_sink_.reset(bands(din_sink_probe_, false));
   return &din_sink_;
-}
-
-bool ProbeRecorder::din_reported(int probe) const {
-  return probe >= 0 && din_sink_probe_ == probe && din_sink_.light() == moments_only(probe);
 }
 
 ValueSink* ProbeRecorder::backward_sink(size_t step_index, const Step& step) {
   if (!fused_ || !current_ || gradient_probe_[step_index] < 0) return nullptr;
-  if (din_reported(gradient_probe_[step_index])) return nullptr;  // the step that read the output reported it
+  if (din_recorded(step_index)) return nullptr;  // the step that read the output reported it
   // A copy's reader that passed its gradient on (copy_grad_sums): on_backward takes that
   // reader's sums, so a report would be a pass for nothing (shufflenet_v2's channel
   // shuffles: Reshape and Transpose, bench/README.md run 51).
@@ -272,16 +268,21 @@ void ProbeRecorder::on_forward(size_t step_index, const Step& step) {
 void ProbeRecorder::on_backward(size_t step_index, const Step& step) {
   if (step_index > 1) prefetch_probe(gradient_probe_[step_index - 2]);
   reduce_pending();
-  // What this step reported of its input gradient counts when it is all of it.
-  if (din_sink_probe_ >= 0 && din_sink_step_ == step_index &&
-      (step.bwd.din.empty() || !step.bwd.din[0] || din_sink_.reported() != step.bwd.din[0]->numel()))
+  // What this step reported of its input gradient, when it is all of it, is the record
+  // of the previous step's output gradient: final now (this step alone reads that output).
+  if (din_sink_probe_ >= 0 && din_sink_step_ == step_index) {
+    const int probe = din_sink_probe_;
     din_sink_probe_ = -1;
+    const Tensor* din = step.bwd.din.empty() ? nullptr : step.bwd.din[0];
+    if (din && din_sink_.reported() == din->numel() && din_sink_.light() == moments_only(probe)) {
+      reduce_tensor(probe, din, false, &din_sink_);
+      din_done_[size_t(din_step_[step_index])] = iteration_;
+    }
+  }
   if (!current_ || gradient_probe_[step_index] < 0 || !step.bwd.dout[0]) return;
   const int probe = gradient_probe_[step_index];
-  if (din_reported(probe)) {
-    din_sink_probe_ = -1;
+  if (din_recorded(step_index)) {
     sink_probe_ = -1;
-    reduce_tensor(probe, step.bwd.dout[0], false, &din_sink_);
     return;
   }
   if (const stats::Sums* r = copy_grad_sums(step_index, *step.bwd.dout[0])) {

@@ -90,7 +90,11 @@ namespace dl::rt {
 // reads that step's output, is the other step's output gradient: BatchNormalization
 // reports it (BwdCtx::din_stats, from each channel's rows while in L1) where the Conv
 // before it, whose products read their dY in no loop of theirs, would read it back from
-// memory (mobilenet_v2: 4.4% -> 4.0% probe overhead, bench/README.md run 45).
+// memory (mobilenet_v2: 4.4% -> 4.0% probe overhead, bench/README.md run 45); Relu and
+// Clip from their loops' registers (BatchNormalization's on small maps). That gradient
+// is final once the reading step is done: its record is made then (on_backward), before
+// the steps in between can take the one sink for theirs (a Relu after a
+// BatchNormalization after a Conv: both report).
 // The output of an op that copies its input (Op::copies_input: Reshape, Transpose, ...)
 // takes the sums of that input's reduction in the same iteration when they serve its
 // own: any sums with the same mask for a reduction to moments and extremes (light, or a
@@ -232,11 +236,12 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   // producer's output gradient, as it writes it; the producer's backward pass then
   // reports nothing (a Conv's products read dY, no loop of theirs could sum it) and its
   // gradient probe takes those sums.
-  std::vector<int> din_probe_;            // per step: the gradient probe it may report, or -1
+  std::vector<int> din_step_;             // per step: the step whose output gradient it may report, or -1
+  std::vector<int64_t> din_done_;         // per step: the iteration its gradient probe was recorded early
   SinkSums din_sink_;
-  int din_sink_probe_ = -1;               // the probe din_sink_ holds, whole, or is being filled for
+  int din_sink_probe_ = -1;               // the probe din_sink_ is being filled for, or -1
   size_t din_sink_step_ = 0;              // the step filling it
-  bool din_reported(int probe) const;     // din_sink_ holds all of probe's tensor, as it wants it
+  bool din_recorded(size_t step_index) const { return din_done_[step_index] == iteration_; }
   bool fused_ = true;
   // Op features (an::OpFeature): one kFeature probe per step whose op reports one and
   // whose output is not a model output (the loss rules judge those), reduced at every

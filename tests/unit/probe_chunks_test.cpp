@@ -332,26 +332,6 @@ TEST_CASE("probes when the last batch's smaller graph reports another input: eve
   });
 }
 
-namespace {
-// The recorder behind a log of which steps' backward passes it gave a sink to.
-struct SinkLog : dl::rt::Observer {
-  dl::rt::ProbeRecorder* probes = nullptr;
-  std::map<std::string, int> backward_sinks;  // node -> backward passes given a sink
-  void on_forward(size_t k, const dl::rt::Step& st) override { probes->on_forward(k, st); }
-  void on_backward(size_t k, const dl::rt::Step& st) override { probes->on_backward(k, st); }
-  dl::rt::ValueSink* forward_sink(size_t k) override { return probes->forward_sink(k); }
-  dl::rt::ValueSink* backward_sink(size_t k, const dl::rt::Step& st) override {
-    dl::rt::ValueSink* s = probes->backward_sink(k, st);
-    if (s) ++backward_sinks[st.node->name];
-    return s;
-  }
-  dl::rt::ValueSink* forward_in_sink(size_t k) override { return probes->forward_in_sink(k); }
-  dl::rt::ValueSink* backward_in_sink(size_t k) override { return probes->backward_in_sink(k); }
-  dl::rt::ValueSink* feature_sink(size_t k) override { return probes->feature_sink(k); }
-  dl::rt::InnerStats* inner_sink(size_t k) override { return probes->inner_sink(k); }
-};
-}  // namespace
-
 TEST_CASE("probes: a step whose one reader passed its gradient on gets no sink; its record is the reader's sums") {
   // attention_like: the Identity's output gradient is the residual Add's dY, the Dropout's
   // the Identity's (copy_grad_sums); the Softmax's comes through the Dropout's mask, and
@@ -362,8 +342,9 @@ TEST_CASE("probes: a step whose one reader passed its gradient on gets no sink; 
   dl::an::Trace trace;
   dl::rt::ProbeRecorder probes(trainer.graph(), trace);
   trace.set_capacity_bytes(16 << 20);
-  SinkLog log;
+  dl::test::SinkLog log;
   log.probes = &probes;
+  log.steps = &trainer.graph().steps();
   Records check;
   check.trace = &trace;
   trainer.set_observer(&log);

@@ -321,6 +321,34 @@ TEST_CASE("probes do not change training of a residual BatchNormalization net; i
       });
 }
 
+TEST_CASE("probes: a chain of steps reporting their input gradient (Relu, BatchNormalization, Conv) records each") {
+  // /2/Relu reports the BatchNormalization's output gradient, which reports the first
+  // Conv's: each is recorded when its reporting step is done (before the next one takes
+  // the sink), so neither the BatchNormalization nor the Conv is given a dY sink; the
+  // records equal separate reductions.
+  const dl::ir::Model model = residual_bn_cnn();
+  const dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, 16, 69);
+  dl::rt::Trainer trainer(model, setup.config, setup.data, dl::rt::Dataset{});
+  dl::an::Trace trace;
+  dl::rt::ProbeRecorder probes(trainer.graph(), trace);
+  trace.set_capacity_bytes(16 << 20);
+  dl::test::SinkLog log;
+  log.probes = &probes;
+  log.steps = &trainer.graph().steps();
+  LightRecords check;
+  check.trace = &trace;
+  trainer.set_observer(&log);
+  trainer.add_listener(&probes);
+  trainer.add_listener(&check);
+  trainer.run();
+  REQUIRE(trace.size() == 16);
+  CHECK(log.backward_in_sinks["/2/Relu"] == 16);
+  CHECK(log.backward_in_sinks["/1/BatchNormalization"] == 16);
+  CHECK(log.backward_sinks.count("/1/BatchNormalization") == 0);
+  CHECK(log.backward_sinks.count("/0/Conv") == 0);
+  CHECK(log.backward_sinks["/2/Relu"] == 16);  // (read by the second Conv and the Add)
+}
+
 TEST_CASE("probes: a plain probe's jump of norm makes the rest of its iteration full, and becomes its reference") {
   // After the update of iteration 10 the first Conv's kernel grows 10x: at iteration 11
   // (a light one) the Conv output's norm jumps (a plain probe: moments at every

@@ -182,4 +182,28 @@ void probes_leave_training_unchanged(const ir::Model& model, const CnnSetup& set
   });
 }
 
+// The recorder behind a log of which steps' backward passes it gave a sink to, for dY
+// (backward_sink) and for dX (backward_in_sink).
+struct SinkLog : rt::Observer {
+  rt::ProbeRecorder* probes = nullptr;
+  std::map<std::string, int> backward_sinks, backward_in_sinks;  // node -> backward passes given one
+  void on_forward(size_t k, const rt::Step& st) override { probes->on_forward(k, st); }
+  void on_backward(size_t k, const rt::Step& st) override { probes->on_backward(k, st); }
+  rt::ValueSink* forward_sink(size_t k) override { return probes->forward_sink(k); }
+  rt::ValueSink* backward_sink(size_t k, const rt::Step& st) override {
+    rt::ValueSink* s = probes->backward_sink(k, st);
+    if (s) ++backward_sinks[st.node->name];
+    return s;
+  }
+  rt::ValueSink* forward_in_sink(size_t k) override { return probes->forward_in_sink(k); }
+  rt::ValueSink* backward_in_sink(size_t k) override {
+    rt::ValueSink* s = probes->backward_in_sink(k);
+    if (s) ++backward_in_sinks[steps->at(k).node->name];
+    return s;
+  }
+  rt::ValueSink* feature_sink(size_t k) override { return probes->feature_sink(k); }
+  rt::InnerStats* inner_sink(size_t k) override { return probes->inner_sink(k); }
+  const std::vector<rt::Step>* steps = nullptr;  // the graph's (backward_in_sink names the node)
+};
+
 }  // namespace dl::test

@@ -246,9 +246,10 @@ class Op {
   // the output to it rather than to the step that reads it next (runtime/probes.h).
   virtual bool reports_output() const { return false; }
   // Whether backward() can report din[0] (BwdCtx::din_stats) as it writes it: the gradient
-  // of the previous step's output when this step alone reads it, which that step's own
+  // of its producer's output when this step alone reads it, which the producer's own
   // backward pass would otherwise reduce from memory (BatchNormalization before a Conv's
-  // products, whose dY no loop of theirs reads; runtime/probes.h).
+  // products, whose dY no loop of theirs reads; Relu and Clip from their registers;
+  // runtime/probes.h).
   virtual bool reports_input_gradient() const { return false; }
   // Whether, after the last forward(), out[0] holds exactly in[0]'s values (the same bits,
   // in the same or another order: Reshape, Flatten, Squeeze, Unsqueeze, Identity,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace dl::rt {
 
@@ -109,7 +110,7 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
   step_has_full_.assign(step_probes_.size(), 0);
   declare_copies(graph);
   din_step_.assign(steps.size(), -1);
-  din_done_.assign(steps.size(), -1);
+  din_done_.assign(steps.size(), std::numeric_limits<int64_t>::min());
   for (size_t j = 0; j < steps.size(); ++j) {
     const int k = grad_copy_[j];  // the step that alone reads j's output
     if (k >= 0 && grad_copy_in_[j] == 0 && steps[size_t(k)].op->reports_input_gradient()) din_step_[size_t(k)] = int(j);
@@ -269,7 +270,7 @@ void ProbeRecorder::on_backward(size_t step_index, const Step& step) {
   if (step_index > 1) prefetch_probe(gradient_probe_[step_index - 2]);
   reduce_pending();
   // What this step reported of its input gradient, when it is all of it, is the record
-  // of the previous step's output gradient: final now (this step alone reads that output).
+  // of its producer's output gradient: final now (this step alone reads that output).
   if (din_sink_probe_ >= 0 && din_sink_step_ == step_index) {
     const int probe = din_sink_probe_;
     din_sink_probe_ = -1;

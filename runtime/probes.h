@@ -232,12 +232,14 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   SinkSums in_sink_;                      // what that step reports of it
   int in_sink_probe_ = -1;
   // Backward: a step whose op reports its input gradient (Op::reports_input_gradient:
-  // BatchNormalization) and alone reads its in[0] reports that value's gradient, the
-  // producer's output gradient, as it writes it; the producer's backward pass then
-  // reports nothing (a Conv's products read dY, no loop of theirs could sum it) and its
-  // gradient probe takes those sums.
+  // BatchNormalization, Relu, Clip) and alone reads its in[0] reports that value's
+  // gradient, the producer's output gradient, as it writes it; the producer's gradient
+  // record is made from those sums as soon as the reporting step is done (on_backward),
+  // and the producer's own backward pass then gets no sink (a Conv's products read dY,
+  // no loop of theirs could sum it).
   std::vector<int> din_step_;             // per step: the step whose output gradient it may report, or -1
-  std::vector<int64_t> din_done_;         // per step: the iteration its gradient probe was recorded early
+  std::vector<int64_t> din_done_;         // per step: the iteration its gradient record was made early
+                                          // (INT64_MIN: none; iteration_ starts at -1)
   SinkSums din_sink_;
   int din_sink_probe_ = -1;               // the probe din_sink_ is being filled for, or -1
   size_t din_sink_step_ = 0;              // the step filling it

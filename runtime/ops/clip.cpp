@@ -5,7 +5,7 @@
 // rather than the spec's +-FLT_MAX so an overflowed inf stays visible to the analysis.
 // When lo > hi every output is hi, as the spec requires. Given light probe sinks
 // (ValueSink::light), float Clip reduces Y and X (forward) and dY and dX (backward) in its
-// loops; full ones get Y, X and dY chunk by chunk.
+// loops; full ones get Y, X and dY chunk by chunk (and a light dX sink dX's chunks).
 #include <algorithm>
 #include <limits>
 #include <type_traits>

@@ -37,8 +37,8 @@ class UnaryOp : public Op {
   }
 
   // Large tensors go in fixed parts (elementwise_parts) on the compute threads; each
-  // part runs in L1-sized chunks and reports each chunk to the probe's sink right after
-  // computing it (out[0] forward, dout[0] backward).
+  // part runs in L1-sized chunks and reports each chunk to the probes' sinks right after
+  // computing it (out[0] and in[0] forward, dout[0] and din[0] backward).
   void forward(FwdCtx& ctx) override {
     Pass p{this, ctx.in[0]->f(), nullptr, nullptr, ctx.out[0]->f(), ctx.in[0]->numel(), ctx.out_stats,
            [](const Pass& p, int64_t lo, int64_t hi) -> const float* {

@@ -165,17 +165,14 @@ TEST_CASE("ew ops: Dropout modes, mask and scaling") {
   CHECK(zero.outputs[0].fvec() == v);
 }
 
-// Relu's loops without a probe run on vectors (its vector forms, runtime/ops/unary.h);
-// the values must be the scalar definition's, bit for bit, through the vector body and
-// the scalar tail (sizes around the vector width), for NaN, infinities and signed zeros,
-// in the forward pass (twice: the second onto the first's outputs, so a store left out
-// shows) and in both backward modes (dX assigned, dX added to). (The fused loops, with a
-// light probe, give these loops' bits: probe_sink_test.cpp.)
-// An elementwise op's vector loops (the plain ones: no probe) against its scalar
-// definition y = fwd(x), dX = dX0 + term(x, dY), bit for bit: NaN, infinities, signed
-// zeros and values at `bounds` (an activation's kinks), at lengths around the vector
-// width; dX assigned and added to; a second forward pass onto the first one's outputs.
-// `extra`: the op's other inputs (Clip's bounds).
+// An elementwise op's loops without a probe run on vectors (Relu's and Clip's); the values
+// must be the scalar definition's, y = fwd(x), dX = dX0 + term(x, dY), bit for bit,
+// through the vector body and the scalar tail (lengths around the vector width), for
+// NaN, infinities, signed zeros and values at `bounds` (an activation's kinks), in the
+// forward pass (twice: the second onto the first's outputs, so a store left out shows)
+// and in both backward modes (dX assigned, dX added to). `extra`: the op's other inputs
+// (Clip's bounds). (The fused loops, with light probes, give these loops' values:
+// probe_sink_test.cpp, probe_fused_test.cpp.)
 template <class Fwd, class Term>
 void check_vector_loops(const dl::ir::Node& node, const std::vector<Tensor>& extra, const std::vector<float>& bounds,
                         Fwd fwd, Term term) {
@@ -187,7 +184,11 @@ void check_vector_loops(const dl::ir::Node& node, const std::vector<Tensor>& ext
     std::vector<float> x(static_cast<size_t>(n)), dy(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {
       x[size_t(k)] = specials[size_t(k % m)];
-      dy[size_t(k)] = k % 7 == 3 ? NAN : k % 11 == 5 ? -INFINITY : 0.25f * float(k % 13) - 1.0f;
+      dy[size_t(k)] = k % 7 == 3    ? NAN
+                      : k % 11 == 5 ? -INFINITY
+                      : k % 17 == 8 ? INFINITY
+                      : k % 19 == 9 ? -0.0f
+                                    : 0.25f * float(k % 13) - 1.0f;
     }
     std::vector<float> neg(x);  // the first forward pass's input: other outputs everywhere
     for (float& v : neg) v = v == 0.0f || std::isnan(v) ? 5.0f : -v;

@@ -28,19 +28,6 @@ dl::rt::stats::Bands light_bands() {
   return b;
 }
 
-// A light sink's report of t against light_pass over t in memory.
-void check_light(const SinkSums& sink, const Tensor& t, const std::string& what) {
-  INFO(what);
-  const int64_t n = t.numel();
-  REQUIRE(sink.reported() == n);
-  const dl::rt::stats::Sums got = sink.total();
-  dl::rt::stats::Sums want;
-  dl::rt::stats::add_values(t.f(), n, light_bands(), want);
-  CHECK(got.mn == want.mn);
-  CHECK(got.mx == want.mx);
-  CHECK(std::fabs(got.sum - want.sum) <= 1e-6 * std::sqrt(double(n) * want.sumsq));
-  CHECK(got.sumsq == doctest::Approx(want.sumsq).epsilon(1e-6));
-}
 
 }  // namespace
 
@@ -77,12 +64,12 @@ TEST_CASE("Clip reports Y and X (forward, together or alone) and dY (backward) t
       fused.forward();
       plain.forward();
       CHECK(fused.outputs[0].fvec() == plain.outputs[0].fvec());
-      if (which != 2) check_light(y, fused.outputs[0], "Y " + label);
-      if (which != 1) check_light(x, in[0], "X " + label);
+      if (which != 2) dl::test::check_light(y, fused.outputs[0], "Y " + label);
+      if (which != 1) dl::test::check_light(x, in[0], "X " + label);
       const Tensor g = Tensor::floats({n}, random_values(n, 62));
       const std::vector<Tensor> d = fused.backward({&g}, {true}), d_plain = plain.backward({&g}, {true});
       CHECK(d[0].fvec() == d_plain[0].fvec());
-      check_light(dy, g, "dY " + label);
+      dl::test::check_light(dy, g, "dY " + label);
     }
   }
 }
@@ -137,15 +124,15 @@ TEST_CASE("BatchNormalization reports Y and X (forward) and dY and dX (backward)
                                 d_plain = plain.backward({&g}, {true, true, true});
       for (size_t i = 0; i < 3; ++i) CHECK(d[i].fvec() == d_plain[i].fvec());
       if (cs.reports) {
-        check_light(y, fused.outputs[0], "Y " + label);
-        check_light(x, in[0], "X " + label);
+        dl::test::check_light(y, fused.outputs[0], "Y " + label);
+        dl::test::check_light(x, in[0], "X " + label);
       } else {
         CHECK(y.reported() == 0);
         CHECK(x.reported() == 0);
       }
       if (cs.reports_dy) {
-        check_light(dy, g, "dY " + label);
-        check_light(dx, d[0], "dX " + label);
+        dl::test::check_light(dy, g, "dY " + label);
+        dl::test::check_light(dx, d[0], "dX " + label);
       } else {
         CHECK(dy.reported() == 0);
         CHECK(dx.reported() == 0);
@@ -196,7 +183,7 @@ TEST_CASE("BatchNormalization's light sums from its batch statistics are not fin
   SinkSums y, x;
   std::vector<float> values = random_values(numel, 57);
   const Tensor ok = run(values, 1.5f, y, x);
-  check_light(y, ok, "finite Y");
+  dl::test::check_light(y, ok, "finite Y");
   CHECK(std::isfinite(y.total().sum));
   CHECK(std::isfinite(x.total().sum));
   // X holds an Inf: both tensors' sums are not finite (the probe then counts in full).
@@ -347,6 +334,8 @@ TEST_CASE("probes: a chain of steps reporting their input gradient (Relu, BatchN
   CHECK(log.backward_sinks.count("/1/BatchNormalization") == 0);
   CHECK(log.backward_sinks.count("/0/Conv") == 0);
   CHECK(log.backward_sinks["/2/Relu"] == 16);  // (read by the second Conv and the Add)
+  CHECK(log.backward_in_sinks["/6/Relu"] == 16);  // the residual Add's output gradient
+  CHECK(log.backward_sinks.count("/5/Add") == 0);
 }
 
 TEST_CASE("probes: a plain probe's jump of norm makes the rest of its iteration full, and becomes its reference") {

@@ -131,27 +131,6 @@ TEST_CASE("ops report their output (forward) and output gradient (backward) to t
   });
 }
 
-namespace {
-
-// A light sink's report of t against a separate light pass over t (other chains, other
-// rounding: float sums to ~1e-6 of sum |x|).
-void check_light_report(const dl::rt::SinkSums& sink, const Tensor& t, const std::string& what) {
-  INFO(what);
-  const int64_t n = t.numel();
-  REQUIRE(sink.reported() == n);
-  dl::rt::stats::Bands light;
-  light.light = true;
-  dl::rt::stats::Sums want;
-  dl::rt::stats::add_values(t.f(), n, light, want);
-  const dl::rt::stats::Sums got = sink.total();
-  CHECK(std::fabs(got.sum - want.sum) <= 1e-6 * std::sqrt(double(n) * want.sumsq));
-  CHECK(got.sumsq == doctest::Approx(want.sumsq).epsilon(1e-6));
-  CHECK(got.mn == want.mn);
-  CHECK(got.mx == want.mx);
-}
-
-}  // namespace
-
 TEST_CASE("Relu and Clip report dX, their input's gradient, with dY light, full or not wanted; the same gradients") {
   // (The previous step's output gradient when this step alone reads that output: the
   // probes take it from here instead of a pass of their own, runtime/probes.h.)
@@ -184,8 +163,8 @@ TEST_CASE("Relu and Clip report dX, their input's gradient, with dY light, full 
             const std::vector<bool> want = {true, false, false};
             const std::vector<Tensor> dx = run.backward({&dy}, want, assign), dx_plain = plain.backward({&dy}, want, assign);
             CHECK(dx[0].fvec() == dx_plain[0].fvec());
-            check_light_report(dx_sink, dx[0], "dX " + label);
-            if (dy_mode == 0) check_light_report(dy_sink, dy, "dY " + label);
+            dl::test::check_light(dx_sink, dx[0], "dX " + label);
+            if (dy_mode == 0) dl::test::check_light(dy_sink, dy, "dY " + label);
             if (dy_mode == 1) check_reported(dy_sink, dy, "dY, full");
           }
   });

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -180,6 +181,23 @@ void probes_leave_training_unchanged(const ir::Model& model, const CnnSetup& set
     REQUIRE(params[0].size() == params[1].size());
     for (size_t k = 0; k < params[0].size(); ++k) CHECK(params[0][k] == params[1][k]);
   });
+}
+
+// A light sink's report of t against a light pass over t in memory (the same extremes;
+// sums to float rounding: the op's chains group them otherwise).
+inline void check_light(const rt::SinkSums& sink, const rt::Tensor& t, const std::string& what) {
+  INFO(what);
+  const int64_t n = t.numel();
+  REQUIRE(sink.reported() == n);
+  const rt::stats::Sums got = sink.total();
+  rt::stats::Bands light;
+  light.light = true;
+  rt::stats::Sums want;
+  rt::stats::add_values(t.f(), n, light, want);
+  CHECK(got.mn == want.mn);
+  CHECK(got.mx == want.mx);
+  CHECK(std::fabs(got.sum - want.sum) <= 1e-6 * std::sqrt(double(n) * want.sumsq));
+  CHECK(got.sumsq == doctest::Approx(want.sumsq).epsilon(1e-6));
 }
 
 // The recorder behind a log of which steps' backward passes it gave a sink to, for dY

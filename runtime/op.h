@@ -251,6 +251,11 @@ class Op {
   // products, whose dY no loop of theirs reads; Relu and Clip from their registers;
   // runtime/probes.h).
   virtual bool reports_input_gradient() const { return false; }
+  // Whether backward(), given a light BwdCtx::dout_stats, reduces dY within work it does
+  // anyway (a Conv's bias gradient or its batched copy of dY, BatchNormalization's long
+  // channels): a step that alone reads this op's output then leaves that gradient to it
+  // rather than report it as its input gradient (runtime/probes.h).
+  virtual bool sums_output_gradient() const { return false; }
   // Whether, after the last forward(), out[0] holds exactly in[0]'s values (the same bits,
   // in the same or another order: Reshape, Flatten, Squeeze, Unsqueeze, Identity,
   // Transpose, a Dropout that dropped nothing): its statistics are in[0]'s, and a probe

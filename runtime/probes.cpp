@@ -113,7 +113,9 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
   din_done_.assign(steps.size(), std::numeric_limits<int64_t>::min());
   for (size_t j = 0; j < steps.size(); ++j) {
     const int k = grad_copy_[j];  // the step that alone reads j's output
-    if (k >= 0 && grad_copy_in_[j] == 0 && steps[size_t(k)].op->reports_input_gradient()) din_step_[size_t(k)] = int(j);
+    if (k >= 0 && grad_copy_in_[j] == 0 && steps[size_t(k)].op->reports_input_gradient() &&
+        !steps[j].op->sums_output_gradient())  // (else the producer's backward sums it at less cost)
+      din_step_[size_t(k)] = int(j);
   }
   step_values_ = step_values;
   step_full_every_ = step_values <= kAlwaysFull ? 1 : kStepFullEvery;

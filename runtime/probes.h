@@ -236,7 +236,8 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   // gradient, the producer's output gradient, as it writes it; the producer's gradient
   // record is made from those sums as soon as the reporting step is done (on_backward),
   // and the producer's own backward pass then gets no sink (a Conv's products read dY,
-  // no loop of theirs could sum it).
+  // no loop of theirs could sum it), unless the producer sums it anyway at less cost
+  // (Op::sums_output_gradient: a Conv's bias gradient, BatchNormalization's long channels).
   std::vector<int> din_step_;             // per step: the step whose output gradient it may report, or -1
   std::vector<int64_t> din_done_;         // per step: the iteration its gradient record was made early
                                           // (INT64_MIN: none; iteration_ starts at -1)

@@ -135,6 +135,7 @@ class BatchNormalization : public Op {
     if (pass.in_sums) bn_sums::report(in_sums_, ctx.din_stats, outer_ * c_ * inner_);
   }
   bool reports_input_gradient() const override { return true; }
+  bool sums_output_gradient() const override { return fuses_sums(); }
   bool assigns_gradient(size_t i) const override { return i < 3; }  // X, scale, B: every channel
 
   OpTraits traits() const override {

@@ -48,7 +48,8 @@ void Conv::infer(InferCtx& ctx) {
   if (!attrs_.kernel.empty() && attrs_.kernel != kernel)
     throw ShapeError(where() + ": kernel_shape " + shape_str(attrs_.kernel) + " disagrees with W " +
                      shape_str(wt.shape()));
-  if (ctx.in.size() > 2 && ctx.in[2] && ctx.in[2]->shape() != Shape{m_})
+  has_bias_ = ctx.in.size() > 2 && ctx.in[2];
+  if (has_bias_ && ctx.in[2]->shape() != Shape{m_})
     throw ShapeError(where() + ": bias B " + shape_str(ctx.in[2]->shape()) + " must have shape [" +
                      std::to_string(m_) + "]");
   win_ = plan_window(where(), attrs_, x.shape(), kernel);

@@ -32,6 +32,8 @@ class Conv : public Op, private ConvLimits {
   void backward(BwdCtx& ctx) override;
 
   bool assigns_gradient(size_t i) const override { return i < 3; }
+  // (dY's light sums with dB's (sum_rows_light) or from the batched copy of dY.)
+  bool sums_output_gradient() const override { return has_bias_ || batch_imgs_ > 1; }
 
   OpTraits traits() const override { return linear_layer_traits(); }
   // W [M, C/group, k...]: fan_in = C/group * prod(k), fan_out = M * prod(k) (Keras).
@@ -144,6 +146,7 @@ class Conv : public Op, private ConvLimits {
   int64_t tile_rows_ = 1;   // output rows (flattened (od, oh)) per im2col tile
   int64_t parts_ = 1;       // image ranges (see run_parts)
   int64_t col_size_ = 0;    // floats per part's column buffer (0: pointwise or per-plane depthwise, no im2col)
+  bool has_bias_ = false;  // (infer: a bias input B)
   int64_t batch_imgs_ = 1;  // images per GEMM (more than 1: small output maps, see the top of the file)
   int64_t tmp_size_ = 0;    // floats per part's product buffer (batched images only)
   int64_t bkk_ = 0;         // the batched path's GEMM depth: C/group * live taps

@@ -254,6 +254,22 @@ dl::ir::Model broadcast_mul() {
   return b.m;
 }
 
+// x [N, 2, 16, 16] -> Flatten -> Gemm 64 -> Relu -> Relu -> Gemm 4: each Relu reports its
+// input's gradient (the Gemm's output gradient, the first Relu's), two in a row.
+dl::ir::Model relu_chain() {
+  dl::test::ProbeGraph b("relu_chain", 13);
+  b.random("W1", {64, 512}, 0.05f, 108);
+  b.random("b1", {64}, 0.1f, 109);
+  b.random("W2", {4, 64}, 0.1f, 110);
+  b.random("b2", {4}, 0.05f, 111);
+  b.node("/0/Flatten", "Flatten", {"x"}, "f");
+  b.node("/1/Gemm", "Gemm", {"f", "W1", "b1"}, "g", {{"transB", dl::rt::attr_i(1)}});
+  b.node("/1/Relu", "Relu", {"g"}, "h");
+  b.node("/1/Relu_1", "Relu", {"h"}, "h2");
+  b.node("/2/Gemm", "Gemm", {"h2", "W2", "b2"}, "y", {{"transB", dl::rt::attr_i(1)}});
+  return b.m;
+}
+
 // After each update: every record against a separate reduction of its tensor.
 struct Records : dl::rt::TrainListener {
   const dl::an::Trace* trace = nullptr;
@@ -337,24 +353,25 @@ TEST_CASE("probes: a step whose one reader passed its gradient on gets no sink; 
   // the Identity's (copy_grad_sums); the Softmax's comes through the Dropout's mask, and
   // the Flatten's through the Gemm: those two report their own.
   const dl::ir::Model model = attention_like();
-  const dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, 16, 95);
-  dl::rt::Trainer trainer(model, setup.config, setup.data, dl::rt::Dataset{});
-  dl::an::Trace trace;
-  dl::rt::ProbeRecorder probes(trainer.graph(), trace);
-  trace.set_capacity_bytes(16 << 20);
-  dl::test::SinkLog log;
-  log.probes = &probes;
-  log.steps = &trainer.graph().steps();
   Records check;
-  check.trace = &trace;
-  trainer.set_observer(&log);
-  trainer.add_listener(&probes);
-  trainer.add_listener(&check);
-  trainer.run();
-  REQUIRE(trace.size() == 16);
+  dl::test::SinkLog log = dl::test::train_with_sink_log(model, dl::test::cnn_setup(model, 64, 16, 95), check, 16);
   CHECK(log.backward_sinks.count("/1/Identity") == 0);
   CHECK(log.backward_sinks.count("/1/Dropout") == 0);
   CHECK(log.backward_sinks["/1/Softmax"] == 16);
   CHECK(log.backward_sinks["/2/Flatten"] == 16);
   CHECK(check.plain >= 16 * 14);  // every record checked against a separate reduction
+}
+
+TEST_CASE("probes: two steps in a row reporting their input gradient record each one's when it is done") {
+  // /1/Relu_1 reports /1/Relu's output gradient, /1/Relu the Gemm's: each record is made
+  // when its reporting step is done, before the next step takes the one sink for its own
+  // report; neither /1/Relu nor the Gemm is given a dY sink.
+  const dl::ir::Model model = relu_chain();
+  Records check;
+  dl::test::SinkLog log = dl::test::train_with_sink_log(model, dl::test::cnn_setup(model, 64, 16, 112), check, 16);
+  CHECK(log.backward_in_sinks["/1/Relu_1"] == 16);
+  CHECK(log.backward_in_sinks["/1/Relu"] == 16);
+  CHECK(log.backward_sinks.count("/1/Relu") == 0);
+  CHECK(log.backward_sinks.count("/1/Gemm") == 0);
+  CHECK(check.plain + check.light + check.full >= 16 * 6);  // the Gemm and Relus, forward and gradient
 }

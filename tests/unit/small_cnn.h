@@ -224,4 +224,28 @@ struct SinkLog : rt::Observer {
   const std::vector<rt::Step>* steps = nullptr;  // the graph's (backward_in_sink names the node)
 };
 
+// Trains `model` on `setup` with probes behind a SinkLog, `check` (a TrainListener with a
+// `trace` pointer) checking each record as it is written; requires `iterations` records
+// and returns the log (its pointers cleared).
+template <class Listener>
+SinkLog train_with_sink_log(const ir::Model& model, const CnnSetup& setup, Listener& check, size_t iterations) {
+  rt::Trainer trainer(model, setup.config, setup.data, rt::Dataset{});
+  an::Trace trace;
+  rt::ProbeRecorder probes(trainer.graph(), trace);
+  trace.set_capacity_bytes(16 << 20);
+  SinkLog log;
+  log.probes = &probes;
+  log.steps = &trainer.graph().steps();
+  check.trace = &trace;
+  trainer.set_observer(&log);
+  trainer.add_listener(&probes);
+  trainer.add_listener(&check);
+  trainer.run();
+  REQUIRE(trace.size() == iterations);
+  check.trace = nullptr;
+  log.probes = nullptr;
+  log.steps = nullptr;
+  return log;
+}
+
 }  // namespace dl::test

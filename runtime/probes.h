@@ -93,8 +93,9 @@ namespace dl::rt {
 // memory (mobilenet_v2: 4.4% -> 4.0% probe overhead, bench/README.md run 45); Relu and
 // Clip from their loops' registers (BatchNormalization's on small maps). That gradient
 // is final once the reading step is done: its record is made then (on_backward), before
-// the steps in between can take the one sink for theirs (a Relu after a
-// BatchNormalization after a Conv: both report).
+// the steps in between can take the one sink for theirs (two Relus in a row: both
+// report). A producer that sums its dY within its own work anyway
+// (Op::sums_output_gradient) is left to do so.
 // The output of an op that copies its input (Op::copies_input: Reshape, Transpose, ...)
 // takes the sums of that input's reduction in the same iteration when they serve its
 // own: any sums with the same mask for a reduction to moments and extremes (light, or a

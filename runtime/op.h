@@ -249,6 +249,7 @@ class Op {
   // of its producer's output when this step alone reads it, which the producer's own
   // backward pass would otherwise reduce from memory (BatchNormalization before a Conv's
   // products, whose dY no loop of theirs reads; Relu and Clip from their registers;
+  // Softmax and LogSoftmax over contiguous rows, each row from L1: attention's scores;
   // runtime/probes.h).
   virtual bool reports_input_gradient() const { return false; }
   // Whether backward(), given a light BwdCtx::dout_stats, reduces dY within work it does
@@ -265,6 +266,10 @@ class Op {
   // bits, maybe reordered: a copy's input, either input of an Add that is not broadcast):
   // when nothing else adds to it, its statistics are dout[0]'s.
   virtual bool passes_gradient(size_t i) const { return i == 0 && copies_input(); }
+  // Whether out[0] holds the box [begin[d], end[d]) of in[0] on every axis d, in row-major
+  // order (a Slice with steps of 1; asked after infer()): Slices that partition a tensor
+  // give its statistics from theirs (runtime/probes_wait.cpp).
+  virtual bool selects_box(Shape& begin, Shape& end) const { (void)begin, (void)end; return false; }
   // Whether backward(), when BwdCtx::assigns(i), writes every element of din[i] (the
   // first write of that gradient in the pass) instead of adding onto a buffer the
   // executor zeroed: as 0 + what it adds (the same bits), or a product's beta = 0 (the

@@ -108,7 +108,9 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
   step_last_.assign(step_probes_.size(), an::TensorStats{});
   step_full_rms_.assign(step_probes_.size(), 0.0f);
   step_has_full_.assign(step_probes_.size(), 0);
+  own_passes_.assign(step_probes_.size(), 0);
   declare_copies(graph);
+  declare_waits(graph);
   din_step_.assign(steps.size(), -1);
   din_done_.assign(steps.size(), std::numeric_limits<int64_t>::min());
   for (size_t j = 0; j < steps.size(); ++j) {
@@ -129,6 +131,7 @@ ProbeRecorder::~ProbeRecorder() = default;
 void ProbeRecorder::on_batch_begin(const IterationInfo& info) {
   current_ = nullptr;
   din_sink_probe_ = -1;
+  waits_.clear();
   full_ = false;
   nonfinite_ = false;
   iteration_ = info.iteration;
@@ -265,12 +268,16 @@ void ProbeRecorder::on_forward(size_t step_index, const Step& step) {
     reduce_sums(probe, step.fwd.out[0], true, r);
     return;
   }
-  reduce_tensor(probe, step.fwd.out[0], true, take_sink(probe));
+  // An output no op reported may wait for its readers' records (runtime/probes_wait.cpp).
+  const SinkSums* sink = take_sink(probe);
+  if (!sink_serves(sink, step.fwd.out[0]->numel(), probe) && wait(step_index, step)) return;
+  reduce_tensor(probe, step.fwd.out[0], true, sink);
 }
 
 void ProbeRecorder::on_backward(size_t step_index, const Step& step) {
   if (step_index > 1) prefetch_probe(gradient_probe_[step_index - 2]);
   reduce_pending();
+  flush_waits();
   // What this step reported of its input gradient, when it is all of it, is the record
   // of its producer's output gradient: final now (this step alone reads that output).
   if (din_sink_probe_ >= 0 && din_sink_step_ == step_index) {

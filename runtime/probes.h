@@ -91,7 +91,8 @@ namespace dl::rt {
 // reports it (BwdCtx::din_stats, from each channel's rows while in L1) where the Conv
 // before it, whose products read their dY in no loop of theirs, would read it back from
 // memory (mobilenet_v2: 4.4% -> 4.0% probe overhead, bench/README.md run 45); Relu and
-// Clip from their loops' registers (BatchNormalization's on small maps). That gradient
+// Clip from their loops' registers (BatchNormalization's on small maps); Softmax from each
+// row while in L1 (attention's scores, whose MatMul reads its dY in no loop of its own). That gradient
 // is final once the reading step is done: its record is made then (on_backward), before
 // the steps in between can take the one sink for theirs (two Relus in a row: both
 // report). A producer that sums its dY within its own work anyway
@@ -154,6 +155,12 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   // Whether ops may compute step statistics in their own pass (ValueSink, the default);
   // off, every step tensor is reduced in a pass of the probes' own (for benchmarks).
   void set_fused(bool fused) { fused_ = fused; }
+  // How many times a step probe's tensor was reduced by a pass of the probes' own (not
+  // from an op's report or another probe's sums) in this recorder's run.
+  int64_t own_passes(int probe) const {
+    const int slot = step_slot_[size_t(probe)];
+    return slot < 0 ? 0 : own_passes_[size_t(slot)];
+  }
 
  private:
   struct ParamState;
@@ -179,6 +186,12 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   // The same from sums `given` of all of t under bands(probe, with_bands), or from a pass
   // of its own when null; keeps the sums for copies (copy_sums).
   void reduce_sums(int probe, const Tensor* t, bool with_bands, const stats::Sums* given);
+  void reduce_sums_once(int probe, const Tensor* t, bool with_bands, const stats::Sums* given);
+  // Whether `sink` holds an op's report of all n values of `probe`'s tensor that serves
+  // this iteration's reduction of it.
+  bool sink_serves(const SinkSums* sink, int64_t n, int probe) const {
+    return sink && n > 0 && sink->reported() == n && sink->light() == moments_only(probe);
+  }
   // ---- copies (Op::copies_input) ----
   void declare_copies(const ExecutionGraph& graph);
   // The sums this iteration's reduction of step_index's input took, when they do for its
@@ -218,6 +231,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   std::vector<an::TensorStats> step_last_;  // per step probe: its last full reduction
   std::vector<float> step_full_rms_;        // its root mean square then
   std::vector<uint8_t> step_has_full_;      // whether it had one
+  std::vector<int64_t> own_passes_;         // per step probe: reductions by a pass of its own (own_passes)
   std::vector<int64_t> param_numel_;
   int64_t full_every_ = 1;
   int64_t step_full_every_ = 1;
@@ -233,7 +247,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   SinkSums in_sink_;                      // what that step reports of it
   int in_sink_probe_ = -1;
   // Backward: a step whose op reports its input gradient (Op::reports_input_gradient:
-  // BatchNormalization, Relu, Clip) and alone reads its in[0] reports that value's
+  // BatchNormalization, Relu, Clip, Softmax) and alone reads its in[0] reports that value's
   // gradient, the producer's output gradient, as it writes it; the producer's gradient
   // record is made from those sums as soon as the reporting step is done (on_backward),
   // and the producer's own backward pass then gets no sink (a Conv's products read dY,
@@ -246,6 +260,21 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   int din_sink_probe_ = -1;               // the probe din_sink_ is being filled for, or -1
   size_t din_sink_step_ = 0;              // the step filling it
   bool din_recorded(size_t step_index) const { return din_done_[step_index] == iteration_; }
+  // ---- waits (runtime/probes_wait.cpp) ----
+  // A step output no op reported, read only by one step that copies it or by Slices that
+  // partition it, waits for their records and takes their sums instead of a pass of its own.
+  void declare_waits(const ExecutionGraph& graph);
+  bool wait(size_t step_index, const Step& step);  // starts the step's wait, when it may
+  void resolve(int probe);  // after `probe`'s reduction: ends the wait on it, at its last reader
+  void flush_waits();       // the outputs still waiting: a pass of their own each
+  std::vector<std::vector<int>> wait_on_;  // per step: the forward probes of the readers it may wait on
+  std::vector<const Op*> wait_copy_op_;    // per step: its one reader's op when that is a copy, else null
+  std::vector<int64_t> wait_numel_;        // per step: its output's size where the waits were planned
+  std::vector<int64_t> waiting_;           // per step: the iteration it waits at (INT64_MIN: none)
+  std::vector<int> wait_left_;             // per step: its readers not reduced yet
+  std::vector<const Tensor*> wait_tensor_; // per step: its output, while it waits
+  std::vector<int> waiter_;                // per probe: the step that may wait on its record, or -1
+  std::vector<size_t> waits_;              // the steps that waited this iteration
   bool fused_ = true;
   // Op features (an::OpFeature): one kFeature probe per step whose op reports one and
   // whose output is not a model output (the loss rules judge those), reduced at every

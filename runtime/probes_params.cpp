@@ -74,6 +74,7 @@ bool ProbeRecorder::full_iteration(const IterationInfo& info) const {
 // iteration's loss and step statistics are known.
 void ProbeRecorder::before_update(const ExecutionGraph&, const IterationInfo& info) {
   reduce_pending();
+  flush_waits();
   full_ = current_ && full_iteration(info);
   // (after_update clears the parts it merges: only an update that never finished, an
   // optimizer error, leaves some behind.)

@@ -55,7 +55,7 @@ void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands, c
   // An op reduced the whole tensor as it ran (ValueSink), or nothing of it; moments do
   // not do for a full reduction (the iteration turned full since the sink was set).
   const int64_t n = t->numel();
-  if (sink && n > 0 && sink->reported() == n && sink->light() == moments_only(probe)) {
+  if (sink_serves(sink, n, probe)) {
     const stats::Sums r = sink->total();
     reduce_sums(probe, t, with_bands, &r);
   } else {
@@ -63,7 +63,13 @@ void ProbeRecorder::reduce_tensor(int probe, const Tensor* t, bool with_bands, c
   }
 }
 
+// Then ends the wait of a step output waiting on this record (runtime/probes_wait.cpp).
 void ProbeRecorder::reduce_sums(int probe, const Tensor* t, bool with_bands, const stats::Sums* given) {
+  reduce_sums_once(probe, t, with_bands, given);
+  if (with_bands) resolve(probe);
+}
+
+void ProbeRecorder::reduce_sums_once(int probe, const Tensor* t, bool with_bands, const stats::Sums* given) {
   const an::OpDescription* desc = with_bands ? &trace_.header.probes[size_t(probe)].op : nullptr;
   an::TensorStats& out = current_[probe];
   const int64_t n = t->numel();
@@ -88,12 +94,13 @@ void ProbeRecorder::reduce_sums(int probe, const Tensor* t, bool with_bands, con
   if (moments_only(probe) && floats) {
     stats::Sums r;
     if (reported) r = *given;
-    else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
+    else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r), ++own_passes_[slot];
     // Masked logits whose -inf an op's own sums could not leave out (ValueSink::add_sums
     // counts none): a pass of the probe's own that does.
     if (reported && with_bands && probe_bands_[size_t(probe)].masked && !stats::sums_finite(r)) {
       r = stats::Sums{};
       stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
+      ++own_passes_[slot];
     }
     // (Sums kept from a full reduction of a copy's input count more: not taken here.)
     r.sumabs = 0;
@@ -130,7 +137,7 @@ void ProbeRecorder::reduce_sums(int probe, const Tensor* t, bool with_bands, con
   if (floats) {
     stats::Sums r;
     if (reported) r = *given;
-    else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r);
+    else stats::add_values_parallel(t->f(), n, bands(probe, with_bands), r), ++own_passes_[slot];
     out = stats_of(*t, r, bands(probe, with_bands), desc ? &unit_flags_ : nullptr);
     if (plain) {  // (the exact path took them for chunks holding NaN/Inf only)
       out.mean_abs = out.zero_frac = 0;

@@ -84,7 +84,7 @@ class BinaryOp : public Op {
 
   // Float: reports out[0] (FwdCtx::out_stats) and the input read in its order
   // (FwdCtx::in_stats) chunk by chunk as it goes, and dout[0] (BwdCtx::dout_stats) in
-  // the first gradient pass.
+  // the first gradient pass, din[0] (BwdCtx::din_stats) in its own.
   void forward(FwdCtx& ctx) override {
     const Tensor& a = *ctx.in[0];
     const Tensor& b = *ctx.in[1];
@@ -116,8 +116,14 @@ class BinaryOp : public Op {
     const float* y = ctx.out[0]->f();
     const float* dy = ctx.dout[0]->f();
     const bool d0 = ctx.din[0] != nullptr, d1 = ctx.din.size() > 1 && ctx.din[1];
-    ChunkReporter g(d0 || d1 ? ctx.dout_stats : nullptr, dy, ctx.dout[0]->numel());
-    auto after = [&](int64_t end) { g.upto(end); };
+    const int64_t n = ctx.dout[0]->numel();
+    ChunkReporter g(d0 || d1 ? ctx.dout_stats : nullptr, dy, n);
+    // dA, of the output's shape, as its chunks are done (BwdCtx::din_stats).
+    ChunkReporter ga(d0 && whole_[0] ? ctx.din_stats : nullptr, d0 ? ctx.din[0]->f() : nullptr, n);
+    auto after = [&](int64_t end) {
+      g.upto(end);
+      ga.upto(end);
+    };
     if (d0)
       broadcast_accumulate(
           plan_, 0, ctx.din[0]->f(), [&](int64_t o, int64_t ia, int64_t ib) { return dy[o] * da_(a[ia], b[ib], y[o]); },
@@ -130,7 +136,12 @@ class BinaryOp : public Op {
           },
           ctx.assigns(1));
     g.finish();
+    ga.finish();
   }
+  // dA chunk by chunk from L1 where A is not broadcast and its gradient is not dY's values
+  // (a product's, a quotient's: attention's scores under a causal mask, Mul then Add; an
+  // Add's passes dY on, whose sums the probes have already).
+  bool reports_input_gradient() const override { return whole_[0] && !passes_[0]; }
 
   OpTraits traits() const override { return traits_; }
 

@@ -54,6 +54,9 @@ class Slice : public StridedViewOp {
     const std::vector<int64_t> in_strides = row_major_strides(in);
     Shape out = in;
     std::vector<int64_t> strides = in_strides;
+    box_begin_.assign(in.size(), 0);
+    box_end_ = in;
+    box_ = true;
     std::vector<bool> seen(static_cast<size_t>(r), false);
     int64_t base = 0;
     for (size_t k = 0; k < starts.size(); ++k) {
@@ -75,14 +78,26 @@ class Slice : public StridedViewOp {
       const int64_t span = step > 0 ? e - s : s - e, mag = step > 0 ? step : -step;
       out[ax] = span <= 0 ? 0 : (span + mag - 1) / mag;
       base += out[ax] > 0 ? s * in_strides[ax] : 0;
+      box_ = box_ && step == 1;
+      box_begin_[ax] = s;
+      box_end_[ax] = s + out[ax];
       strides[ax] = step * in_strides[ax];
     }
     walk_.set(out, strides, base);
     ctx.out[0]->plan(x.dtype(), std::move(out));
   }
 
+  bool selects_box(Shape& begin, Shape& end) const override {
+    if (!box_) return false;
+    begin = box_begin_;
+    end = box_end_;
+    return true;
+  }
+
  private:
   bool attr_form_;
+  bool box_ = false;  // every step 1: out[0] is in[0]'s box [box_begin_, box_end_)
+  Shape box_begin_, box_end_;
   std::vector<int64_t> starts_, ends_, axes_;
 };
 

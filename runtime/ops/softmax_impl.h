@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "converter/errors.h"
@@ -18,6 +19,7 @@
 #include "runtime/op.h"
 #include "runtime/ops/softmax_rows.h"
 #include "runtime/sink_chunks.h"
+#include "runtime/value_simd.h"
 
 namespace dl::rt {
 
@@ -107,14 +109,21 @@ class SoftmaxOp : public Op {
     const float* dy = ctx.dout[0]->f();
     float* dx = ctx.din[0]->f();
     const bool assign = ctx.assigns(0);  // (first writer: 0 + the term, dX not read)
-    if (inner_ == 1) {  // reports dy (BwdCtx::dout_stats) chunk by chunk
+    if (inner_ == 1) {
+      // Reports dy (BwdCtx::dout_stats) chunk by chunk, and dx (BwdCtx::din_stats, light)
+      // row by row from L1 right after the row is written: the gradient of the input
+      // (attention's scores), which this step alone reads when a probe asks.
       ChunkReporter g(ctx.dout_stats, dy, outer_ * n_);
+      std::optional<simd::LightSums> dx_sums;
+      if (ctx.din_stats) dx_sums.emplace();
       for (int64_t o = 0; o < outer_; ++o) {
         if (assign) row_backward<true>(y + o * n_, dy + o * n_, dx + o * n_);
         else row_backward<false>(y + o * n_, dy + o * n_, dx + o * n_);
+        if (dx_sums) dx_sums->put_row(dx + o * n_, n_);
         g.upto((o + 1) * n_);
       }
       g.finish();
+      if (dx_sums) ctx.din_stats->add_sums(0, dx_sums->finish(), outer_ * n_);
       return;
     }
     float* s = scratch_a_.data();
@@ -140,6 +149,7 @@ class SoftmaxOp : public Op {
   }
 
   bool assigns_gradient(size_t i) const override { return i == 0; }
+  bool reports_input_gradient() const override { return inner_ == 1; }
 
   OpTraits traits() const override {
     OpTraits t;

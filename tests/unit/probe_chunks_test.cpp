@@ -20,6 +20,7 @@ namespace {
 
 using dl::rt::SinkSums;
 using dl::rt::Tensor;
+using dl::test::Records;
 using dl::test::OpRun;
 using dl::test::random_values;
 
@@ -270,34 +271,6 @@ dl::ir::Model relu_chain() {
   return b.m;
 }
 
-// After each update: every record against a separate reduction of its tensor.
-struct Records : dl::rt::TrainListener {
-  const dl::an::Trace* trace = nullptr;
-  int light = 0, plain = 0, full = 0;  // records with fractions carried, without magnitudes, full
-  void after_update(const dl::rt::ExecutionGraph& g, const dl::rt::IterationInfo& info) override {
-    dl::test::for_each_step_probe(*trace, g, [&](size_t k, const dl::an::Probe& p, const Tensor&,
-                                                 const dl::an::TensorStats& want) {
-      const dl::an::TensorStats& got = trace->at(trace->size() - 1, k);
-      INFO("iteration " << info.iteration << ", " << p.node << (p.kind == dl::an::ProbeKind::kForward ? " forward" : " gradient"));
-      CHECK(got.count == want.count);
-      CHECK(got.min == want.min);
-      CHECK(got.max == want.max);
-      CHECK(got.mean == doctest::Approx(want.mean).epsilon(1e-5));
-      CHECK(got.l2 == doctest::Approx(want.l2).epsilon(1e-5));
-      CHECK(got.nan == want.nan);
-      CHECK(got.inf == want.inf);
-      if (got.fractions_carried()) {
-        ++light;
-      } else if (!got.magnitudes_taken()) {
-        dl::test::check_same_stats(got, want);
-        ++plain;
-      } else {
-        dl::test::check_same_stats(got, want);
-        ++full;
-      }
-    });
-  }
-};
 
 }  // namespace
 

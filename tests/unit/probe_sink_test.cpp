@@ -131,22 +131,35 @@ TEST_CASE("ops report their output (forward) and output gradient (backward) to t
   });
 }
 
-TEST_CASE("Relu and Clip report dX, their input's gradient, with dY light, full or not wanted; the same gradients") {
+TEST_CASE("Relu, Clip, Softmax, LogSoftmax, Mul and Div report dX, their input's gradient, with dY light, full or not wanted; the same gradients") {
   // (The previous step's output gradient when this step alone reads that output: the
   // probes take it from here instead of a pass of their own, runtime/probes.h.)
+  struct Kind {
+    const char* op;
+    int inputs, version;
+  };
+  const Kind kinds[] = {{"Relu", 1, 14},       {"Clip", 3, 13}, {"Softmax", 1, 13},
+                        {"LogSoftmax", 1, 13}, {"Mul", 2, 14},  {"Div", 2, 14}};
   on_two_then_one([&](int threads) {
-    for (const bool clip : {false, true})
+    for (const Kind& kind : kinds)
       for (const int64_t n : {int64_t{7}, int64_t{1000}, int64_t{300000}})
         for (const int dy_mode : {0, 1, 2})  // dY's sink light, full, none
           for (const uint32_t assign : {0u, 1u}) {
-            const std::string label = std::string(clip ? "Clip" : "Relu") + ", " + std::to_string(n) + " values, dY " +
+            const std::string op = kind.op;
+            const std::string label = op + ", " + std::to_string(n) + " values, dY " +
                                       (dy_mode == 0 ? "light" : dy_mode == 1 ? "full" : "none") +
                                       (assign ? ", dX assigned" : ", dX added to") + ", " + std::to_string(threads) +
                                       " thread(s)";
             INFO(label);
-            std::vector<Tensor> in = {Tensor::floats({n}, random_values(n, 40))};
-            if (clip) in.insert(in.end(), {Tensor::floats({}, {-0.2f}), Tensor::floats({}, {0.3f})});
-            const auto node = clip ? dl::rt::sample_node("Clip", 3, 1, {}, 13) : dl::rt::sample_node("Relu", 1, 1, {}, 14);
+            // (The softmaxes over rows of 100, or one row of 7.)
+            const dl::rt::Shape shape = op.find("Softmax") == std::string::npos ? dl::rt::Shape{n}
+                                        : n < 100                              ? dl::rt::Shape{1, n}
+                                                                               : dl::rt::Shape{n / 100, 100};
+            std::vector<Tensor> in = {Tensor::floats(shape, random_values(n, 40))};
+            if (op == "Clip") in.insert(in.end(), {Tensor::floats({}, {-0.2f}), Tensor::floats({}, {0.3f})});
+            if (op == "Mul") in.push_back(Tensor::floats(shape, random_values(n, 42)));  // (its gradient too)
+            if (op == "Div") in.push_back(Tensor::floats({}, {1.7f}));                   // (broadcast)
+            const auto node = dl::rt::sample_node(op, kind.inputs, 1, {}, kind.version);
             OpRun run(node, in, true), plain(node, in, true);
             REQUIRE(run.op->reports_input_gradient());
             run.din_fill = plain.din_fill = 0.5f;
@@ -159,9 +172,11 @@ TEST_CASE("Relu and Clip report dX, their input's gradient, with dY light, full 
             run.din_stats = &dx_sink;
             run.forward();
             plain.forward();
-            const Tensor dy = Tensor::floats({n}, random_values(n, 41));
-            const std::vector<bool> want = {true, false, false};
-            const std::vector<Tensor> dx = run.backward({&dy}, want, assign), dx_plain = plain.backward({&dy}, want, assign);
+            const Tensor dy = Tensor::floats(shape, random_values(n, 41));
+            std::vector<bool> grads(in.size(), false);
+            grads[0] = true;
+            if (op == "Mul") grads[1] = true;
+            const std::vector<Tensor> dx = run.backward({&dy}, grads, assign), dx_plain = plain.backward({&dy}, grads, assign);
             CHECK(dx[0].fvec() == dx_plain[0].fvec());
             dl::test::check_light(dx_sink, dx[0], "dX " + label);
             if (dy_mode == 0) dl::test::check_light(dy_sink, dy, "dY " + label);

@@ -200,11 +200,40 @@ inline void check_light(const rt::SinkSums& sink, const rt::Tensor& t, const std
   CHECK(got.sumsq == doctest::Approx(want.sumsq).epsilon(1e-6));
 }
 
+// After each update: every record against a separate reduction of its tensor.
+struct Records : rt::TrainListener {
+  const an::Trace* trace = nullptr;
+  int light = 0, plain = 0, full = 0;  // records with fractions carried, without magnitudes, full
+  void after_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) override {
+    for_each_step_probe(*trace, g, [&](size_t k, const an::Probe& p, const rt::Tensor&, const an::TensorStats& want) {
+      const an::TensorStats& got = trace->at(trace->size() - 1, k);
+      INFO("iteration " << info.iteration << ", " << p.node << (p.kind == an::ProbeKind::kForward ? " forward" : " gradient"));
+      CHECK(got.count == want.count);
+      CHECK(got.min == want.min);
+      CHECK(got.max == want.max);
+      CHECK(got.mean == doctest::Approx(want.mean).epsilon(1e-5));
+      CHECK(got.l2 == doctest::Approx(want.l2).epsilon(1e-5));
+      CHECK(got.nan == want.nan);
+      CHECK(got.inf == want.inf);
+      if (got.fractions_carried()) {
+        ++light;
+      } else if (!got.magnitudes_taken()) {
+        check_same_stats(got, want);
+        ++plain;
+      } else {
+        check_same_stats(got, want);
+        ++full;
+      }
+    });
+  }
+};
+
 // The recorder behind a log of which steps' backward passes it gave a sink to, for dY
 // (backward_sink) and for dX (backward_in_sink).
 struct SinkLog : rt::Observer {
   rt::ProbeRecorder* probes = nullptr;
   std::map<std::string, int> backward_sinks, backward_in_sinks;  // node -> backward passes given one
+  std::map<std::string, int64_t> own_forward;  // node -> its forward probe's own passes (ProbeRecorder::own_passes)
   void on_forward(size_t k, const rt::Step& st) override { probes->on_forward(k, st); }
   void on_backward(size_t k, const rt::Step& st) override { probes->on_backward(k, st); }
   rt::ValueSink* forward_sink(size_t k) override { return probes->forward_sink(k); }
@@ -242,6 +271,9 @@ SinkLog train_with_sink_log(const ir::Model& model, const CnnSetup& setup, Liste
   trainer.add_listener(&check);
   trainer.run();
   REQUIRE(trace.size() == iterations);
+  for (size_t p = 0; p < trace.header.probes.size(); ++p)
+    if (trace.header.probes[p].kind == an::ProbeKind::kForward)
+      log.own_forward[trace.header.probes[p].node] = probes.own_passes(int(p));
   check.trace = nullptr;
   log.probes = nullptr;
   log.steps = nullptr;

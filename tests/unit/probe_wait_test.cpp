@@ -1,0 +1,140 @@
+// Step outputs that wait for their readers' records (runtime/probes_wait.cpp): a fused
+// MatMul + bias read by Slices that partition it, a Gemm read by a chain of copies, and
+// the cases that must fall back to a pass of the probe's own. Every record is checked
+// against a separate reduction of its tensor, and training must come out bit-identical
+// with probes and without.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/attrs.h"
+#include "runtime/probes.h"
+#include "tests/unit/small_cnn.h"
+
+namespace {
+
+using dl::test::Records;
+
+// x [N, 2, 16, 16] -> Reshape [N, 32, 16] -> MatMul W1 [16, 48] + b1 (one step, whose
+// output no op reports) -> Slices q, k, v of 16 columns each (or, `overlap`, k from column
+// 8: as many values in all, but no partition) -> v's Relu (the Slice's output deferred to
+// it, runtime/probes.h), q * k, + relu(v) -> Flatten -> Gemm 4.
+dl::ir::Model qkv_slices(bool overlap) {
+  dl::test::ProbeGraph b(overlap ? "qkv_overlap" : "qkv_slices", 13);
+  b.random("W1", {16, 48}, 0.3f, 121);
+  b.random("b1", {48}, 0.1f, 122);
+  b.random("W2", {4, 512}, 0.05f, 123);
+  b.random("b2", {4}, 0.05f, 124);
+  b.int64s("shape", {3}, {0, 32, 16});
+  b.int64s("axis", {1}, {2});
+  const int64_t k0 = overlap ? 8 : 16;
+  for (const int64_t at : {int64_t{0}, int64_t{16}, int64_t{32}, int64_t{48}, k0, k0 + 16})
+    b.int64s("at" + std::to_string(at), {1}, {at});
+  b.node("/0/Reshape", "Reshape", {"x", "shape"}, "r");
+  b.node("/1/MatMul", "MatMul", {"r", "W1"}, "m");
+  b.node("/1/Add", "Add", {"m", "b1"}, "a");
+  b.node("/1/Slice_q", "Slice", {"a", "at0", "at16", "axis"}, "q");
+  b.node("/1/Slice_k", "Slice", {"a", "at" + std::to_string(k0), "at" + std::to_string(k0 + 16), "axis"}, "k");
+  b.node("/1/Slice_v", "Slice", {"a", "at32", "at48", "axis"}, "v");
+  b.node("/1/Relu", "Relu", {"v"}, "rv");
+  b.node("/1/Mul", "Mul", {"q", "k"}, "qk");
+  b.node("/1/Add_1", "Add", {"qk", "rv"}, "s");
+  b.node("/2/Flatten", "Flatten", {"s"}, "f");
+  b.node("/2/Gemm", "Gemm", {"f", "W2", "b2"}, "y", {{"transB", dl::rt::attr_i(1)}});
+  return b.m;
+}
+
+// x [N, 2, 16, 16] -> Flatten -> Gemm 256 (whose output no op reports) -> Reshape [N, 16,
+// 16] -> Transpose -> Dropout (reports its input, the Transpose's output, deferred to it)
+// -> Flatten -> Gemm 4; beside it, `dropped`: the first Gemm's output also read by a
+// Dropout that is not right after it (a second Gemm in between), which is no copy once it
+// dropped values, added in.
+dl::ir::Model copy_chain(bool dropped) {
+  dl::test::ProbeGraph b(dropped ? "dropped_copy" : "copy_chain", 13);
+  b.random("W1", {256, 512}, 0.05f, 131);
+  b.random("b1", {256}, 0.1f, 132);
+  b.random("W2", {4, 256}, 0.05f, 133);
+  b.random("b2", {4}, 0.05f, 134);
+  b.int64s("shape", {3}, {0, 16, 16});
+  b.node("/0/Flatten", "Flatten", {"x"}, "f");
+  b.node("/1/Gemm", "Gemm", {"f", "W1", "b1"}, "g", {{"transB", dl::rt::attr_i(1)}});
+  if (dropped) {
+    b.random("W3", {256, 512}, 0.05f, 135);
+    b.random("b3", {256}, 0.1f, 136);
+    b.node("/1/Gemm_1", "Gemm", {"f", "W3", "b3"}, "g1", {{"transB", dl::rt::attr_i(1)}});
+    b.node("/1/Dropout", "Dropout", {"g"}, "d", {{"ratio", dl::rt::attr_f(0.25f)}}, 7);
+    b.node("/1/Add", "Add", {"d", "g1"}, "h");
+  } else {
+    b.node("/1/Reshape", "Reshape", {"g", "shape"}, "r");
+    b.node("/1/Transpose", "Transpose", {"r"}, "t", {{"perm", dl::rt::attr_ints({0, 2, 1})}});
+    b.node("/1/Dropout", "Dropout", {"t"}, "d", {{"ratio", dl::rt::attr_f(0.25f)}}, 7);
+    b.node("/1/Flatten_1", "Flatten", {"d"}, "h");
+  }
+  b.node("/2/Gemm", "Gemm", {"h", "W2", "b2"}, "y", {{"transB", dl::rt::attr_i(1)}});
+  return b.m;
+}
+
+}  // namespace
+
+TEST_CASE("probes: a MatMul's output read by Slices that partition it takes their sums; training unchanged") {
+  const dl::ir::Model model = qkv_slices(false);
+  dl::test::probes_leave_training_unchanged<Records>(
+      model, dl::test::cnn_setup(model, 64, 16, 125), [](const dl::an::Trace& trace, const Records& check) {
+        REQUIRE(trace.size() == 16);
+        CHECK(check.plain + check.light + check.full >= 16 * 16);
+      });
+  Records check;
+  dl::test::SinkLog log = dl::test::train_with_sink_log(model, dl::test::cnn_setup(model, 64, 16, 125), check, 16);
+  CHECK(log.own_forward.at("/1/MatMul") == 0);  // (the bias Add runs in the MatMul's step)
+  CHECK(check.plain >= 16 * 14);                // every record checked against a separate reduction
+}
+
+TEST_CASE("probes: Slices that overlap do not partition their input, though as many values; it is reduced by a pass of its own") {
+  const dl::ir::Model model = qkv_slices(true);
+  Records check;
+  dl::test::SinkLog log = dl::test::train_with_sink_log(model, dl::test::cnn_setup(model, 64, 16, 126), check, 16);
+  CHECK(log.own_forward.at("/1/MatMul") == 16);
+  CHECK(check.plain >= 16 * 14);
+}
+
+TEST_CASE("probes: a Gemm's output read by a chain of copies takes the sums the last one's reader reports") {
+  const dl::ir::Model model = copy_chain(false);
+  dl::test::probes_leave_training_unchanged<Records>(
+      model, dl::test::cnn_setup(model, 64, 16, 137), [](const dl::an::Trace& trace, const Records& check) {
+        REQUIRE(trace.size() == 16);
+        CHECK(check.plain + check.light + check.full >= 16 * 12);
+      });
+  Records check;
+  dl::test::SinkLog log = dl::test::train_with_sink_log(model, dl::test::cnn_setup(model, 64, 16, 137), check, 16);
+  // The Transpose's output waits for the Dropout that reads it next; the Reshape's for the
+  // Transpose's record, the Gemm's for the Reshape's.
+  CHECK(log.own_forward.at("/1/Gemm") == 0);
+  CHECK(log.own_forward.at("/1/Reshape") == 0);
+  CHECK(log.own_forward.at("/1/Transpose") == 0);
+  CHECK(check.plain >= 16 * 10);
+}
+
+TEST_CASE("probes: an output whose one reader turned out no copy, or run in a smaller last batch, is reduced itself") {
+  SUBCASE("a Dropout that dropped values") {
+    const dl::ir::Model model = copy_chain(true);
+    Records check;
+    dl::test::SinkLog log = dl::test::train_with_sink_log(model, dl::test::cnn_setup(model, 64, 16, 138), check, 16);
+    CHECK(log.own_forward.at("/1/Gemm") == 16);  // it waited each time, in vain
+    CHECK(check.plain >= 16 * 9);
+  }
+  SUBCASE("a last batch of one row, in a graph of its own") {
+    const dl::ir::Model model = qkv_slices(false);
+    dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, 4, 139);
+    dl::rt::Dataset& d = setup.data;
+    const std::vector<float> x = dl::test::random_values(d.x_size, 140), y = dl::test::random_values(d.y_size, 141);
+    d.x.insert(d.x.end(), x.begin(), x.end());
+    d.y.insert(d.y.end(), y.begin(), y.end());
+    d.line_of_row.push_back(d.n + 1);
+    d.n += 1;
+    Records check;
+    dl::test::SinkLog log = dl::test::train_with_sink_log(model, setup, check, 5);
+    CHECK(log.own_forward.at("/1/MatMul") == 1);  // there: no wait (its size is not the planned one)
+    CHECK(check.plain >= 5 * 14);
+  }
+}

@@ -267,8 +267,9 @@ class Op {
   // when nothing else adds to it, its statistics are dout[0]'s.
   virtual bool passes_gradient(size_t i) const { return i == 0 && copies_input(); }
   // Whether out[0] holds the box [begin[d], end[d]) of in[0] on every axis d, in row-major
-  // order (a Slice with steps of 1; asked after infer()): Slices that partition a tensor
-  // give its statistics from theirs (runtime/probes_wait.cpp).
+  // order, and backward() adds dout[0] into that box of din[0] (a Slice with steps of 1;
+  // asked after infer()): Slices that partition a tensor give its statistics, and its
+  // gradient's, from theirs (runtime/probes_wait.cpp).
   virtual bool selects_box(Shape& begin, Shape& end) const { (void)begin, (void)end; return false; }
   // Whether backward(), when BwdCtx::assigns(i), writes every element of din[i] (the
   // first write of that gradient in the pass) instead of adding onto a buffer the

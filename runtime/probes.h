@@ -103,6 +103,12 @@ namespace dl::rt {
 // plain probe's), sums with the same dead zone and saturation bands for a full one: the
 // same values, so the same moments, extremes and counts (up to the rounding of the order
 // of the sums where an op reported them, or a reordering copy).
+// The other way round, a step output no op reported as it ran, read only by one step that
+// copies it or by Slices that partition it (Op::selects_box: attention's in-projection
+// read as queries, keys and values), waits for their records and takes their sums,
+// merged in program order (runtime/probes_wait.cpp; a pass of its own when they do not
+// serve, at the latest when the forward pass ends): a chain of copies ends at the step
+// that reports its last output (a Gemm, Reshape, Transpose, then a Dropout).
 //
 // At full iterations parameters are reduced while the optimizer updates them
 // (Optimizer::UpdateObserver): by the rule's own loop from the registers that hold each
@@ -196,7 +202,8 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   void declare_copies(const ExecutionGraph& graph);
   // The sums this iteration's reduction of step_index's input took, when they do for its
   // forward probe (same_sums in probes_reduce.cpp), else null; and of the output gradient of the step whose
-  // backward pass alone gave step_index's output gradient, passed on unchanged.
+  // backward pass alone gave step_index's output gradient, passed on unchanged (or of the
+  // Slices that partition its output: parts_grad_sums).
   const stats::Sums* copy_sums(size_t step_index, const Step& step) const;
   const stats::Sums* copy_grad_sums(size_t step_index, const Tensor& grad) const;
   // The sums probe `from` kept this iteration when they do for `probe`, else null.
@@ -275,6 +282,11 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   std::vector<const Tensor*> wait_tensor_; // per step: its output, while it waits
   std::vector<int> waiter_;                // per probe: the step that may wait on its record, or -1
   std::vector<size_t> waits_;              // the steps that waited this iteration
+  // Backward: the gradient probes of the Slices that partition a step's output (its output
+  // gradient holds their output gradients' values), per step, or empty.
+  std::vector<std::vector<int>> grad_parts_;
+  const stats::Sums* parts_grad_sums(size_t step_index, const Tensor& grad) const;
+  mutable stats::Sums grad_merged_;        // what parts_grad_sums returned last
   bool fused_ = true;
   // Op features (an::OpFeature): one kFeature probe per step whose op reports one and
   // whose output is not a model output (the loss rules judge those), reduced at every

@@ -208,9 +208,11 @@ const stats::Sums* ProbeRecorder::copy_sums(size_t step_index, const Step& step)
 // values (added once onto zeros: a -0 turns +0, which no statistic tells apart).
 // The sums must cover as many values (the op asked is the main graph's: a last, smaller
 // batch runs another graph, where an input could broadcast that does not here).
+// Or, read by Slices that partition the output, their gradients' (parts_grad_sums).
 const stats::Sums* ProbeRecorder::copy_grad_sums(size_t step_index, const Tensor& grad) const {
   const int k = grad_copy_[step_index];
-  if (k < 0 || !fused_ || !grad_copy_op_[step_index]->passes_gradient(grad_copy_in_[step_index])) return nullptr;
+  if (k < 0) return parts_grad_sums(step_index, grad);
+  if (!fused_ || !grad_copy_op_[step_index]->passes_gradient(grad_copy_in_[step_index])) return nullptr;
   return kept_sums(gradient_probe_[size_t(k)], gradient_probe_[step_index], false, grad.numel());
 }
 

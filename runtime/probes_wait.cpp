@@ -3,7 +3,10 @@
 // partition it (Op::selects_box: attention's in-projection read by the Slices of its
 // queries, keys and values), is recorded from those steps' sums once they are reduced:
 // the same values (up to the grouping of the sums), so the same moments and extremes,
-// without a pass of the probe's own over it. Part of ProbeRecorder (runtime/probes.h).
+// without a pass of the probe's own over it. Backward, the gradient of an output Slices
+// partition holds their output gradients' values: its record takes their sums
+// (parts_grad_sums, through copy_grad_sums), and its op reports no dY (the in-projection's
+// bias gradient loop). Part of ProbeRecorder (runtime/probes.h).
 //
 // Every step value has a buffer of its own for the whole iteration (runtime/graph.h), so
 // an output that waits is still in memory when its wait ends: if a reader's sums do not
@@ -49,6 +52,7 @@ void ProbeRecorder::declare_waits(const ExecutionGraph& graph) {
     for (int v : steps[k].inputs)
       if (v >= 0) readers[v].push_back(k);
   wait_on_.assign(steps.size(), {});
+  grad_parts_.assign(steps.size(), {});
   wait_copy_op_.assign(steps.size(), nullptr);
   wait_numel_.assign(steps.size(), 0);
   waiting_.assign(steps.size(), std::numeric_limits<int64_t>::min());
@@ -72,6 +76,12 @@ void ProbeRecorder::declare_waits(const ExecutionGraph& graph) {
     for (size_t r = 0; r < by.size() && boxes; ++r) boxes = steps[by[r]].op->selects_box(begin[r], end[r]);
     if (boxes && partition(begin, end, shape)) {
       for (size_t k : by) wait_on_[j].push_back(forward_probe_[k]);
+      // Backward, each adds its dY into its box of this output's gradient (zeroed first:
+      // no Slice assigns it), which so holds their values.
+      bool grads = gradient_probe_[j] >= 0;
+      for (size_t k : by) grads = grads && gradient_probe_[k] >= 0;
+      if (grads)
+        for (size_t k : by) grad_parts_[j].push_back(gradient_probe_[k]);
     } else if (by.size() == 1 && steps[by[0]].op->copies_input() &&
                graph.value(steps[by[0]].outputs[0]).numel() == graph.value(v).numel()) {
       // (A copy as planned; whether it copied is asked again once it ran: a Dropout.)
@@ -132,6 +142,26 @@ void ProbeRecorder::flush_waits() {
       reduce_sums(forward_probe_[j], wait_tensor_[j], true, nullptr);
     }
   waits_.clear();
+}
+
+// The output gradient of a step whose output Slices partition: their output gradients'
+// sums, merged in program order, when each was recorded this iteration with sums that
+// serve and they cover it (in the graph the partition was planned for), else null.
+const stats::Sums* ProbeRecorder::parts_grad_sums(size_t step_index, const Tensor& grad) const {
+  const std::vector<int>& parts = grad_parts_[step_index];
+  if (parts.empty() || !fused_ || grad.numel() != wait_numel_[step_index]) return nullptr;
+  stats::Sums total;
+  int64_t count = 0;
+  for (int p : parts) {
+    const size_t slot = size_t(step_slot_[size_t(p)]);
+    const stats::Sums* s = kept_sums(p, gradient_probe_[step_index], false, slot_count_[slot]);
+    if (!s) return nullptr;
+    total.merge(*s);
+    count += slot_count_[slot];
+  }
+  if (count != grad.numel()) return nullptr;
+  grad_merged_ = total;
+  return &grad_merged_;
 }
 
 }  // namespace dl::rt

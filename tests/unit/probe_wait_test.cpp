@@ -77,7 +77,7 @@ dl::ir::Model copy_chain(bool dropped) {
 
 }  // namespace
 
-TEST_CASE("probes: a MatMul's output read by Slices that partition it takes their sums; training unchanged") {
+TEST_CASE("probes: a MatMul's output read by Slices that partition it takes their sums, and its gradient theirs; training unchanged") {
   const dl::ir::Model model = qkv_slices(false);
   dl::test::probes_leave_training_unchanged<Records>(
       model, dl::test::cnn_setup(model, 64, 16, 125), [](const dl::an::Trace& trace, const Records& check) {
@@ -87,7 +87,11 @@ TEST_CASE("probes: a MatMul's output read by Slices that partition it takes thei
   Records check;
   dl::test::SinkLog log = dl::test::train_with_sink_log(model, dl::test::cnn_setup(model, 64, 16, 125), check, 16);
   CHECK(log.own_forward.at("/1/MatMul") == 0);  // (the bias Add runs in the MatMul's step)
-  CHECK(check.plain >= 16 * 14);                // every record checked against a separate reduction
+  // Its output gradient's record takes the Slices' gradients' sums: no dY sink for its
+  // bias gradient loop.
+  CHECK(log.backward_sinks.count("/1/MatMul") == 0);
+  CHECK(log.backward_sinks["/1/Slice_k"] == 16);  // (q and v: the Mul and the Relu report their gradients)
+  CHECK(check.plain >= 16 * 14);  // every record checked against a separate reduction
 }
 
 TEST_CASE("probes: Slices that overlap do not partition their input, though as many values; it is reduced by a pass of its own") {
@@ -95,6 +99,7 @@ TEST_CASE("probes: Slices that overlap do not partition their input, though as m
   Records check;
   dl::test::SinkLog log = dl::test::train_with_sink_log(model, dl::test::cnn_setup(model, 64, 16, 126), check, 16);
   CHECK(log.own_forward.at("/1/MatMul") == 16);
+  CHECK(log.backward_sinks["/1/MatMul"] == 16);
   CHECK(check.plain >= 16 * 14);
 }
 

@@ -75,17 +75,22 @@ dl::ir::Model copy_chain(bool dropped) {
   return b.m;
 }
 
+// 16 batches of 64 rows with probes and without: the same training, `probes` step probes'
+// records each iteration, each checked; then the same with probes behind a SinkLog.
+dl::test::SinkLog unchanged_then_logged(const dl::ir::Model& model, unsigned seed, int probes, Records& check) {
+  dl::test::probes_leave_training_unchanged<Records>(
+      model, dl::test::cnn_setup(model, 64, 16, seed), [&](const dl::an::Trace& trace, const Records& c) {
+        REQUIRE(trace.size() == 16);
+        CHECK(c.plain + c.light + c.full == 16 * probes);
+      });
+  return dl::test::train_with_sink_log(model, dl::test::cnn_setup(model, 64, 16, seed), check, 16);
+}
+
 }  // namespace
 
 TEST_CASE("probes: a MatMul's output read by Slices that partition it takes their sums, and its gradient theirs; training unchanged") {
-  const dl::ir::Model model = qkv_slices(false);
-  dl::test::probes_leave_training_unchanged<Records>(
-      model, dl::test::cnn_setup(model, 64, 16, 125), [](const dl::an::Trace& trace, const Records& check) {
-        REQUIRE(trace.size() == 16);
-        CHECK(check.plain + check.light + check.full >= 16 * 16);
-      });
   Records check;
-  dl::test::SinkLog log = dl::test::train_with_sink_log(model, dl::test::cnn_setup(model, 64, 16, 125), check, 16);
+  dl::test::SinkLog log = unchanged_then_logged(qkv_slices(false), 125, 19, check);
   CHECK(log.own_forward.at("/1/MatMul") == 0);  // (the bias Add runs in the MatMul's step)
   // Its output gradient's record takes the Slices' gradients' sums: no dY sink for its
   // bias gradient loop.
@@ -104,14 +109,8 @@ TEST_CASE("probes: Slices that overlap do not partition their input, though as m
 }
 
 TEST_CASE("probes: a Gemm's output read by a chain of copies takes the sums the last one's reader reports") {
-  const dl::ir::Model model = copy_chain(false);
-  dl::test::probes_leave_training_unchanged<Records>(
-      model, dl::test::cnn_setup(model, 64, 16, 137), [](const dl::an::Trace& trace, const Records& check) {
-        REQUIRE(trace.size() == 16);
-        CHECK(check.plain + check.light + check.full >= 16 * 12);
-      });
   Records check;
-  dl::test::SinkLog log = dl::test::train_with_sink_log(model, dl::test::cnn_setup(model, 64, 16, 137), check, 16);
+  dl::test::SinkLog log = unchanged_then_logged(copy_chain(false), 137, 13, check);
   // The Transpose's output waits for the Dropout that reads it next; the Reshape's for the
   // Transpose's record, the Gemm's for the Reshape's.
   CHECK(log.own_forward.at("/1/Gemm") == 0);

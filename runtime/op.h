@@ -250,7 +250,7 @@ class Op {
   // backward pass would otherwise reduce from memory (BatchNormalization before a Conv's
   // products, whose dY no loop of theirs reads; Relu and Clip from their registers;
   // Softmax and LogSoftmax over contiguous rows, each row from L1: attention's scores;
-  // runtime/probes.h).
+  // Mul and Div, chunk by chunk, where A is not broadcast; runtime/probes.h).
   virtual bool reports_input_gradient() const { return false; }
   // Whether backward(), given a light BwdCtx::dout_stats, reduces dY within work it does
   // anyway (a Conv's bias gradient or its batched copy of dY, BatchNormalization's long

@@ -92,7 +92,8 @@ namespace dl::rt {
 // before it, whose products read their dY in no loop of theirs, would read it back from
 // memory (mobilenet_v2: 4.4% -> 4.0% probe overhead, bench/README.md run 45); Relu and
 // Clip from their loops' registers (BatchNormalization's on small maps); Softmax from each
-// row while in L1 (attention's scores, whose MatMul reads its dY in no loop of its own). That gradient
+// row while in L1, a product or quotient (Mul, Div) chunk by chunk (attention's scores,
+// whose MatMul reads its dY in no loop of its own, under a causal mask or not). That gradient
 // is final once the reading step is done: its record is made then (on_backward), before
 // the steps in between can take the one sink for theirs (two Relus in a row: both
 // report). A producer that sums its dY within its own work anyway
@@ -254,7 +255,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   SinkSums in_sink_;                      // what that step reports of it
   int in_sink_probe_ = -1;
   // Backward: a step whose op reports its input gradient (Op::reports_input_gradient:
-  // BatchNormalization, Relu, Clip, Softmax) and alone reads its in[0] reports that value's
+  // BatchNormalization, Relu, Clip, Softmax, Mul, Div) and alone reads its in[0] reports that value's
   // gradient, the producer's output gradient, as it writes it; the producer's gradient
   // record is made from those sums as soon as the reporting step is done (on_backward),
   // and the producer's own backward pass then gets no sink (a Conv's products read dY,
@@ -276,7 +277,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   void flush_waits();       // the outputs still waiting: a pass of their own each
   std::vector<std::vector<int>> wait_on_;  // per step: the forward probes of the readers it may wait on
   std::vector<const Op*> wait_copy_op_;    // per step: its one reader's op when that is a copy, else null
-  std::vector<int64_t> wait_numel_;        // per step: its output's size where the waits were planned
+  const std::vector<Step>* planned_steps_ = nullptr;  // the steps of the graph the waits were planned in
   std::vector<int64_t> waiting_;           // per step: the iteration it waits at (INT64_MIN: none)
   std::vector<int> wait_left_;             // per step: its readers not reduced yet
   std::vector<const Tensor*> wait_tensor_; // per step: its output, while it waits

@@ -10,9 +10,10 @@
 //
 // Every step value has a buffer of its own for the whole iteration (runtime/graph.h), so
 // an output that waits is still in memory when its wait ends: if a reader's sums do not
-// serve (a Dropout that dropped values is no copy; a reduction in full; NaN/Inf), or the
-// forward pass ends first, it is reduced by a pass of its own then, as it would have
-// been before.
+// serve (a Dropout that dropped values is no copy; NaN/Inf; the iteration turned full
+// since the output began to wait), or the forward pass ends first, it is reduced by a
+// pass of its own then, as it would have been before. Its drift test runs then too: the
+// steps in between have been reduced light (each with a drift test of its own).
 #include <limits>
 #include <unordered_map>
 
@@ -54,7 +55,7 @@ void ProbeRecorder::declare_waits(const ExecutionGraph& graph) {
   wait_on_.assign(steps.size(), {});
   grad_parts_.assign(steps.size(), {});
   wait_copy_op_.assign(steps.size(), nullptr);
-  wait_numel_.assign(steps.size(), 0);
+  planned_steps_ = &steps;
   waiting_.assign(steps.size(), std::numeric_limits<int64_t>::min());
   wait_left_.assign(steps.size(), 0);
   wait_tensor_.assign(steps.size(), nullptr);
@@ -90,7 +91,6 @@ void ProbeRecorder::declare_waits(const ExecutionGraph& graph) {
     } else {
       continue;
     }
-    wait_numel_[j] = graph.value(v).numel();
     for (int p : wait_on_[j]) waiter_[size_t(p)] = int(j);
   }
 }
@@ -98,12 +98,16 @@ void ProbeRecorder::declare_waits(const ExecutionGraph& graph) {
 // On the step's forward pass, when no op reported its output whole: waits for its
 // readers' records when it may (its sums are then theirs), at iterations that reduce it
 // to moments and extremes only, in the graph the waits were planned for (a last, smaller
-// batch runs another graph, where Slices clamped to other ranges need not partition).
+// batch runs another graph, where Slices clamped to other ranges need not partition and
+// the readers' ops, asked here and in resolve(), are others).
 bool ProbeRecorder::wait(size_t step_index, const Step& step) {
   const int probe = forward_probe_[step_index];
-  if (!fused_ || wait_on_[step_index].empty() || !moments_only(probe) ||
-      step.fwd.out[0]->numel() != wait_numel_[step_index] || step.fwd.out[0]->dtype() != DType::kFloat32)
+  if (!fused_ || wait_on_[step_index].empty() || !moments_only(probe) || &step != &(*planned_steps_)[step_index] ||
+      step.fwd.out[0]->dtype() != DType::kFloat32)
     return false;
+  // (A copy as planned that did not copy last time, a Dropout in training, will not now:
+  // waiting would only make the pass of its own later, the tensor out of cache.)
+  if (wait_copy_op_[step_index] && !wait_copy_op_[step_index]->copies_input()) return false;
   waiting_[step_index] = iteration_;
   wait_left_[step_index] = int(wait_on_[step_index].size());
   wait_tensor_[step_index] = step.fwd.out[0];
@@ -149,7 +153,7 @@ void ProbeRecorder::flush_waits() {
 // serve and they cover it (in the graph the partition was planned for), else null.
 const stats::Sums* ProbeRecorder::parts_grad_sums(size_t step_index, const Tensor& grad) const {
   const std::vector<int>& parts = grad_parts_[step_index];
-  if (parts.empty() || !fused_ || grad.numel() != wait_numel_[step_index]) return nullptr;
+  if (parts.empty() || !fused_ || &grad != (*planned_steps_)[step_index].bwd.dout[0]) return nullptr;
   stats::Sums total;
   int64_t count = 0;
   for (int p : parts) {

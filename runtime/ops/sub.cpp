@@ -10,7 +10,7 @@ std::unique_ptr<Op> make(const ir::Node& node) {
   return make_binary(
       node, elementwise_traits(true), [](float a, float b) { return a - b; },
       wrap_sub, [](float, float, float) { return 1.0f; },
-      [](float, float, float) { return -1.0f; });
+      [](float, float, float) { return -1.0f; }, true);  // (dA: dY's values)
 }
 
 std::vector<OpSample> samples() {

@@ -111,8 +111,8 @@ TEST_CASE("probes: Slices that overlap do not partition their input, though as m
 TEST_CASE("probes: a Gemm's output read by a chain of copies takes the sums the last one's reader reports") {
   Records check;
   dl::test::SinkLog log = unchanged_then_logged(copy_chain(false), 137, 13, check);
-  // The Transpose's output waits for the Dropout that reads it next; the Reshape's for the
-  // Transpose's record, the Gemm's for the Reshape's.
+  // The Transpose's output is deferred to the Dropout that reads it next and reports it;
+  // the Reshape's waits for the Transpose's record, the Gemm's for the Reshape's.
   CHECK(log.own_forward.at("/1/Gemm") == 0);
   CHECK(log.own_forward.at("/1/Reshape") == 0);
   CHECK(log.own_forward.at("/1/Transpose") == 0);
@@ -124,7 +124,7 @@ TEST_CASE("probes: an output whose one reader turned out no copy, or run in a sm
     const dl::ir::Model model = copy_chain(true);
     Records check;
     dl::test::SinkLog log = dl::test::train_with_sink_log(model, dl::test::cnn_setup(model, 64, 16, 138), check, 16);
-    CHECK(log.own_forward.at("/1/Gemm") == 16);  // it waited each time, in vain
+    CHECK(log.own_forward.at("/1/Gemm") == 16);  // (it waits once, in vain; then no more)
     CHECK(check.plain >= 16 * 9);
   }
   SUBCASE("a last batch of one row, in a graph of its own") {

@@ -4,7 +4,7 @@
 //
 //   dl_bench_train MODEL DATA [--batch 64] [--steps 200] [--warmup 20] [--rounds 5]
 //                  [--threads 0] [--modes off,probes,full,unfused] [--rows 0] [--peak-n 1024]
-//                  [--profile] [--profile-steps] [--helpers auto|always|never]
+//                  [--profile] [--profile-steps] [--helpers auto|always|never] [--own-passes]
 //
 // Modes: off     the trainer alone (deeplocalize train --no-probes)
 //        probes  + ProbeRecorder and its trace (every step reduced to statistics)
@@ -23,6 +23,8 @@
 // type (medians over --rounds rounds alternating the two, light and full iterations
 // apart; with --profile-steps per program step). --helpers sets runtime/parallel.h's
 // helper policy (auto backs off to one thread while the machine is busy).
+// --own-passes lists, after each probes run, the step tensors the probes reduced in a
+// pass of their own (ProbeRecorder::own_passes), with their values per iteration.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -60,6 +62,7 @@ struct Args {
   int threads = 0;
   int peak_n = 1024;
   bool profile = false, profile_steps = false;
+  bool own_passes = false;  // after each probes run: the probes' own passes, per step probe
   std::string helpers = "auto";
   std::vector<std::string> modes = {"off", "probes", "full"};
 };
@@ -68,7 +71,7 @@ struct Args {
   std::fprintf(stderr,
                "%s\nusage: dl_bench_train MODEL DATA [--batch B] [--steps N] [--warmup W] [--rounds R]\n"
                "                      [--threads T] [--modes off,probes,full,unfused] [--rows R] [--peak-n N]\n"
-               "                      [--profile] [--profile-steps] [--helpers auto|always|never]\n",
+               "                      [--profile] [--profile-steps] [--helpers auto|always|never] [--own-passes]\n",
                msg);
   std::exit(2);
 }
@@ -92,6 +95,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--profile") a.profile = true;
     else if (s == "--profile-steps") a.profile = a.profile_steps = true;
     else if (s == "--helpers") a.helpers = next();
+    else if (s == "--own-passes") a.own_passes = true;
     else if (s == "--modes") {
       a.modes.clear();
       std::string m = next();
@@ -213,6 +217,35 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
   if (a.profile_steps) bench::print_probe_steps(name, labels, minima, 16);
 }
 
+// --own-passes: the step probes whose tensors the probes reduced in a pass of their own
+// (no op reported them, no copy's or reader's sums served), the most values first.
+void print_own_passes(const rt::ProbeRecorder& probes, const an::Trace& trace, const rt::ExecutionGraph& graph,
+                      int64_t iterations) {
+  struct Row {
+    double values;
+    int64_t passes, numel;
+    std::string what;
+  };
+  std::vector<Row> rows;
+  double total = 0;
+  for (size_t p = 0; p < trace.header.probes.size(); ++p) {
+    const an::Probe& pr = trace.header.probes[p];
+    const bool fwd = pr.kind == an::ProbeKind::kForward;
+    if ((!fwd && pr.kind != an::ProbeKind::kGradient) || pr.step < 0) continue;
+    const int64_t passes = probes.own_passes(int(p));
+    if (passes == 0) continue;
+    const int64_t numel = graph.steps()[size_t(pr.step)].fwd.out[0]->numel();
+    const double values = double(passes) * double(numel) / double(iterations);
+    total += values;
+    rows.push_back({values, passes, numel, std::string(fwd ? "Y  " : "dY ") + pr.op_type + " " + pr.node});
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) { return x.values > y.values; });
+  std::printf("own passes over %lld iterations: %.0f values/iteration\n", (long long)iterations, total);
+  for (const Row& row : rows)
+    std::printf("  %10.0f values/it  %5lld passes x %8lld  %s\n", row.values, (long long)row.passes,
+                (long long)row.numel, row.what.c_str());
+}
+
 struct Timing {
   double wall = 0, cpu = 0;
 };
@@ -244,6 +277,7 @@ Timing run_mode(const std::string& mode, const ir::Model& model, const rt::Train
   trainer.add_listener(&timer);
   rt::TrainResult r = trainer.run();
   if (r.iterations < a.warmup + a.steps) throw InternalError("the run ended before the timed steps");
+  if (a.own_passes && probes) print_own_passes(*probes, trace, trainer.graph(), r.iterations);
   return {timer.seconds(), timer.cpu_seconds()};
 }
 

@@ -266,6 +266,10 @@ class Op {
   // bits, maybe reordered: a copy's input, either input of an Add that is not broadcast):
   // when nothing else adds to it, its statistics are dout[0]'s.
   virtual bool passes_gradient(size_t i) const { return i == 0 && copies_input(); }
+  // Whether out[0] holds exactly the values of all its inputs, each input's once (the same
+  // bits, placed anywhere: Concat): its statistics are theirs merged, which a probe takes
+  // instead of a report or a pass of its own (runtime/probes_reduce.cpp, join_sums).
+  virtual bool joins_inputs() const { return false; }
   // Whether out[0] holds the box [begin[d], end[d]) of in[0] on every axis d, in row-major
   // order, and backward() adds dout[0] into that box of din[0] (a Slice with steps of 1;
   // asked after infer()): Slices that partition a tensor give its statistics, and its

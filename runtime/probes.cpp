@@ -188,6 +188,7 @@ void ProbeRecorder::declare_plain(const ExecutionGraph& graph) {
 
 ValueSink* ProbeRecorder::forward_sink(size_t step_index) {
   if (!fused_ || !current_ || forward_probe_[step_index] < 0) return nullptr;
+  if (join_sums(step_index, nullptr)) return nullptr;  // its inputs' sums make its record (on_forward)
   if (deferred_[step_index] && moments_only(forward_probe_[step_index])) return nullptr;  // the next step reports it
   sink_probe_ = forward_probe_[step_index];
   sink_.reset(bands(sink_probe_, true));
@@ -255,6 +256,11 @@ void ProbeRecorder::on_forward(size_t step_index, const Step& step) {
     if (in_sink_probe_ == pending_probe_ && (in >= step.fwd.in.size() || step.fwd.in[in] != pending_tensor_))
       in_sink_probe_ = -1;
     reduce_pending();
+  }
+  if (const stats::Sums* r = join_sums(step_index, &step)) {
+    sink_probe_ = -1;
+    reduce_sums(probe, step.fwd.out[0], true, r);
+    return;
   }
   if (deferred_[step_index] && moments_only(probe)) {
     reduce_pending();

@@ -209,6 +209,13 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   const stats::Sums* copy_grad_sums(size_t step_index, const Tensor& grad) const;
   // The sums probe `from` kept this iteration when they do for `probe`, else null.
   const stats::Sums* kept_sums(int from, int probe, bool with_bands, int64_t count) const;
+  // The sums of all of a joining step's inputs (Op::joins_inputs), each input's kept this
+  // iteration, merged in input order into join_merged_, when they do for its forward probe
+  // and cover its output (`step` null: the output's count not checked, forward_sink asks
+  // before the op runs), else null.
+  const stats::Sums* join_sums(size_t step_index, const Step* step);
+  std::vector<std::vector<int>> join_sources_;  // per joining step: the steps writing its inputs (else empty)
+  stats::Sums join_merged_;
   std::vector<int> copy_source_;          // per step: the step writing its in[0], with a forward probe, or -1
   std::vector<int> grad_copy_;            // per step: the step that alone reads its output, or -1
   std::vector<size_t> grad_copy_in_;      // the input of that step it is

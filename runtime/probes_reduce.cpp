@@ -163,6 +163,7 @@ void ProbeRecorder::declare_copies(const ExecutionGraph& graph) {
     for (int v : st.inputs)
       if (v >= 0) ++readers[v];
   copy_source_.assign(steps.size(), -1);
+  join_sources_.assign(steps.size(), {});
   grad_copy_.assign(steps.size(), -1);
   grad_copy_in_.assign(steps.size(), 0);
   grad_copy_op_.assign(steps.size(), nullptr);
@@ -179,6 +180,15 @@ void ProbeRecorder::declare_copies(const ExecutionGraph& graph) {
         grad_copy_in_[j] = i;
         grad_copy_op_[j] = st.op.get();
       }
+    }
+    if (forward_probe_[k] >= 0 && st.op->joins_inputs() && !st.inputs.empty()) {
+      std::vector<int>& from = join_sources_[k];
+      for (int v : st.inputs) {
+        const auto it = v >= 0 ? producer.find(v) : producer.end();
+        if (it == producer.end()) break;
+        from.push_back(it->second);
+      }
+      if (from.size() != st.inputs.size()) from.clear();
     }
     if (forward_probe_[k] >= 0) producer[st.outputs[0]] = int(k);
   }
@@ -202,6 +212,28 @@ const stats::Sums* ProbeRecorder::copy_sums(size_t step_index, const Step& step)
   const Tensor* in = step.fwd.in.empty() ? nullptr : step.fwd.in[0];
   if (!in || in->numel() != step.fwd.out[0]->numel() || in->dtype() != DType::kFloat32) return nullptr;
   return kept_sums(forward_probe_[size_t(src)], forward_probe_[step_index], true, in->numel());
+}
+
+const stats::Sums* ProbeRecorder::join_sums(size_t step_index, const Step* step) {
+  const std::vector<int>& from = join_sources_[step_index];
+  if (from.empty() || !fused_) return nullptr;
+  const int probe = forward_probe_[step_index];
+  stats::Sums merged;
+  int64_t count = 0;
+  for (size_t i = 0; i < from.size(); ++i) {
+    const int src = forward_probe_[size_t(from[i])];
+    // Before the op runs, whatever the source counted; after, exactly the input read.
+    const Tensor* in = step ? step->fwd.in[i] : nullptr;
+    if (in && in->dtype() != DType::kFloat32) return nullptr;
+    const int64_t n = in ? in->numel() : slot_count_[size_t(step_slot_[size_t(src)])];
+    const stats::Sums* s = kept_sums(src, probe, true, n);
+    if (!s) return nullptr;
+    merged.merge(*s);
+    count += n;
+  }
+  if (step && (step->fwd.out[0]->dtype() != DType::kFloat32 || count != step->fwd.out[0]->numel())) return nullptr;
+  join_merged_ = merged;
+  return &join_merged_;
 }
 
 // The input gradient an op passed on unchanged (Op::passes_gradient) holds its dY's

@@ -79,6 +79,7 @@ class Concat : public Op {
   }
 
   bool assigns_gradient(size_t) const override { return true; }  // (each input is a part of dY)
+  bool joins_inputs() const override { return true; }
 
   OpTraits traits() const override {
     OpTraits t;

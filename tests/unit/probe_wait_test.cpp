@@ -1,8 +1,9 @@
 // Step outputs that wait for their readers' records (runtime/probes_wait.cpp): a fused
 // MatMul + bias read by Slices that partition it, a Gemm read by a chain of copies, and
-// the cases that must fall back to a pass of the probe's own. Every record is checked
-// against a separate reduction of its tensor, and training must come out bit-identical
-// with probes and without.
+// the cases that must fall back to a pass of the probe's own; and a Concat's output,
+// recorded from its inputs' sums (join_sums in runtime/probes_reduce.cpp). Every record is
+// checked against a separate reduction of its tensor, and training must come out
+// bit-identical with probes and without.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -75,6 +76,26 @@ dl::ir::Model copy_chain(bool dropped) {
   return b.m;
 }
 
+// x [N, 2, 16, 16] -> Flatten -> Gemm 128 -> Relu a; -> Gemm 64 -> Relu b; Concat (a, b,
+// a) on axis 1 (a read twice) -> Gemm 4.
+dl::ir::Model joined() {
+  dl::test::ProbeGraph b("joined", 13);
+  b.random("W1", {128, 512}, 0.05f, 151);
+  b.random("b1", {128}, 0.1f, 152);
+  b.random("W2", {64, 512}, 0.05f, 153);
+  b.random("b2", {64}, 0.1f, 154);
+  b.random("W3", {4, 320}, 0.05f, 155);
+  b.random("b3", {4}, 0.05f, 156);
+  b.node("/0/Flatten", "Flatten", {"x"}, "f");
+  b.node("/1/Gemm", "Gemm", {"f", "W1", "b1"}, "g1", {{"transB", dl::rt::attr_i(1)}});
+  b.node("/1/Relu", "Relu", {"g1"}, "a");
+  b.node("/2/Gemm", "Gemm", {"f", "W2", "b2"}, "g2", {{"transB", dl::rt::attr_i(1)}});
+  b.node("/2/Relu", "Relu", {"g2"}, "r");
+  b.node("/3/Concat", "Concat", {"a", "r", "a"}, "c", {{"axis", dl::rt::attr_i(1)}});
+  b.node("/4/Gemm", "Gemm", {"c", "W3", "b3"}, "y", {{"transB", dl::rt::attr_i(1)}});
+  return b.m;
+}
+
 // 16 batches of 64 rows with probes and without: the same training, `probes` step probes'
 // records each iteration, each checked; then the same with probes behind a SinkLog.
 dl::test::SinkLog unchanged_then_logged(const dl::ir::Model& model, unsigned seed, int probes, Records& check) {
@@ -141,4 +162,13 @@ TEST_CASE("probes: an output whose one reader turned out no copy, or run in a sm
     CHECK(log.own_forward.at("/1/MatMul") == 1);  // there: no wait (its size is not the planned one)
     CHECK(check.plain >= 5 * 14);
   }
+}
+
+TEST_CASE("probes: a Concat's output is recorded from its inputs' sums at light iterations, with no report and no pass of its own") {
+  Records check;
+  dl::test::SinkLog log = unchanged_then_logged(joined(), 157, 13, check);
+  CHECK(log.light_forward_sinks.count("/3/Concat") == 0);
+  CHECK(log.light_forward_sinks.count("/4/Gemm") == 1);  // (a step with no inputs' sums to take: a sink)
+  CHECK(log.own_forward.at("/3/Concat") == 0);  // (full iterations: the Concat reports it, the Relus' bands differ)
+  CHECK(check.light + check.plain >= 14 * 9);  // every record checked against a separate reduction
 }

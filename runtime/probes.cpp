@@ -12,14 +12,6 @@ namespace dl::rt {
 
 
 // (An epoch's last batch may be smaller: hence the root mean square, not the L2 norm.)
-double ProbeRecorder::rms(const an::TensorStats& s) {
-  return s.count > 0 ? double(s.l2) / std::sqrt(double(s.count)) : 0.0;
-}
-
-bool ProbeRecorder::moved(double now, double then) {
-  return (now == 0) != (then == 0) || now > kDrift * then || then > kDrift * now;
-}
-
 // Parameter values cost about half as much per value as step outputs (no bands, no
 // per-unit pass): measured on MLP 784-256-128-10, batch 64, full parameter statistics
 // every iteration cost ~7% of a step and the step statistics ~2% for 7x more values.
@@ -145,22 +137,6 @@ void ProbeRecorder::on_batch_begin(const IterationInfo& info) {
   current_ = trace_.begin_record(r);
   step_full_ = step_full_every_ == 1 || info.iteration < kFirstFull * period_ ||
                info.iteration % (step_full_every_ * period_) == 0 || (info.batches > 0 && info.batch + 1 == info.batches);
-}
-
-bool ProbeRecorder::light(int probe) const {
-  const int slot = step_slot_[size_t(probe)];
-  return !step_full_ && slot >= 0 && step_has_full_[size_t(slot)];
-}
-
-bool ProbeRecorder::moments_only(int probe) const {
-  const int slot = step_slot_[size_t(probe)];
-  return slot >= 0 && (plain_[size_t(slot)] || light(probe));
-}
-
-stats::Bands ProbeRecorder::bands(int probe, bool with_bands) const {
-  stats::Bands b = with_bands ? probe_bands_[size_t(probe)] : stats::Bands{};
-  b.light = moments_only(probe);
-  return b;
 }
 
 // Plain step probes: neither a dead zone nor saturation bands to count (a gradient probe

@@ -5,6 +5,8 @@
 // runtime/probes.cpp and probes_reduce.cpp, its parameter side in runtime/probes_params.cpp.
 #pragma once
 
+#include <cmath>
+
 #include <memory>
 #include <vector>
 
@@ -174,18 +176,33 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   bool parts_dirty_ = false;  // a full update began and after_update has not merged its parts
   // The root mean square (the drift tests compare it rather than the L2 norm, which grows
   // with the batch), and whether it moved by more than kDrift x either way, or to or from 0.
-  static double rms(const an::TensorStats& s);
-  static bool moved(double now, double then);
+  // (These and the next three are asked several times per probe and iteration: inline.)
+  static double rms(const an::TensorStats& s) {
+    return s.count > 0 ? double(s.l2) / std::sqrt(double(s.count)) : 0.0;
+  }
+  static bool moved(double now, double then) {
+    return (now == 0) != (then == 0) || now > kDrift * then || then > kDrift * now;
+  }
   bool full_iteration(const IterationInfo& info) const;
-  bool light(int probe) const;  // a light iteration for this step probe (its fractions carried)
+  bool light(int probe) const {  // a light iteration for this step probe (its fractions carried)
+    const int slot = step_slot_[size_t(probe)];
+    return !step_full_ && slot >= 0 && step_has_full_[size_t(slot)];
+  }
   // Reduce this step probe to moments and extremes only: at light iterations, and at
   // every iteration for a plain probe (plain_).
-  bool moments_only(int probe) const;
+  bool moments_only(int probe) const {
+    const int slot = step_slot_[size_t(probe)];
+    return slot >= 0 && (plain_[size_t(slot)] || light(probe));
+  }
   // Per step probe: plain, the moments and extremes being all its full reduction takes
   // (no bands; mean |x| and the zeros not taken, an::TensorStats::kNoMagnitudes).
   std::vector<uint8_t> plain_;
   void declare_plain(const ExecutionGraph& graph);
-  stats::Bands bands(int probe, bool with_bands) const;
+  stats::Bands bands(int probe, bool with_bands) const {
+    stats::Bands b = with_bands ? probe_bands_[size_t(probe)] : stats::Bands{};
+    b.light = moments_only(probe);
+    return b;
+  }
   std::vector<stats::Bands> probe_bands_;  // per probe: Bands::of its op description
   // Reduces t into this record's entry of `probe`, from `sink`'s sums when an op
   // reported the whole tensor there.

@@ -116,6 +116,7 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
   full_every_ = param_values <= kAlwaysFull ? 1 : std::max(full_every_for(step_values, param_values), step_full_every_);
   unit_flags_.reserve(widest_units);
   params_.reset(new ParamState[params.size() + 1]);
+  param_last_.assign(3 * (params.size() + 1), an::TensorStats{});
 }
 
 ProbeRecorder::~ProbeRecorder() = default;

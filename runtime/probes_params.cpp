@@ -124,14 +124,14 @@ void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInf
   last_recorded_ = info.iteration;
   last_carried_ = !full_;
   for (size_t k = 0; k < params.size() && k < weight_probe_.size(); ++k) {
-    ParamState& p = params_[k];
     an::TensorStats* out = current_ + weight_probe_[k];  // weight, param_grad, update
+    an::TensorStats* last = &param_last_[3 * k];
     if (!full_) {  // (no observer saw this update: its parts were not touched)
-      if (k + 2 < params.size()) __builtin_prefetch(&params_[k + 2].last[1]);  // (a ParamState spans many lines)
       record_rows(k, false);
-      for (int j = 0; j < 3; ++j) out[j] = carry(p.last[j]);
+      for (int j = 0; j < 3; ++j) out[j] = carry(last[j]);
       continue;
     }
+    ParamState& p = params_[k];
     stats::Sums weight, grad;
     stats::UpdateSums update;
     bool seen = false;
@@ -164,7 +164,7 @@ void ProbeRecorder::after_update(const ExecutionGraph& graph, const IterationInf
       out[1] = moments(reduce_stats(*params[k].grad, nullptr, nullptr));
     }
     out[2] = u;
-    for (int j = 0; j < 3; ++j) p.last[j] = out[j];
+    for (int j = 0; j < 3; ++j) last[j] = out[j];
   }
   parts_dirty_ = false;
   if (full_) {

@@ -20,7 +20,6 @@ struct ProbeRecorder::ParamState {
     bool seen = false;
   };
   Part parts[kMaxElementwiseParts];
-  an::TensorStats last[3];
 };
 
 }  // namespace dl::rt

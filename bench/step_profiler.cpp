@@ -158,10 +158,10 @@ void StepProfiler::on_backward(size_t k, const rt::Step& st) {
   lap(now_.bwd[k], now_.bwd_cpu[k]);
 }
 
+// (No lap here: the update's lap runs from the last backward step's, so that it counts the
+// probes' before_update, their work between the backward pass and the update.)
 void StepProfiler::before_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) {
   if (probes_) probes_->before_update(g, info);
-  last_ = Clock::now();
-  last_cpu_ = process_cpu_seconds();
 }
 
 void StepProfiler::after_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) {

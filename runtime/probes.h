@@ -42,8 +42,8 @@ namespace dl::rt {
 // zeros only of the output layer's tensors (loss_activation_mismatch: the zeros of the
 // output gradient), and the band fractions of a tensor without bands are 0. Its every
 // record holds the moments and extremes, flagged an::TensorStats::kNoMagnitudes, taken
-// by the ops' fused light paths (and deferred to the next step, or from a copy's input)
-// at full iterations too; its drift test and NaN/Inf counting are the others'. At
+// by the ops' fused light paths (and deferred to the next step, or from a copy's input,
+// or merged from a joining step's inputs: Concat, join_sums) at full iterations too; its drift test and NaN/Inf counting are the others'. At
 // full iterations this leaves the passes the fractions cost to the tensors that have
 // them: counting |x| and the zeros had taken two thirds again of a light pass's work on
 // every value (BM_SinkChunk) and a pass of the probe's own over each tensor the next step

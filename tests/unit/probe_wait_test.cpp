@@ -96,6 +96,19 @@ dl::ir::Model joined() {
   return b.m;
 }
 
+// x [N, 2, 16, 16], Relu (x): Concat (x, Relu (x)) on axis 1 (x, the graph's input, written
+// by no step) -> Flatten -> Gemm 4.
+dl::ir::Model joined_input() {
+  dl::test::ProbeGraph b("joined_input", 13);
+  b.random("W", {4, 1024}, 0.05f, 158);
+  b.random("b", {4}, 0.05f, 156);
+  b.node("/1/Relu", "Relu", {"x"}, "xr");
+  b.node("/2/Concat", "Concat", {"x", "xr"}, "c", {{"axis", dl::rt::attr_i(1)}});
+  b.node("/3/Flatten", "Flatten", {"c"}, "cf");
+  b.node("/4/Gemm", "Gemm", {"cf", "W", "b"}, "y", {{"transB", dl::rt::attr_i(1)}});
+  return b.m;
+}
+
 // 16 batches of 64 rows with probes and without: the same training, `probes` step probes'
 // records each iteration, each checked; then the same with probes behind a SinkLog.
 dl::test::SinkLog unchanged_then_logged(const dl::ir::Model& model, unsigned seed, int probes, Records& check) {
@@ -164,11 +177,21 @@ TEST_CASE("probes: an output whose one reader turned out no copy, or run in a sm
   }
 }
 
-TEST_CASE("probes: a Concat's output is recorded from its inputs' sums at light iterations, with no report and no pass of its own") {
+TEST_CASE("probes: a Concat's output is recorded from its inputs' sums, with no report and no pass of its own") {
   Records check;
   dl::test::SinkLog log = unchanged_then_logged(joined(), 157, 13, check);
-  CHECK(log.light_forward_sinks.count("/3/Concat") == 0);
-  CHECK(log.light_forward_sinks.count("/4/Gemm") == 1);  // (a step with no inputs' sums to take: a sink)
-  CHECK(log.own_forward.at("/3/Concat") == 0);  // (full iterations: the Concat reports it, the Relus' bands differ)
+  // A plain probe (runtime/probes.h): light sums serve it at every iteration, full ones
+  // included, and the Relus keep theirs at every one.
+  CHECK(log.forward_sinks.count("/3/Concat") == 0);
+  CHECK(log.forward_sinks["/4/Gemm"] == 16);  // (a step with no inputs' sums to take: a sink)
+  CHECK(log.own_forward.at("/3/Concat") == 0);
   CHECK(check.light + check.plain >= 14 * 9);  // every record checked against a separate reduction
+}
+
+TEST_CASE("probes: a Concat with an input no step wrote reports its output itself") {
+  Records check;
+  dl::test::SinkLog log = unchanged_then_logged(joined_input(), 159, 5, check);
+  CHECK(log.forward_sinks["/2/Concat"] == 16);  // (its record then from its report)
+  CHECK(log.own_forward.at("/2/Concat") == 0);
+  CHECK(check.light + check.plain + check.full == 16 * 5);
 }

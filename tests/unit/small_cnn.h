@@ -234,12 +234,12 @@ struct SinkLog : rt::Observer {
   rt::ProbeRecorder* probes = nullptr;
   std::map<std::string, int> backward_sinks, backward_in_sinks;  // node -> backward passes given one
   std::map<std::string, int64_t> own_forward;  // node -> its forward probe's own passes (ProbeRecorder::own_passes)
-  std::map<std::string, int> light_forward_sinks;  // node -> forward passes given a light sink (ValueSink::light)
+  std::map<std::string, int> forward_sinks;  // node -> forward passes given a sink
   void on_forward(size_t k, const rt::Step& st) override { probes->on_forward(k, st); }
   void on_backward(size_t k, const rt::Step& st) override { probes->on_backward(k, st); }
   rt::ValueSink* forward_sink(size_t k) override {
     rt::ValueSink* s = probes->forward_sink(k);
-    if (s && s->light()) ++light_forward_sinks[steps->at(k).node->name];
+    if (s) ++forward_sinks[steps->at(k).node->name];
     return s;
   }
   rt::ValueSink* backward_sink(size_t k, const rt::Step& st) override {

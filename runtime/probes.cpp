@@ -10,8 +10,6 @@
 
 namespace dl::rt {
 
-
-// (An epoch's last batch may be smaller: hence the root mean square, not the L2 norm.)
 // Parameter values cost about half as much per value as step outputs (no bands, no
 // per-unit pass): measured on MLP 784-256-128-10, batch 64, full parameter statistics
 // every iteration cost ~7% of a step and the step statistics ~2% for 7x more values.

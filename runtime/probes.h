@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cmath>
-
 #include <memory>
 #include <vector>
 
@@ -43,11 +42,11 @@ namespace dl::rt {
 // output gradient), and the band fractions of a tensor without bands are 0. Its every
 // record holds the moments and extremes, flagged an::TensorStats::kNoMagnitudes, taken
 // by the ops' fused light paths (and deferred to the next step, or from a copy's input,
-// or merged from a joining step's inputs: Concat, join_sums) at full iterations too; its drift test and NaN/Inf counting are the others'. At
-// full iterations this leaves the passes the fractions cost to the tensors that have
-// them: counting |x| and the zeros had taken two thirds again of a light pass's work on
-// every value (BM_SinkChunk) and a pass of the probe's own over each tensor the next step
-// would otherwise have reported.
+// or merged from a joining step's inputs: Concat, join_sums) at full iterations too; its
+// drift test and NaN/Inf counting are the others'. At full iterations this leaves the
+// passes the fractions cost to the tensors that have them: counting |x| and the zeros had
+// taken two thirds again of a light pass's work on every value (BM_SinkChunk) and a pass
+// of the probe's own over each tensor the next step would otherwise have reported.
 //
 // At light iterations most of LeNet-5's 1.9M step values per iteration are reduced in
 // the registers of the loops that compute or read them (ValueSink::light, add_sums):
@@ -175,7 +174,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   struct ParamState;
   bool parts_dirty_ = false;  // a full update began and after_update has not merged its parts
   // The root mean square (the drift tests compare it rather than the L2 norm, which grows
-  // with the batch), and whether it moved by more than kDrift x either way, or to or from 0.
+  // with the batch, and an epoch's last batch may be smaller), and whether it moved by more than kDrift x either way, or to or from 0.
   // (These and the next three are asked several times per probe and iteration: inline.)
   static double rms(const an::TensorStats& s) {
     return s.count > 0 ? double(s.l2) / std::sqrt(double(s.count)) : 0.0;

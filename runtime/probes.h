@@ -174,7 +174,8 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   struct ParamState;
   bool parts_dirty_ = false;  // a full update began and after_update has not merged its parts
   // The root mean square (the drift tests compare it rather than the L2 norm, which grows
-  // with the batch, and an epoch's last batch may be smaller), and whether it moved by more than kDrift x either way, or to or from 0.
+  // with the batch, and an epoch's last batch may be smaller), and whether it moved by
+  // more than kDrift x either way, or to or from 0.
   // (These and the next three are asked several times per probe and iteration: inline.)
   static double rms(const an::TensorStats& s) {
     return s.count > 0 ? double(s.l2) / std::sqrt(double(s.count)) : 0.0;

@@ -85,10 +85,11 @@ Sums fast_sums(const float* x, int64_t n, const Bands& b) {
   return out;
 }
 
-// Bands::light (value_sums.h).
+// Bands::light (value_sums.h); kExt false: Bands::extremes off, the sums only.
+template <bool kExt>
 Sums light_sums(const float* x, int64_t n) {
   Sums out;
-  simd::light_pass(n, [x](int64_t k) { return loadv(x + k); }, [x](int64_t k) { return x[k]; }, out);
+  simd::light_pass<kExt>(n, [x](int64_t k) { return loadv(x + k); }, [x](int64_t k) { return x[k]; }, out);
   return out;
 }
 
@@ -214,8 +215,14 @@ void add_values(const float* x, int64_t n, const Bands& b, Sums& total) {
     total.merge(part);
     return;
   }
+  if (b.light && !b.extremes) {
+    part = light_sums<false>(x, n);
+    if (!moments_finite(part)) part = exact_sums(x, n, b);
+    total.merge(part);
+    return;
+  }
   if (b.light) {
-    part = light_sums(x, n);
+    part = light_sums<true>(x, n);
     if (!sums_finite(part)) part = exact_sums(x, n, b);
     total.merge(part);
     return;

@@ -387,7 +387,12 @@ int64_t SinkSums::reported() const {
 
 stats::Sums SinkSums::total() const {
   stats::Sums r;
-  for (const Part& p : parts_) r.merge(p.sums);
+  bool partial = false;  // a part without extremes (Bands::extremes): none for the whole
+  for (const Part& p : parts_) {
+    r.merge(p.sums);
+    partial = partial || (p.count > 0 && !(p.sums.mn <= p.sums.mx) && p.sums.masked < p.count);
+  }
+  if (partial) r.mn = std::numeric_limits<float>::infinity(), r.mx = -std::numeric_limits<float>::infinity();
   return r;
 }
 

@@ -21,12 +21,12 @@ namespace dl::rt {
 //
 // Step outputs and their gradients are reduced at every recorded iteration: to count,
 // mean, std, L2 norm and the NaN/Inf counts always, min and max but at light iterations
-// (below). The rest (mean |x|, the
-// zero, dead-zone and saturation fractions and the dead units) needs more work per value
-// and a pass the ops cannot fold into their loops, so when the step outputs and
-// gradients total over kAlwaysFull values, it is reduced only at "full step" iterations,
-// every kStepFullEvery-th recorded one, and the records in between ("light") carry each
-// step probe's last fractions, flagged an::TensorStats::kFractionsCarried. Also full:
+// (below). The rest (mean |x|, the zero, dead-zone and saturation fractions and the dead
+// units) needs more work per value and a pass the ops cannot fold into their loops, so
+// when the step outputs and gradients total over kAlwaysFull values, it is reduced only
+// at "full step" iterations, every kStepFullEvery-th recorded one, and the records in
+// between ("light") carry each step probe's last fractions, flagged
+// an::TensorStats::kFractionsCarried. Also full:
 //   - the first kFirstFull recorded iterations and the last iteration of each epoch;
 //   - a light tensor holding NaN/Inf (counted exactly) or whose root mean square moved
 //     by more than kDrift x (either way), or to or from exactly 0, since its last full
@@ -55,7 +55,7 @@ namespace dl::rt {
 // layer's tensors only (loss_activation_mismatch, at full records). Its tensor is reduced
 // to the sum and the sum of squares (stats::Bands::extremes, ValueSink::extremes): two
 // vector operations per vector instead of four, in the ops' loops and the probes' own
-// passes (bench/README.md run 55).
+// passes (shufflenet_v2's probe instructions +4.55% -> +3.24%, bench/README.md run 55).
 // A NaN/Inf makes those sums non-finite as it does the others, and a drift of its root
 // mean square is read from them: either way the tensor is reduced again in full, with
 // its extremes (they are what a carried record repeats).
@@ -213,6 +213,13 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
     const int slot = step_slot_[size_t(probe)];
     return slot >= 0 && ext_carried_[size_t(slot)] && light(probe);
   }
+  // Whether sums without extremes serve it (its record then carries them): at light
+  // iterations, and at any for a plain probe (an iteration that turned full after its sink
+  // was set: a drift of an earlier tensor; no pass of its own for its extremes).
+  bool extremes_optional(int probe) const {
+    const int slot = step_slot_[size_t(probe)];
+    return slot >= 0 && ext_carried_[size_t(slot)] && (plain_[size_t(slot)] || light(probe));
+  }
   // Per step probe: plain, the moments and extremes being all its full reduction takes
   // (no bands; mean |x| and the zeros not taken, an::TensorStats::kNoMagnitudes); and
   // whether its extremes are carried at light iterations (an::TensorStats::kExtremesCarried).
@@ -236,7 +243,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   // this iteration's reduction of it.
   bool sink_serves(const SinkSums* sink, int64_t n, int probe) const {
     return sink && n > 0 && sink->reported() == n && sink->light() == moments_only(probe) &&
-           (sink->extremes() || sums_only(probe));
+           (sink->extremes() || extremes_optional(probe));
   }
   // ---- copies (Op::copies_input) ----
   void declare_copies(const ExecutionGraph& graph);

@@ -109,35 +109,31 @@ void ProbeRecorder::reduce_sums_once(int probe, const Tensor* t, bool with_bands
     an::TensorStats s = stats::finish(r, n);
     // (Sums an op reported with add_sums count no NaN/Inf: they only make the sums non-finite.)
     const bool finite = s.finite() && std::isfinite(r.sum) && std::isfinite(r.sumsq);
-    // (A probe that carries its extremes is light at light iterations, plain or not.)
-    const bool ext_carried = sums_only(probe);
-    if (finite && plain && !ext_carried) {  // complete: at a full iteration, or one its drift turns full
+    // Sums without extremes (Bands::extremes; of n > 0 finite values, min > max only
+    // then): the record carries the last full reduction's.
+    const an::TensorStats& last = step_last_[slot];
+    if (finite && ext_carried_[slot] && !(r.mn <= r.mx)) {
+      s.min = last.min;
+      s.max = last.max;
+      s.flags |= an::TensorStats::kExtremesCarried;
+    }
+    if (finite && plain) {  // complete: at a full iteration, or one its drift turns full
       s.flags |= an::TensorStats::kNoMagnitudes;
       if (!light(probe) || moved(rms(s), step_full_rms_[slot])) {
         step_full_ = true;
-        last_full(s);
+        last_full(s);  // (its moments: a drift reads them; extremes carried stay the last's)
       }
       out = s;
       keep(r);
       return;
     }
     if (finite && !moved(rms(s), step_full_rms_[slot])) {
-      const an::TensorStats& last = step_last_[slot];
-      if (plain) {
-        s.flags |= an::TensorStats::kNoMagnitudes;
-      } else {
-        s.mean_abs = last.mean_abs;
-        s.zero_frac = last.zero_frac;
-        s.dead_frac = last.dead_frac;
-        s.sat_frac = last.sat_frac;
-        s.dead_units = last.dead_units;
-        s.flags |= an::TensorStats::kFractionsCarried;
-      }
-      if (ext_carried) {
-        s.min = last.min;
-        s.max = last.max;
-        s.flags |= an::TensorStats::kExtremesCarried;
-      }
+      s.mean_abs = last.mean_abs;
+      s.zero_frac = last.zero_frac;
+      s.dead_frac = last.dead_frac;
+      s.sat_frac = last.sat_frac;
+      s.dead_units = last.dead_units;
+      s.flags |= an::TensorStats::kFractionsCarried;
       out = s;
       keep(r);
       return;
@@ -213,8 +209,9 @@ void ProbeRecorder::declare_copies(const ExecutionGraph& graph) {
 
 const stats::Sums* ProbeRecorder::kept_sums(int from, int probe, bool with_bands, int64_t count) const {
   const size_t slot = size_t(step_slot_[size_t(from)]);
-  if (slot_iteration_[slot] != iteration_ || slot_count_[slot] != count ||
-      !same_sums(slot_bands_[slot], bands(probe, with_bands)))
+  stats::Bands want = bands(probe, with_bands);
+  want.extremes = want.extremes && !extremes_optional(probe);
+  if (slot_iteration_[slot] != iteration_ || slot_count_[slot] != count || !same_sums(slot_bands_[slot], want))
     return nullptr;
   return &slot_sums_[slot];
 }

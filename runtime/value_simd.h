@@ -143,8 +143,13 @@ struct Moments {
     for (int c = 0; c < C; ++c) s[c] = q[c] = VecF{}, mn[c] = VecF{} + INFINITY, mx[c] = VecF{} - INFINITY;
   }
   void add(int c, VecF v) {
-    s[c] += v * unit, q[c] += v * v;
-    if constexpr (kExt) mn[c] = vmin(v, mn[c]), mx[c] = vmax(v, mx[c]);
+    if constexpr (kExt) {
+      s[c] += v * unit, q[c] += v * v;
+      mn[c] = vmin(v, mn[c]), mx[c] = vmax(v, mx[c]);
+    } else {  // (the sum on the adders: the same bits, s + v * 1 = s + v)
+      v = opaque(v);  // (one load: GCC loaded v again as the add's memory operand)
+      s[c] += v, q[c] += v * v;
+    }
   }
   // The block's sums (chains added pairwise in a fixed order) into `out`, and a new
   // block; returns the block's sum.

@@ -47,8 +47,9 @@ struct TensorStats {
   // record); the other statistics are of this record (or carried as the other flags say).
   // Only step output and gradient probes neither of the model's last layer nor writing a
   // model output nor of masked logits (docs/trace-format.md): between their full
-  // iterations they are reduced to the sum and the sum of squares (runtime/probes.h); the
-  // analysis reads no extremes of them.
+  // iterations (and on a tensor without bands, at an iteration a drift turned full) they
+  // are reduced to the sum and the sum of squares (runtime/probes.h); the analysis reads
+  // no extremes of them.
   static constexpr uint32_t kExtremesCarried = 8;
   uint32_t flags = 0;
   bool finite() const { return nan == 0 && inf == 0; }

@@ -56,9 +56,11 @@ namespace dl::rt {
 // to the sum and the sum of squares (stats::Bands::extremes, ValueSink::extremes): two
 // vector operations per vector instead of four, in the ops' loops and the probes' own
 // passes (shufflenet_v2's probe instructions +4.55% -> +3.24%, bench/README.md run 55).
-// A NaN/Inf makes those sums non-finite as it does the others, and a drift of its root
-// mean square is read from them: either way the tensor is reduced again in full, with
-// its extremes (they are what a carried record repeats).
+// A NaN/Inf makes those sums non-finite as it does the others: the tensor is reduced
+// again in full, with its extremes. A drift of its root mean square is read from them:
+// a banded tensor is reduced again in full, a plain one keeps its sums and carries its
+// extremes (extremes_optional: also when an earlier tensor's drift turned the iteration
+// full after its sums were taken), so extremes are renewed at full iterations only.
 //
 // At light iterations most of LeNet-5's 1.9M step values per iteration are reduced in
 // the registers of the loops that compute or read them (ValueSink::light, add_sums):

@@ -43,20 +43,11 @@ struct TensorStats {
   // and not a model output: those are reduced to moments and extremes at every iteration
   // (runtime/probes.h) and never carry fractions.
   static constexpr uint32_t kNoMagnitudes = 4;
-  // kExtremesCarried: min and max repeat this probe's last full reduction (an earlier
-  // record); the other statistics are of this record (or carried as the other flags say).
-  // Only step output and gradient probes neither of the model's last layer nor writing a
-  // model output nor of masked logits (docs/trace-format.md): between their full
-  // iterations (and on a tensor without bands, at an iteration a drift turned full) they
-  // are reduced to the sum and the sum of squares (runtime/probes.h); the analysis reads
-  // no extremes of them.
-  static constexpr uint32_t kExtremesCarried = 8;
   uint32_t flags = 0;
   bool finite() const { return nan == 0 && inf == 0; }
   bool carried() const { return (flags & kCarried) != 0; }
   bool fractions_carried() const { return (flags & kFractionsCarried) != 0; }
   bool magnitudes_taken() const { return (flags & kNoMagnitudes) == 0; }
-  bool extremes_carried() const { return (flags & kExtremesCarried) != 0; }
 };
 
 enum class ProbeKind : uint8_t {

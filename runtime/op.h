@@ -167,10 +167,6 @@ class ValueSink {
   static constexpr int64_t kParts = 8;
   virtual void add(int64_t part, const float* x, int64_t n) = 0;
   virtual bool light() const = 0;
-  // Whether a light sink wants min and max besides the sums: when not, add_sums' sums
-  // may leave them out (their extremes are not read), which halves the vector operations
-  // (simd::Moments<C, false>).
-  virtual bool extremes() const { return true; }
   virtual void add_sums(int64_t part, const stats::Sums& sums, int64_t n) = 0;
 
  protected:

@@ -85,11 +85,10 @@ Sums fast_sums(const float* x, int64_t n, const Bands& b) {
   return out;
 }
 
-// Bands::light (value_sums.h); kExt false: Bands::extremes off, the sums only.
-template <bool kExt>
+// Bands::light (value_sums.h).
 Sums light_sums(const float* x, int64_t n) {
   Sums out;
-  simd::light_pass<kExt>(n, [x](int64_t k) { return loadv(x + k); }, [x](int64_t k) { return x[k]; }, out);
+  simd::light_pass(n, [x](int64_t k) { return loadv(x + k); }, [x](int64_t k) { return x[k]; }, out);
   return out;
 }
 
@@ -215,14 +214,8 @@ void add_values(const float* x, int64_t n, const Bands& b, Sums& total) {
     total.merge(part);
     return;
   }
-  if (b.light && !b.extremes) {
-    part = light_sums<false>(x, n);
-    if (!moments_finite(part)) part = exact_sums(x, n, b);
-    total.merge(part);
-    return;
-  }
   if (b.light) {
-    part = light_sums<true>(x, n);
+    part = light_sums(x, n);
     if (!sums_finite(part)) part = exact_sums(x, n, b);
     total.merge(part);
     return;
@@ -387,12 +380,7 @@ int64_t SinkSums::reported() const {
 
 stats::Sums SinkSums::total() const {
   stats::Sums r;
-  bool partial = false;  // a part without extremes (Bands::extremes): none for the whole
-  for (const Part& p : parts_) {
-    r.merge(p.sums);
-    partial = partial || (p.count > 0 && !(p.sums.mn <= p.sums.mx) && p.sums.masked < p.count);
-  }
-  if (partial) r.mn = std::numeric_limits<float>::infinity(), r.mx = -std::numeric_limits<float>::infinity();
+  for (const Part& p : parts_) r.merge(p.sums);
   return r;
 }
 

@@ -31,12 +31,8 @@ namespace stats {
 // rest, every reduction of a plain step probe and a parameter's (runtime/probes.h).
 // sumabs, zeros, dead and sat stay 0. A chunk holding NaN/Inf
 // (or whose float sums overflow) is reduced on the exact path, which counts everything.
-// `extremes` false (with `light`, not `masked`): the sum and the sum of squares only, min
-// and max left at +inf and -inf (half the vector operations): for a light iteration's
-// step probe that carries its extremes (runtime/probes.h).
 struct Bands {
   bool dead = false, sat = false, nonneg = false, light = false;
-  bool extremes = true;
   // Masked logits (attention scores that only softmaxes read): a -inf value is a masked
   // position (probability 0), not an overflow: left out of every statistic and counted
   // in Sums::masked, so the record's count is the other values'. NaN and +inf count as ever.
@@ -55,7 +51,6 @@ struct UpdateSums {
 // Whether sums taken on the fast paths are all finite (else a NaN/Inf or an overflowed
 // float sum: the chunk goes again on the exact path).
 // (Inline: a caller whose sums live beside its vector chains keeps them in registers.)
-inline bool moments_finite(const Sums& s) { return std::isfinite(s.sum) && std::isfinite(s.sumsq); }
 inline bool sums_finite(const Sums& s) {
   return std::isfinite(s.sum) && std::isfinite(s.sumsq) && std::isfinite(s.sumabs) && std::isfinite(s.mn) &&
          std::isfinite(s.mx);
@@ -105,7 +100,6 @@ class SinkSums final : public ValueSink {
   void reset(const stats::Bands& bands);
   void add(int64_t part, const float* x, int64_t n) override;
   bool light() const override { return bands_.light; }
-  bool extremes() const override { return !bands_.light || bands_.extremes; }
   void add_sums(int64_t part, const stats::Sums& sums, int64_t n) override;
   // Values reported since reset() (read after the op returned); the op reported the
   // whole tensor when it is numel().

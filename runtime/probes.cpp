@@ -141,7 +141,6 @@ void ProbeRecorder::on_batch_begin(const IterationInfo& info) {
 // Plain step probes: neither a dead zone nor saturation bands to count (a gradient probe
 // never has them), no mask, and not of the output layer (whose output gradient's exact
 // zeros the analysis reads: loss_activation_mismatch) nor writing a model output.
-// Probes whose extremes light iterations carry (ext_carried_): the same but for the bands.
 void ProbeRecorder::declare_plain(const ExecutionGraph& graph) {
   const auto& steps = graph.steps();
   const int output_layer = static_cast<int>(graph.layers().size()) - 1;
@@ -152,19 +151,13 @@ void ProbeRecorder::declare_plain(const ExecutionGraph& graph) {
       if (!steps[k].outputs.empty() && steps[k].outputs[0] == slot) writes_output[k] = 1;
   }
   plain_.assign(step_probes_.size(), 0);
-  ext_carried_.assign(step_probes_.size(), 0);
   for (size_t k = 0; k < steps.size(); ++k) {
     if (steps[k].layer == output_layer || writes_output[k]) continue;
     if (forward_probe_[k] >= 0) {
       const stats::Bands& b = probe_bands_[size_t(forward_probe_[k])];
-      const size_t slot = size_t(step_slot_[size_t(forward_probe_[k])]);
-      plain_[slot] = !b.dead && !b.sat && !b.masked;
-      ext_carried_[slot] = !b.masked;
+      plain_[size_t(step_slot_[size_t(forward_probe_[k])])] = !b.dead && !b.sat && !b.masked;
     }
-    if (gradient_probe_[k] >= 0) {
-      const size_t slot = size_t(step_slot_[size_t(gradient_probe_[k])]);
-      plain_[slot] = ext_carried_[slot] = 1;
-    }
+    if (gradient_probe_[k] >= 0) plain_[size_t(step_slot_[size_t(gradient_probe_[k])])] = 1;
   }
 }
 

@@ -20,13 +20,12 @@ namespace dl::rt {
 // running the reductions on a helper thread was measured slower, see bench/README.md).
 //
 // Step outputs and their gradients are reduced at every recorded iteration: to count,
-// mean, std, L2 norm and the NaN/Inf counts always, min and max but at light iterations
-// (below). The rest (mean |x|, the zero, dead-zone and saturation fractions and the dead
-// units) needs more work per value and a pass the ops cannot fold into their loops, so
-// when the step outputs and gradients total over kAlwaysFull values, it is reduced only
-// at "full step" iterations, every kStepFullEvery-th recorded one, and the records in
-// between ("light") carry each step probe's last fractions, flagged
-// an::TensorStats::kFractionsCarried. Also full:
+// mean, std, L2 norm, min, max and the NaN/Inf counts always. The rest (mean |x|, the
+// zero, dead-zone and saturation fractions and the dead units) needs more work per value
+// and a pass the ops cannot fold into their loops, so when the step outputs and
+// gradients total over kAlwaysFull values, it is reduced only at "full step" iterations,
+// every kStepFullEvery-th recorded one, and the records in between ("light") carry each
+// step probe's last fractions, flagged an::TensorStats::kFractionsCarried. Also full:
 //   - the first kFirstFull recorded iterations and the last iteration of each epoch;
 //   - a light tensor holding NaN/Inf (counted exactly) or whose root mean square moved
 //     by more than kDrift x (either way), or to or from exactly 0, since its last full
@@ -48,19 +47,6 @@ namespace dl::rt {
 // passes the fractions cost to the tensors that have them: counting |x| and the zeros had
 // taken two thirds again of a light pass's work on every value (BM_SinkChunk) and a pass
 // of the probe's own over each tensor the next step would otherwise have reported.
-//
-// At light iterations a step probe neither of the output layer nor writing a model
-// output nor masked (ext_carried_, plain or not) carries its min and max too, flagged
-// an::TensorStats::kExtremesCarried: the analysis reads the extremes of the output
-// layer's tensors only (loss_activation_mismatch, at full records). Its tensor is reduced
-// to the sum and the sum of squares (stats::Bands::extremes, ValueSink::extremes): two
-// vector operations per vector instead of four, in the ops' loops and the probes' own
-// passes (shufflenet_v2's probe instructions +4.55% -> +3.24%, bench/README.md run 55).
-// A NaN/Inf makes those sums non-finite as it does the others: the tensor is reduced
-// again in full, with its extremes. A drift of its root mean square is read from them:
-// a banded tensor is reduced again in full, a plain one keeps its sums and carries its
-// extremes (extremes_optional: also when an earlier tensor's drift turned the iteration
-// full after its sums were taken), so extremes are renewed at full iterations only.
 //
 // At light iterations most of LeNet-5's 1.9M step values per iteration are reduced in
 // the registers of the loops that compute or read them (ValueSink::light, add_sums):
@@ -208,29 +194,13 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
     const int slot = step_slot_[size_t(probe)];
     return slot >= 0 && (plain_[size_t(slot)] || light(probe));
   }
-  // Reduce it to the sum and the sum of squares only, its min and max carried: at light
-  // iterations, a probe neither of the output layer nor writing a model output nor masked
-  // (ext_carried_).
-  bool sums_only(int probe) const {
-    const int slot = step_slot_[size_t(probe)];
-    return slot >= 0 && ext_carried_[size_t(slot)] && light(probe);
-  }
-  // Whether sums without extremes serve it (its record then carries them): at light
-  // iterations, and at any for a plain probe (an iteration that turned full after its sink
-  // was set: a drift of an earlier tensor; no pass of its own for its extremes).
-  bool extremes_optional(int probe) const {
-    const int slot = step_slot_[size_t(probe)];
-    return slot >= 0 && ext_carried_[size_t(slot)] && (plain_[size_t(slot)] || light(probe));
-  }
   // Per step probe: plain, the moments and extremes being all its full reduction takes
-  // (no bands; mean |x| and the zeros not taken, an::TensorStats::kNoMagnitudes); and
-  // whether its extremes are carried at light iterations (an::TensorStats::kExtremesCarried).
-  std::vector<uint8_t> plain_, ext_carried_;
+  // (no bands; mean |x| and the zeros not taken, an::TensorStats::kNoMagnitudes).
+  std::vector<uint8_t> plain_;
   void declare_plain(const ExecutionGraph& graph);
   stats::Bands bands(int probe, bool with_bands) const {
     stats::Bands b = with_bands ? probe_bands_[size_t(probe)] : stats::Bands{};
     b.light = moments_only(probe);
-    b.extremes = !sums_only(probe);
     return b;
   }
   std::vector<stats::Bands> probe_bands_;  // per probe: Bands::of its op description
@@ -244,8 +214,7 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   // Whether `sink` holds an op's report of all n values of `probe`'s tensor that serves
   // this iteration's reduction of it.
   bool sink_serves(const SinkSums* sink, int64_t n, int probe) const {
-    return sink && n > 0 && sink->reported() == n && sink->light() == moments_only(probe) &&
-           (sink->extremes() || extremes_optional(probe));
+    return sink && n > 0 && sink->reported() == n && sink->light() == moments_only(probe);
   }
   // ---- copies (Op::copies_input) ----
   void declare_copies(const ExecutionGraph& graph);

@@ -14,12 +14,11 @@ namespace {
 // Whether sums taken under bands a serve a reduction under bands b: a light one (the
 // moments and extremes only; a NaN/Inf turns the iteration full) takes those of any sums
 // with the same mask (a full pass's moments are the light pass's, bit for bit:
-// stats::fast_sums; an op's reports, up to the rounding of their grouping) that have
-// extremes when it wants them (Bands::extremes), a full one needs the same dead zone and
-// saturation bands; masked sums (Bands::masked) left -inf out.
+// stats::fast_sums; an op's reports, up to the rounding of their grouping), a full one
+// needs the same dead zone and saturation bands; masked sums (Bands::masked) left -inf out.
 bool same_sums(const stats::Bands& a, const stats::Bands& b) {
   if (a.masked != b.masked) return false;
-  if (b.light) return !b.extremes || a.extremes;  // (a full reduction's are a light one's)
+  if (b.light) return true;  // a full reduction's moments and extremes are a light one's
   if (a.light) return false;
   return a.dead == b.dead && a.sat == b.sat && a.nonneg == b.nonneg && (!a.dead || a.dead_at == b.dead_at) &&
          (!a.sat || (a.sat_lo == b.sat_lo && a.sat_hi == b.sat_hi));
@@ -109,25 +108,18 @@ void ProbeRecorder::reduce_sums_once(int probe, const Tensor* t, bool with_bands
     an::TensorStats s = stats::finish(r, n);
     // (Sums an op reported with add_sums count no NaN/Inf: they only make the sums non-finite.)
     const bool finite = s.finite() && std::isfinite(r.sum) && std::isfinite(r.sumsq);
-    // Sums without extremes (Bands::extremes; of n > 0 finite values, min > max only
-    // then): the record carries the last full reduction's.
-    const an::TensorStats& last = step_last_[slot];
-    if (finite && ext_carried_[slot] && !(r.mn <= r.mx)) {
-      s.min = last.min;
-      s.max = last.max;
-      s.flags |= an::TensorStats::kExtremesCarried;
-    }
     if (finite && plain) {  // complete: at a full iteration, or one its drift turns full
       s.flags |= an::TensorStats::kNoMagnitudes;
       if (!light(probe) || moved(rms(s), step_full_rms_[slot])) {
         step_full_ = true;
-        last_full(s);  // (its moments: a drift reads them; extremes carried stay the last's)
+        last_full(s);
       }
       out = s;
       keep(r);
       return;
     }
     if (finite && !moved(rms(s), step_full_rms_[slot])) {
+      const an::TensorStats& last = step_last_[slot];
       s.mean_abs = last.mean_abs;
       s.zero_frac = last.zero_frac;
       s.dead_frac = last.dead_frac;
@@ -138,8 +130,7 @@ void ProbeRecorder::reduce_sums_once(int probe, const Tensor* t, bool with_bands
       keep(r);
       return;
     }
-    // NaN/Inf, or a change of norm: this tensor again in full (with its extremes), and the
-    // rest of the iteration.
+    // NaN/Inf, or a change of norm: this tensor again in full, and the rest of the iteration.
     step_full_ = true;
     reported = false;
   }
@@ -209,9 +200,8 @@ void ProbeRecorder::declare_copies(const ExecutionGraph& graph) {
 
 const stats::Sums* ProbeRecorder::kept_sums(int from, int probe, bool with_bands, int64_t count) const {
   const size_t slot = size_t(step_slot_[size_t(from)]);
-  stats::Bands want = bands(probe, with_bands);
-  want.extremes = want.extremes && !extremes_optional(probe);
-  if (slot_iteration_[slot] != iteration_ || slot_count_[slot] != count || !same_sums(slot_bands_[slot], want))
+  if (slot_iteration_[slot] != iteration_ || slot_count_[slot] != count ||
+      !same_sums(slot_bands_[slot], bands(probe, with_bands)))
     return nullptr;
   return &slot_sums_[slot];
 }

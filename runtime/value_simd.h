@@ -132,9 +132,7 @@ inline double lane_sum(VecF v) {
 // squares on the FMA units, the extremes on the adders. The sums stay in float within a
 // block and go to `out` in double at flush(); the extremes go at finish(). Every kernel
 // that reduces moments uses it, so the probes' own passes and the ops' loops sum alike.
-// kExt false: the sums only (half the vector operations), `out`'s extremes left as they
-// are: for a probe that carries its extremes at light iterations (ValueSink::extremes).
-template <int C, bool kExt = true>
+template <int C>
 struct Moments {
   VecF s[C], q[C], mn[C], mx[C];
   const VecF unit = opaque_one();  // (exact: v * 1 = v)
@@ -143,13 +141,8 @@ struct Moments {
     for (int c = 0; c < C; ++c) s[c] = q[c] = VecF{}, mn[c] = VecF{} + INFINITY, mx[c] = VecF{} - INFINITY;
   }
   void add(int c, VecF v) {
-    if constexpr (kExt) {
-      s[c] += v * unit, q[c] += v * v;
-      mn[c] = vmin(v, mn[c]), mx[c] = vmax(v, mx[c]);
-    } else {  // (the sum on the adders: the same bits, s + v * 1 = s + v)
-      v = opaque(v);  // (one load: GCC loaded v again as the add's memory operand)
-      s[c] += v, q[c] += v * v;
-    }
+    s[c] += v * unit, q[c] += v * v;
+    mn[c] = vmin(v, mn[c]), mx[c] = vmax(v, mx[c]);
   }
   // The block's sums (chains added pairwise in a fixed order) into `out`, and a new
   // block; returns the block's sum.
@@ -161,7 +154,6 @@ struct Moments {
     return block_sum;
   }
   void finish(Sums& out) const {
-    if constexpr (!kExt) return;
     VecF lo = mn[0], hi = mx[0];
     for (int c = 1; c < C; ++c) lo = vmin(lo, mn[c]), hi = vmax(hi, mx[c]);
     for (int j = 0; j < kLanes; ++j) out.mn = std::min(out.mn, lo[j]), out.mx = std::max(out.mx, hi[j]);
@@ -181,10 +173,9 @@ struct Moments {
 // NaN/Inf are not counted: they make the sums non-finite. (The probes' own pass is bound
 // by the loads: ~16 values per cycle in L1 with AVX-512. Inside an op's loop, on values already in
 // registers, it costs about a tenth of that: BM_ReluChunks in bench/micro_bench.cpp.)
-// kExt false: the sums only (Moments).
-template <bool kExt = true, class Vec, class Scalar>
+template <class Vec, class Scalar>
 inline void light_pass(int64_t n, Vec vec, Scalar scalar, Sums& out) {
-  Moments<4, kExt> m;
+  Moments<4> m;
   int64_t k = 0;
   const int64_t vec_end = n - n % kLanes;
   while (k < vec_end) {
@@ -195,7 +186,7 @@ inline void light_pass(int64_t n, Vec vec, Scalar scalar, Sums& out) {
     m.flush(out);
   }
   m.finish(out);
-  for (; k < n; ++k) add_scalar<kExt>(out, scalar(k));
+  for (; k < n; ++k) add_scalar(out, scalar(k));
 }
 
 // light_pass's sums of values that come in pieces (the rows of one channel, ...): four
@@ -205,9 +196,7 @@ inline void light_pass(int64_t n, Vec vec, Scalar scalar, Sums& out) {
 // flushed every kBlock values or so;
 // finish() once after the last piece. The grouping differs from one light_pass over
 // the same values, so the sums differ in rounding only; count, min and max are the same.
-// kExt false: the sums only (Moments).
-template <bool kExt>
-class LightSumsOf {
+class LightSums {
   // 4 chains hold 16 vectors of state: with AVX-512's 32 registers that leaves room for
   // the op's own values; AVX2 has 16, so 2 chains there (4 spilled the op's loop to the
   // stack: BatchNormalization's forward loop, bench/README.md run 13).
@@ -252,7 +241,7 @@ class LightSumsOf {
     for (; k < n; ++k) put_scalar(p[k] + b);
   }
   const Sums& finish() {
-    for (int j = 0; j < staged_; ++j) add_scalar<kExt>(out_, stage_[j]);
+    for (int j = 0; j < staged_; ++j) add_scalar(out_, stage_[j]);
     staged_ = 0;
     m_.flush(out_);
     m_.finish(out_);
@@ -263,13 +252,12 @@ class LightSumsOf {
   void counted(int64_t n) {
     if ((in_block_ += n) >= kBlock) m_.flush(out_), in_block_ = 0;
   }
-  Moments<kChains, kExt> m_;
+  Moments<kChains> m_;
   Sums out_;
   int64_t in_block_ = 0;
   float stage_[kLanes] = {};
   int staged_ = 0;
 };
-using LightSums = LightSumsOf<true>;
 
 // The extremes alone of values that come in pieces, through LightSums' interface (put4,
 // put, put_scalar): for an op whose probe sums come from moments it computes anyway
@@ -309,11 +297,10 @@ class Extremes {
 // k, scalar(k, a, b) the values at k for the last n % kLanes. 2 chains per stream and
 // statistic (so the sums differ in rounding from light_pass's), for an op that holds
 // both its input and its output in registers (an activation whose input, the previous
-// step's output, a probe wants too). kExtA, kExtB false: that stream's sums only.
-template <bool kExtA = true, bool kExtB = true, class Vec, class Scalar>
+// step's output, a probe wants too).
+template <class Vec, class Scalar>
 inline void light_pass2(int64_t n, Vec vec, Scalar scalar, Sums& out_a, Sums& out_b) {
-  Moments<2, kExtA> a;
-  Moments<2, kExtB> b;
+  Moments<2> a, b;
   int64_t k = 0;
   const int64_t vec_end = n - n % kLanes;
   while (k < vec_end) {
@@ -334,7 +321,7 @@ inline void light_pass2(int64_t n, Vec vec, Scalar scalar, Sums& out_a, Sums& ou
   for (; k < n; ++k) {
     float va, vb;
     scalar(k, va, vb);
-    add_scalar<kExtA>(out_a, va), add_scalar<kExtB>(out_b, vb);
+    add_scalar(out_a, va), add_scalar(out_b, vb);
   }
 }
 

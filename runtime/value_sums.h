@@ -30,15 +30,12 @@ struct Sums {
 // Values summed in float within blocks of this many, in double across blocks.
 constexpr int64_t kBlock = 4096;
 
-// One value outside the vectors (a tail), in double; kExt false: the sums only.
-template <bool kExt = true>
+// One value outside the vectors (a tail), in double.
 inline void add_scalar(Sums& out, float v) {
   out.sum += v;
   out.sumsq += double(v) * v;
-  if constexpr (kExt) {
-    out.mn = v < out.mn ? v : out.mn;
-    out.mx = v > out.mx ? v : out.mx;
-  }
+  out.mn = v < out.mn ? v : out.mn;
+  out.mx = v > out.mx ? v : out.mx;
 }
 
 }  // namespace dl::rt::stats

@@ -11,10 +11,6 @@
 // that a large mean does not cancel); the extremes are exact: fl(fl(x * a) + b), as the
 // op computes y, is monotonic in x. A Y value that overflowed, or a, b not finite, make
 // the sum NaN, so that the probe reduces the tensor in full and counts what is not finite.
-// Without X's extremes (kExt false: no probe wants them, ValueSink::extremes) an overflow
-// shows in Y's sum of squares instead: a value of magnitude FLT_MAX or more makes it at
-// least FLT_MAX^2 (in double, the sum of squares' expansion is well-conditioned: its cross
-// term vanishes at the mean), so from a quarter of that the sum is NaN.
 #pragma once
 
 #include <cmath>
@@ -22,7 +18,7 @@
 #include <limits>
 #include <vector>
 
-#include "runtime/value_simd.h"
+#include "runtime/value_sums.h"
 
 namespace dl::rt::bn_sums {
 
@@ -32,45 +28,26 @@ struct Channel {
   float lo = 0, hi = 0;         // min and max x (NaN never taken: then s is NaN)
 };
 
-template <bool kExt = true>
 inline stats::Sums of_x(const Channel& c) {
   stats::Sums r;
   const double m = c.m, d = c.s - c.n * m;  // sum (x - m)
   r.sum = c.s;
   r.sumsq = c.ss + 2.0 * m * d + c.n * m * m;
-  if constexpr (kExt) r.mn = c.lo, r.mx = c.hi;
+  r.mn = c.lo, r.mx = c.hi;
   return r;
 }
 
-template <bool kExt = true>
 inline stats::Sums of_y(const Channel& c, float a, float b) {
   stats::Sums r;
+  const float y_lo = c.lo * a + b, y_hi = c.hi * a + b;  // (no contraction: -ffp-contract=off)
   const double m = c.m, d = c.s - c.n * m;
   const double A = a, beta = A * m + b;  // y = A (x - m) + beta
   r.sum = A * d + c.n * beta;
   r.sumsq = A * A * c.ss + 2.0 * A * beta * d + c.n * beta * beta;
-  if constexpr (kExt) {
-    const float y_lo = c.lo * a + b, y_hi = c.hi * a + b;  // (no contraction: -ffp-contract=off)
-    r.mn = a >= 0 ? y_lo : y_hi;
-    r.mx = a >= 0 ? y_hi : y_lo;
-    if (!std::isfinite(y_lo) || !std::isfinite(y_hi)) r.sum = std::numeric_limits<double>::quiet_NaN();
-  } else {
-    constexpr double kHalfMax = 0.5 * double(std::numeric_limits<float>::max());
-    if (!std::isfinite(a) || !std::isfinite(b) || !(r.sumsq < kHalfMax * kHalfMax))
-      r.sum = std::numeric_limits<double>::quiet_NaN();
-  }
+  r.mn = a >= 0 ? y_lo : y_hi;
+  r.mx = a >= 0 ? y_hi : y_lo;
+  if (!std::isfinite(y_lo) || !std::isfinite(y_hi)) r.sum = std::numeric_limits<double>::quiet_NaN();
   return r;
-}
-
-// f(acc) putting values into a light accumulator, with their extremes when `ext` (else
-// without: simd::LightSumsOf<false>); its sums to `out`.
-template <class F>
-void light(bool ext, stats::Sums& out, F f) {
-  const auto run = [&](auto&& acc) {
-    f(acc);
-    out = acc.finish();
-  };
-  ext ? run(simd::LightSums{}) : run(simd::LightSumsOf<false>{});
 }
 
 // The channels' sums, in channel order, as one report of the whole tensor's n values.

@@ -102,7 +102,6 @@ class BatchNormalization : public Op {
     const bool in_light = reports && ctx.in_stats && ctx.in_stats->light();
     pass.sums = out_light ? out_sums_.data() : nullptr;
     pass.in_sums = in_light ? in_sums_.data() : nullptr;
-    pass.ext = (out_light && ctx.out_stats->extremes()) || (in_light && ctx.in_stats->extremes());
     // (Short rows report no light sums: neither derives_sums() nor fuses_sums().)
     over_channels(pass, &BatchNormalization::forward_short, &BatchNormalization::forward_channel);
     if (out_light) bn_sums::report(out_sums_, ctx.out_stats, outer_ * c_ * inner_);
@@ -131,7 +130,6 @@ class BatchNormalization : public Op {
     pass.sums = light ? out_sums_.data() : nullptr;
     const bool din = fuses_sums() && ctx.din_stats && ctx.din_stats->light() && pass.dx;
     pass.in_sums = din ? in_sums_.data() : nullptr;
-    pass.ext = (light && ctx.dout_stats->extremes()) || (din && ctx.din_stats->extremes());
     over_channels(pass, &BatchNormalization::backward_short, &BatchNormalization::backward_channel);
     if (light) bn_sums::report(out_sums_, ctx.dout_stats, outer_ * c_ * inner_);
     if (pass.in_sums) bn_sums::report(in_sums_, ctx.din_stats, outer_ * c_ * inner_);
@@ -183,7 +181,6 @@ class BatchNormalization : public Op {
     stats::Sums* sums = nullptr;     // per channel: Y's (forward) or dY's (backward) light sums, or null
     stats::Sums* in_sums = nullptr;  // per channel: X's (forward) or dX's (backward), or null
     uint32_t assign = 0;             // backward: BwdCtx::assign
-    bool ext = true;                 // the sums' extremes too (else left out: ValueSink::extremes)
   };
 
   // Rows shorter than kShortRow: all channels at once (whole), else by channel (each) in
@@ -205,7 +202,7 @@ class BatchNormalization : public Op {
     bn_sums::Channel ch;
     if (batch_stats_) {  // two passes: the variance from deviations, not E[x^2] - mean^2
       double s;
-      if (derive && ps.ext) {  // the same sums, and X's extremes from the same loads
+      if (derive) {  // the same sums, and X's extremes from the same loads
         simd::Extremes ext;
         s = rows_sum(ps.x + c * inner_,
                      [&ext](const float* r, int64_t len) { return double(sum_of_light(r, len, ext)); });
@@ -223,8 +220,8 @@ class BatchNormalization : public Op {
     float a, b;
     coefficients(ps, c, mean, var, a, b);
     if (derive) {
-      if (ps.in_sums) ps.in_sums[c] = ps.ext ? bn_sums::of_x<true>(ch) : bn_sums::of_x<false>(ch);
-      if (ps.sums) ps.sums[c] = ps.ext ? bn_sums::of_y<true>(ch, a, b) : bn_sums::of_y<false>(ch, a, b);
+      if (ps.in_sums) ps.in_sums[c] = bn_sums::of_x(ch);
+      if (ps.sums) ps.sums[c] = bn_sums::of_y(ch, a, b);
     }
     const bool out_here = ps.sums && !derive;
     const bool in_here = ps.in_sums && !derive;  // no batch statistics: X's sums here
@@ -284,8 +281,9 @@ class BatchNormalization : public Op {
       }
     };
     if (ps.sums) {
-      const auto row_sums = [&](auto& acc) { rows([&](const float* p) { return sum_of_light(p, inner_, acc); }); };
-      bn_sums::light(ps.ext, ps.sums[c], row_sums);
+      simd::LightSums acc;
+      rows([&](const float* p) { return sum_of_light(p, inner_, acc); });
+      ps.sums[c] = acc.finish();
     } else {
       rows([&](const float* p) { return sum_of(p, inner_); });
     }
@@ -302,9 +300,9 @@ class BatchNormalization : public Op {
         for (int64_t k = 0; k < inner_; ++k) d[k] += a * (g[k] - ms - (xp[k] - mean_[c]) * msx);
     }
     if (!ps.in_sums) return;  // dX's sums: the channel's rows again, from L1 (right after its stores a row stalls)
-    bn_sums::light(ps.ext, ps.in_sums[c], [&](auto& acc) {
-      for (int64_t n = 0; n < outer_; ++n) acc.put_row(ps.dx + (n * c_ + c) * inner_, inner_);
-    });
+    simd::LightSums acc;
+    for (int64_t n = 0; n < outer_; ++n) acc.put_row(ps.dx + (n * c_ + c) * inner_, inner_);
+    ps.in_sums[c] = acc.finish();
   }
 
   // Rows shorter than kShortRow: all channels at once (runtime/ops/batch_norm_short.h),

@@ -98,42 +98,35 @@ class ClipOp : public Op {
     // registers. Both at once in light_pass2's 2 chains each (two LightSums' 4 chains
     // each are all of AVX-512's 32 registers: the loop spilled, and cost 3x the probe's
     // own passes, bench/README.md run 19).
-    // (Their extremes when either sink wants them: ValueSink::extremes.)
     stats::Sums ys, xs;
-    const bool ext = (out_light && out_light->extremes()) || (in_light && in_light->extremes());
-    const auto sums = [&](auto with_ext) {
-      constexpr bool kExt = decltype(with_ext)::value;
-      if (out_light && in_light) {
-        simd::light_pass2<kExt, kExt>(
-            n,
-            [&](int64_t k, VecF& a, VecF& b) {
-              a = simd::loadv(xf + k);
-              b = y_of(a, k);
-            },
-            [&](int64_t k, float& a, float& b) {
-              a = xf[k];
-              b = y_scalar(k);
-            },
-            xs, ys);
-      } else if (out_light) {
-        simd::light_pass<kExt>(n, [&](int64_t k) { return y_of(simd::loadv(xf + k), k); }, y_scalar, ys);
-      } else {
-        simd::light_pass<kExt>(
-            n,
-            [&](int64_t k) {
-              const VecF xv = simd::loadv(xf + k);
-              y_of(xv, k);
-              return xv;
-            },
-            [&](int64_t k) {
-              y_scalar(k);
-              return xf[k];
-            },
-            xs);
-      }
-    };
-    if (ext) sums(std::true_type{});
-    else sums(std::false_type{});
+    if (out_light && in_light) {
+      simd::light_pass2(
+          n,
+          [&](int64_t k, VecF& a, VecF& b) {
+            a = simd::loadv(xf + k);
+            b = y_of(a, k);
+          },
+          [&](int64_t k, float& a, float& b) {
+            a = xf[k];
+            b = y_scalar(k);
+          },
+          xs, ys);
+    } else if (out_light) {
+      simd::light_pass(n, [&](int64_t k) { return y_of(simd::loadv(xf + k), k); }, y_scalar, ys);
+    } else {
+      simd::light_pass(
+          n,
+          [&](int64_t k) {
+            const VecF xv = simd::loadv(xf + k);
+            y_of(xv, k);
+            return xv;
+          },
+          [&](int64_t k) {
+            y_scalar(k);
+            return xf[k];
+          },
+          xs);
+    }
     if (out_light) out_light->add_sums(0, ys, n);
     if (in_light) in_light->add_sums(0, xs, n);
   }
@@ -183,42 +176,33 @@ class ClipOp : public Op {
         });
         return;
       }
-      const bool ext = ctx.dout_stats->extremes() || (din_light && din_light->extremes());
       if (din_light) {  // dY's and dX's light sums from the loop's registers
         stats::Sums gsums, dsums;
-        const auto pass2 = [&](auto with_ext) {
-          constexpr bool kExt = decltype(with_ext)::value;
-          simd::light_pass2<kExt, kExt>(
-              n,
-              [&](int64_t k, VecF& g, VecF& d) {
-                g = simd::loadv(dy + k);
-                d = dx_of(g, k);
-              },
-              [&](int64_t k, float& g, float& d) {
-                g = scalar(k);
-                d = dx[k];
-              },
-              gsums, dsums);
-        };
-        if (ext) pass2(std::true_type{});
-        else pass2(std::false_type{});
+        simd::light_pass2(
+            n,
+            [&](int64_t k, VecF& g, VecF& d) {
+              g = simd::loadv(dy + k);
+              d = dx_of(g, k);
+            },
+            [&](int64_t k, float& g, float& d) {
+              g = scalar(k);
+              d = dx[k];
+            },
+            gsums, dsums);
         ctx.dout_stats->add_sums(0, gsums, n);
         din_light->add_sums(0, dsums, n);
         return;
       }
       // dY's light sums from the loop's registers.
-      const auto sum_dy = [&](auto&& gs) {
-        int64_t k = 0;
-        for (; k + 4 * kL <= n; k += 4 * kL) {
-          const VecF g0 = step(k), g1 = step(k + kL), g2 = step(k + 2 * kL), g3 = step(k + 3 * kL);
-          gs.put4(g0, g1, g2, g3);
-        }
-        for (; k + kL <= n; k += kL) gs.put(step(k));
-        for (; k < n; ++k) gs.put_scalar(scalar(k));
-        ctx.dout_stats->add_sums(0, gs.finish(), n);
-      };
-      if (ext) sum_dy(simd::LightSums{});
-      else sum_dy(simd::LightSumsOf<false>{});
+      simd::LightSums gs;
+      int64_t k = 0;
+      for (; k + 4 * kL <= n; k += 4 * kL) {
+        const VecF g0 = step(k), g1 = step(k + kL), g2 = step(k + 2 * kL), g3 = step(k + 3 * kL);
+        gs.put4(g0, g1, g2, g3);
+      }
+      for (; k + kL <= n; k += kL) gs.put(step(k));
+      for (; k < n; ++k) gs.put_scalar(scalar(k));
+      ctx.dout_stats->add_sums(0, gs.finish(), n);
     };
     if (ctx.assigns(0)) run(std::true_type{});
     else run(std::false_type{});

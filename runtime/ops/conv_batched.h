@@ -71,8 +71,7 @@ inline void image_to_batched(const float* dy, int64_t maps, int64_t cols, int64_
 
 // The light statistics (runtime/value_simd.h) of rows x cols values buf (+ bias[row]),
 // the values Y gets: from the product's buffer, contiguous rows still in cache.
-template <class Acc>  // simd::LightSumsOf<kExt>
-inline void light_rows(const float* buf, int64_t rows, int64_t cols, const float* bias, Acc& out) {
+inline void light_rows(const float* buf, int64_t rows, int64_t cols, const float* bias, simd::LightSums& out) {
   for (int64_t i = 0; i < rows; ++i)
     bias ? out.put_row_plus(buf + i * cols, cols, bias[i]) : out.put_row(buf + i * cols, cols);
 }

@@ -65,8 +65,7 @@ void Conv::backward_images(const Pass& ps, int64_t part) const {
   for (int64_t n = n0; n < n1; ++n) {
     if (fused) {  // dB's channel sums and the light statistics of dY in one read of dY
       stats::Sums sums;
-      if (ps.stats->extremes()) sum_rows_light<true>(ps.dy + n * m_ * P, m_, P, db_sum, sums);
-      else sum_rows_light<false>(ps.dy + n * m_ * P, m_, P, db_sum, sums);
+      sum_rows_light(ps.dy + n * m_ * P, m_, P, db_sum, sums);
       ps.stats->add_sums(part, sums, m_ * P);
     } else {
       if (ps.stats && !batch_stats) ps.stats->add(part, ps.dy + n * m_ * P, m_ * P);
@@ -130,21 +129,18 @@ void Conv::forward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1)
   float* col = part_col(part);
   float* tmp = part_tmp(part);
   const bool light = ps.stats && ps.stats->light();  // Y's light statistics from tmp (light_rows)
-  const bool ext = light && ps.stats->extremes();
   for (int64_t nb = n0; nb < n1; nb += batch_imgs_) {
     const int64_t nc = std::min(batch_imgs_, n1 - nb), cols = nc * P;
     simd::LightSums sums;
-    simd::LightSumsOf<false> moments;  // (without the extremes)
     for (int64_t g = 0; g < group_; ++g) {
       batch_im2col(ps, nb, nc, g, col);
       gemm(mg, cols, kk, 1.0f, {ps.wb + g * mg * kk, kk, false}, {col, cols, false}, tmp, cols, false);
-      if (ext) light_rows(tmp, mg, cols, ps.b ? ps.b + g * mg : nullptr, sums);
-      else if (light) light_rows(tmp, mg, cols, ps.b ? ps.b + g * mg : nullptr, moments);
+      if (light) light_rows(tmp, mg, cols, ps.b ? ps.b + g * mg : nullptr, sums);
       each_image(nc, mg * cols, [&](int64_t j) {
         batched_to_image(tmp, mg, cols, j, P, ps.b ? ps.b + g * mg : nullptr, ps.y + ((nb + j) * m_ + g * mg) * P);
       });
     }
-    if (light) ps.stats->add_sums(part, ext ? sums.finish() : moments.finish(), nc * m_ * P);
+    if (light) ps.stats->add_sums(part, sums.finish(), nc * m_ * P);
     for (int64_t j = 0; ps.stats && !light && j < nc; ++j) ps.stats->add(part, ps.y + (nb + j) * m_ * P, m_ * P);
   }
 }
@@ -155,18 +151,15 @@ void Conv::backward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1
   float* col = part_col(part);
   float* tmp = part_tmp(part);
   float* dwl = tmp + mg * batch_imgs_ * P;  // the live taps' dW_g (LiveTaps), then added into dW
-  const bool ext = light && ps.stats->extremes();
   for (int64_t nb = n0; nb < n1; nb += batch_imgs_) {
     const int64_t nc = std::min(batch_imgs_, n1 - nb), cols = nc * P;
     simd::LightSums sums;
-    simd::LightSumsOf<false> moments;  // (without the extremes)
     for (int64_t g = 0; g < group_; ++g) {
       batch_blocks(mg, nc, P, mg * cols, [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
         for (int64_t j = j0; j < j1; ++j)
           image_to_batched(ps.dy + ((nb + j) * m_ + g * mg + i0) * P, i1 - i0, cols, j, P, tmp + i0 * cols);
       });
-      if (ext) light_rows(tmp, mg, cols, nullptr, sums);
-      else if (light) light_rows(tmp, mg, cols, nullptr, moments);
+      if (light) light_rows(tmp, mg, cols, nullptr, sums);
       if (ps.dw) {
         batch_im2col(ps, nb, nc, g, col);
         if (live_.reduced) {
@@ -187,7 +180,7 @@ void Conv::backward_batched(const Pass& ps, int64_t part, int64_t n0, int64_t n1
         });
       }
     }
-    if (light) ps.stats->add_sums(part, ext ? sums.finish() : moments.finish(), nc * m_ * P);
+    if (light) ps.stats->add_sums(part, sums.finish(), nc * m_ * P);
   }
 }
 

@@ -113,11 +113,9 @@ inline float sum_of_light(const float* p, int64_t n, Acc& acc) {
 // values into `out`, from the same loads: for an op that sums the rows of a tensor a
 // probe wants anyway (Conv's bias gradient over dY, the first read of dY). (Its own loop
 // had counted each vector's chain at run time, which kept the chains in memory: LeNet-5's
-// probe work +5.0% -> +2.7% of its instructions, bench/README.md run 50.) kExt false:
-// the sums without the extremes (ValueSink::extremes).
-template <bool kExt = true>
+// probe work +5.0% -> +2.7% of its instructions, bench/README.md run 50.)
 inline void sum_rows_light(const float* p, int64_t rows, int64_t len, float* row_sums, stats::Sums& out) {
-  simd::LightSumsOf<kExt> acc;
+  simd::LightSums acc;
   for (int64_t r = 0; r < rows; ++r) row_sums[r] += sum_of_light(p + r * len, len, acc);
   out.merge(acc.finish());
 }

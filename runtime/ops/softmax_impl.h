@@ -114,21 +114,16 @@ class SoftmaxOp : public Op {
       // row by row from L1 right after the row is written: the gradient of the input
       // (attention's scores), which this step alone reads when a probe asks.
       ChunkReporter g(ctx.dout_stats, dy, outer_ * n_);
-      // (Its extremes only when the sink wants them: ValueSink::extremes.)
       std::optional<simd::LightSums> dx_sums;
-      std::optional<simd::LightSumsOf<false>> dx_moments;
-      if (ctx.din_stats && ctx.din_stats->extremes()) dx_sums.emplace();
-      else if (ctx.din_stats) dx_moments.emplace();
+      if (ctx.din_stats) dx_sums.emplace();
       for (int64_t o = 0; o < outer_; ++o) {
         if (assign) row_backward<true>(y + o * n_, dy + o * n_, dx + o * n_);
         else row_backward<false>(y + o * n_, dy + o * n_, dx + o * n_);
         if (dx_sums) dx_sums->put_row(dx + o * n_, n_);
-        else if (dx_moments) dx_moments->put_row(dx + o * n_, n_);
         g.upto((o + 1) * n_);
       }
       g.finish();
       if (dx_sums) ctx.din_stats->add_sums(0, dx_sums->finish(), outer_ * n_);
-      else if (dx_moments) ctx.din_stats->add_sums(0, dx_moments->finish(), outer_ * n_);
       return;
     }
     float* s = scratch_a_.data();

@@ -9,7 +9,6 @@
 // own reports, runtime/ops/batch_normalization.cpp).
 #pragma once
 
-#include <array>
 #include <cmath>
 #include <cstddef>
 #include <memory>
@@ -51,7 +50,29 @@ class UnaryOp : public Op {
            }};
     p.in_stats = ctx.in_stats;
     p.in_values = p.x;
-    if constexpr (kVec) p.fused = {&fwd_fused<false>, &fwd_fused<true>};
+    if constexpr (kVec) p.fused = [](const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums* in) {
+      const float* x = p.x + lo;
+      float* y = p.out + lo;
+      if (in) {  // the input's statistics too, from the same registers
+        simd::light_pass2(
+            hi - lo,
+            [&](int64_t k, simd::VecF& a, simd::VecF& b) {
+              a = simd::loadv(x + k);
+              b = p.op->vfwd_(a);
+              simd::storev(y + k, b);
+            },
+            [&](int64_t k, float& a, float& b) { b = y[k] = p.op->fwd_(a = x[k]); }, *in, sums);
+        return;
+      }
+      simd::light_pass(
+          hi - lo,
+          [&](int64_t k) {
+            const simd::VecF v = p.op->vfwd_(simd::loadv(x + k));
+            simd::storev(y + k, v);
+            return v;
+          },
+          [&](int64_t k) { return y[k] = p.op->fwd_(x[k]); }, sums);
+    };
     run(p);
   }
 
@@ -61,10 +82,7 @@ class UnaryOp : public Op {
     if (!ctx.din[0] || !ctx.dout[0]) return;
     Pass p{this, ctx.in[0]->f(), ctx.out[0]->f(), ctx.dout[0]->f(), ctx.din[0]->f(), ctx.in[0]->numel(),
            ctx.dout_stats, ctx.assigns(0) ? &bwd_step<true> : &bwd_step<false>};
-    if constexpr (kVec) {
-      if (ctx.assigns(0)) p.fused = {&bwd_fused<true, false>, &bwd_fused<true, true>};
-      else p.fused = {&bwd_fused<false, false>, &bwd_fused<false, true>};
-    }
+    if constexpr (kVec) p.fused = ctx.assigns(0) ? &bwd_fused<true> : &bwd_fused<false>;
     p.in_stats = ctx.din_stats;
     p.in_values = p.out;
     run(p);
@@ -84,10 +102,8 @@ class UnaryOp : public Op {
     // Computes values [lo, hi) and returns the reported tensor's values there.
     const float* (*step)(const Pass&, int64_t lo, int64_t hi);
     // The same, adding the light sums of the reported values to `sums` and of the input's
-    // (forward X, backward dX) to `*in` when not null (vector ops only): fused[1] with
-    // their extremes, fused[0] without (when no sink wants them, ValueSink::extremes).
-    using Fused = void (*)(const Pass&, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums* in);
-    std::array<Fused, 2> fused{};
+    // (forward X, backward dX) to `*in` when not null (vector ops only).
+    void (*fused)(const Pass&, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums* in) = nullptr;
     ValueSink* in_stats = nullptr;  // FwdCtx::in_stats forward, BwdCtx::din_stats backward
     const float* in_values = nullptr;  // what in_stats gets: X forward, dX backward
   };
@@ -108,41 +124,13 @@ class UnaryOp : public Op {
     for (; k < hi; ++k) p.out[k] = (kAssign ? 0.0f : p.out[k]) + p.dy[k] * p.op->deriv_(p.x[k], p.y[k]);
     return p.dy + lo;
   }
-  // Y's light sums (and X's when `in`), with their extremes when kExt.
-  template <bool kExt>
-  static void fwd_fused(const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums* in) {
-    if constexpr (kVec) {
-      const float* x = p.x + lo;
-      float* y = p.out + lo;
-      if (in) {  // the input's statistics too, from the same registers
-        simd::light_pass2<kExt, kExt>(
-            hi - lo,
-            [&](int64_t k, simd::VecF& a, simd::VecF& b) {
-              a = simd::loadv(x + k);
-              b = p.op->vfwd_(a);
-              simd::storev(y + k, b);
-            },
-            [&](int64_t k, float& a, float& b) { b = y[k] = p.op->fwd_(a = x[k]); }, *in, sums);
-        return;
-      }
-      simd::light_pass<kExt>(
-          hi - lo,
-          [&](int64_t k) {
-            const simd::VecF v = p.op->vfwd_(simd::loadv(x + k));
-            simd::storev(y + k, v);
-            return v;
-          },
-          [&](int64_t k) { return y[k] = p.op->fwd_(x[k]); }, sums);
-    }
-  }
-
-  template <bool kAssign, bool kExt>
+  template <bool kAssign>
   static void bwd_fused(const Pass& p, int64_t lo, int64_t hi, stats::Sums& sums, stats::Sums* in) {
     if constexpr (kVec) {
       const float *x = p.x + lo, *y = p.y + lo, *dy = p.dy + lo;
       float* dx = p.out + lo;
       if (in) {  // dX's statistics too, from the same registers
-        simd::light_pass2<kExt, kExt>(
+        simd::light_pass2(
             hi - lo,
             [&](int64_t k, simd::VecF& g, simd::VecF& d) {
               g = simd::loadv(dy + k);
@@ -157,7 +145,7 @@ class UnaryOp : public Op {
             sums, *in);
         return;
       }
-      simd::light_pass<kExt>(
+      simd::light_pass(
           hi - lo,
           [&](int64_t k) {
             const simd::VecF g = simd::loadv(dy + k);
@@ -181,15 +169,13 @@ class UnaryOp : public Op {
       const Pass& p = *static_cast<const Pass*>(c);
       int64_t lo, hi;
       part_range(p.n, elementwise_parts(p.n), part, lo, hi);
-      const bool fused = p.fused[0] && p.stats && p.stats->light();
+      const bool fused = p.fused && p.stats && p.stats->light();
       const bool fused_in = fused && p.in_stats && p.in_stats->light();
-      // (Extremes for both when either sink wants them: more than a sink asks is harmless.)
-      const bool ext = fused && (p.stats->extremes() || (fused_in && p.in_stats->extremes()));
       for (int64_t k = lo; k < hi; k += kChunk) {
         const int64_t end = std::min(hi, k + kChunk);
         if (fused) {  // a chunk is at most one light_pass block: the sums of the sink's own pass
           stats::Sums sums, in;
-          p.fused[ext](p, k, end, sums, fused_in ? &in : nullptr);
+          p.fused(p, k, end, sums, fused_in ? &in : nullptr);
           p.stats->add_sums(part, sums, end - k);
           if (fused_in) p.in_stats->add_sums(part, in, end - k);
           continue;

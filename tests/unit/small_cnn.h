@@ -114,14 +114,11 @@ inline CnnSetup cnn_setup(const ir::Model& model, int64_t batch, int64_t batches
 // Statistics from the sums an op reported against those of a separate pass: counts and
 // extremes exact, sums to float rounding (the parts sum in another order). A plain probe's
 // record (an::TensorStats::kNoMagnitudes: no bands, outside the output layer) takes no
-// mean |x| or zeros: 0, and its band fractions are 0 as the separate pass's. Carried
-// extremes (an::TensorStats::kExtremesCarried) are left to CarriedExtremes.
+// mean |x| or zeros: 0, and its band fractions are 0 as the separate pass's.
 inline void check_same_stats(const dl::an::TensorStats& got, const dl::an::TensorStats& want) {
   CHECK(got.count == want.count);
-  if (!got.extremes_carried()) {
-    CHECK(got.min == want.min);
-    CHECK(got.max == want.max);
-  }
+  CHECK(got.min == want.min);
+  CHECK(got.max == want.max);
   CHECK(got.mean == doctest::Approx(want.mean).epsilon(1e-5));
   CHECK(got.l2 == doctest::Approx(want.l2).epsilon(1e-5));
   if (got.magnitudes_taken()) {
@@ -203,29 +200,8 @@ inline void check_light(const rt::SinkSums& sink, const rt::Tensor& t, const std
   CHECK(got.sumsq == doctest::Approx(want.sumsq).epsilon(1e-6));
 }
 
-// A record's extremes: exact (against a separate reduction), or, carried at a light
-// iteration (an::TensorStats::kExtremesCarried), those of the probe's last record that
-// took them; counts the carried ones.
-struct CarriedExtremes {
-  std::map<size_t, std::pair<float, float>> last;  // per probe: min, max
-  int carried = 0;
-  void check(size_t probe, const an::TensorStats& got, const an::TensorStats& want) {
-    if (!got.extremes_carried()) {
-      CHECK(got.min == want.min);
-      CHECK(got.max == want.max);
-      last[probe] = {got.min, got.max};
-      return;
-    }
-    REQUIRE(last.count(probe));
-    CHECK(got.min == last[probe].first);
-    CHECK(got.max == last[probe].second);
-    ++carried;
-  }
-};
-
 // After each update: every record against a separate reduction of its tensor.
 struct Records : rt::TrainListener {
-  CarriedExtremes extremes;
   const an::Trace* trace = nullptr;
   int light = 0, plain = 0, full = 0;  // records with fractions carried, without magnitudes, full
   void after_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) override {
@@ -233,7 +209,8 @@ struct Records : rt::TrainListener {
       const an::TensorStats& got = trace->at(trace->size() - 1, k);
       INFO("iteration " << info.iteration << ", " << p.node << (p.kind == an::ProbeKind::kForward ? " forward" : " gradient"));
       CHECK(got.count == want.count);
-      extremes.check(k, got, want);
+      CHECK(got.min == want.min);
+      CHECK(got.max == want.max);
       CHECK(got.mean == doctest::Approx(want.mean).epsilon(1e-5));
       CHECK(got.l2 == doctest::Approx(want.l2).epsilon(1e-5));
       CHECK(got.nan == want.nan);

@@ -31,8 +31,8 @@ void StepProfiler::Laps::add(const Laps& o) {
   update += o.update, update_cpu += o.update_cpu;
 }
 
-StepProfiler::StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::ProbeRecorder* probes)
-    : graph_(g), warmup_(warmup), probes_(probes) {
+StepProfiler::StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::ProbeRecorder* probes, bool cpu_laps)
+    : graph_(g), warmup_(warmup), probes_(probes), cpu_laps_(cpu_laps) {
   now_.resize(g.steps().size());
   for (Laps& l : kind_) l.resize(g.steps().size());
 }
@@ -138,22 +138,50 @@ void print_probe_minima(const std::string& model, const IterationMinima& m) {
   std::fflush(stdout);
 }
 
+void print_probe_hooks(const std::string& model, const std::vector<StepProfiler::HookTimes>& light,
+                       const std::vector<StepProfiler::HookTimes>& full) {
+  const auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  for (const auto* kind : {&light, &full}) {
+    if (kind->empty()) continue;
+    double us[StepProfiler::kHooks], calls[StepProfiler::kHooks], total = 0;
+    for (int h = 0; h < StepProfiler::kHooks; ++h) {
+      std::vector<double> s, c;
+      for (const StepProfiler::HookTimes& t : *kind) s.push_back(1e6 * t.s[h]), c.push_back(t.calls[h]);
+      us[h] = median(s);
+      calls[h] = median(c);
+      total += us[h];
+    }
+    using SP = StepProfiler;
+    std::printf("PROBEHOOKS model=%s kind=%s begin_us=%.1f forward_us=%.1f backward_us=%.1f update_us=%.1f "
+                "sinks_us=%.1f total_us=%.1f calls=%.0f/%.0f/%.0f/%.0f/%.0f\n",
+                model.c_str(), kind == &light ? "light" : "full", us[SP::kHookBegin], us[SP::kHookForward],
+                us[SP::kHookBackward], us[SP::kHookUpdate], us[SP::kHookSinks], total, calls[SP::kHookBegin],
+                calls[SP::kHookForward], calls[SP::kHookBackward], calls[SP::kHookUpdate], calls[SP::kHookSinks]);
+  }
+  std::fflush(stdout);
+}
+
 void StepProfiler::on_batch_begin(const rt::IterationInfo& info) {
-  if (probes_) probes_->on_batch_begin(info);
+  for (int h = 0; h < kHooks; ++h) hook_now_[h] = hook_calls_now_[h] = 0;
+  if (probes_) timed(kHookBegin, [&] { return (probes_->on_batch_begin(info), 0); });
   on_ = info.iteration >= warmup_;
   now_.resize(graph_.steps().size());
   now_.update = now_.update_cpu = 0;
   last_ = Clock::now();
-  last_cpu_ = process_cpu_seconds();
+  last_cpu_ = cpu_laps_ ? process_cpu_seconds() : 0.0;
 }
 
 void StepProfiler::on_forward(size_t k, const rt::Step& st) {
-  if (probes_) probes_->on_forward(k, st);
+  if (probes_) timed(kHookForward, [&] { return (probes_->on_forward(k, st), 0); });
   lap(now_.fwd[k], now_.fwd_cpu[k]);
 }
 
 void StepProfiler::on_backward(size_t k, const rt::Step& st) {
-  if (probes_) probes_->on_backward(k, st);
+  if (probes_) timed(kHookBackward, [&] { return (probes_->on_backward(k, st), 0); });
   if (first_backward_ < 0) first_backward_ = int64_t(k);
   lap(now_.bwd[k], now_.bwd_cpu[k]);
 }
@@ -161,11 +189,11 @@ void StepProfiler::on_backward(size_t k, const rt::Step& st) {
 // (No lap here: the update's lap runs from the last backward step's, so that it counts the
 // probes' before_update, their work between the backward pass and the update.)
 void StepProfiler::before_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) {
-  if (probes_) probes_->before_update(g, info);
+  if (probes_) timed(kHookUpdate, [&] { return (probes_->before_update(g, info), 0); });
 }
 
 void StepProfiler::after_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) {
-  if (probes_) probes_->after_update(g, info);
+  if (probes_) timed(kHookUpdate, [&] { return (probes_->after_update(g, info), 0); });
   lap(now_.update, now_.update_cpu);
   if (!on_) return;
   // (Probes: an iteration whose step statistics were light throughout is kLight; one
@@ -173,6 +201,7 @@ void StepProfiler::after_update(const rt::ExecutionGraph& g, const rt::Iteration
   const Kind kind = probes_ && !probes_->step_full() ? kLight : kFull;
   kind_[kind].add(now_);
   ++steps_[kind];
+  for (int h = 0; h < kHooks; ++h) hook_[kind][h] += hook_now_[h], hook_calls_[kind][h] += hook_calls_now_[h];
   std::vector<double>& laps = iter_laps_[info.iteration];
   laps = now_.fwd;
   laps.insert(laps.end(), now_.bwd.begin(), now_.bwd.end());
@@ -180,9 +209,19 @@ void StepProfiler::after_update(const rt::ExecutionGraph& g, const rt::Iteration
   iter_kind_[info.iteration] = kind;
 }
 
+StepProfiler::HookTimes StepProfiler::hook_times(Kind k) const {
+  HookTimes t;
+  const double n = double(std::max<int64_t>(steps_[k], 1)), tick = HookClock::seconds_per_tick();
+  for (int h = 0; h < kHooks; ++h) {
+    t.calls[h] = double(hook_calls_[k][h]) / n;
+    t.s[h] = std::max(0.0, double(hook_[k][h]) * tick / n - t.calls[h] * HookClock::overhead());
+  }
+  return t;
+}
+
 void StepProfiler::lap(double& wall, double& cpu) {
   const auto now = Clock::now();
-  const double now_cpu = process_cpu_seconds();
+  const double now_cpu = cpu_laps_ ? process_cpu_seconds() : last_cpu_ + std::chrono::duration<double>(now - last_).count();
   wall += std::chrono::duration<double>(now - last_).count();
   cpu += now_cpu - last_cpu_;
   last_ = now;

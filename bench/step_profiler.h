@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/hook_clock.h"
 #include "runtime/graph.h"
 #include "runtime/probes.h"
 #include "runtime/trainer.h"
@@ -34,18 +35,34 @@ struct OpTypeCost {
 class StepProfiler : public rt::Observer, public rt::TrainListener {
  public:
   enum Kind { kLight = 0, kFull = 1 };  // without probes every iteration counts as kFull
-  StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::ProbeRecorder* probes);
+  // cpu_laps false: each lap reads the wall clock only, and the CPU columns hold wall
+  // time. The process CPU clock is a system call (~1.7 us a step on run 56's host, 0.8 ms
+  // of shufflenet_v2's 5 ms iteration), and where the kernel isolates its page tables
+  // without PCID (Meltdown's mitigation, PTI) each one empties the TLB: the first hook
+  // after a lap then pays page walks a run without laps does not (forward_sink read 90 ns
+  // a call with CPU laps, 8 without).
+  StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::ProbeRecorder* probes, bool cpu_laps = true);
   void on_batch_begin(const rt::IterationInfo& info) override;
-  rt::ValueSink* forward_sink(size_t k) override { return probes_ ? probes_->forward_sink(k) : nullptr; }
-  rt::ValueSink* backward_sink(size_t k, const rt::Step& st) override {
-    return probes_ ? probes_->backward_sink(k, st) : nullptr;
+  rt::ValueSink* forward_sink(size_t k) override {
+    return probes_ ? timed(kHookSinks, [&] { return probes_->forward_sink(k); }) : nullptr;
   }
-  rt::ValueSink* forward_in_sink(size_t k) override { return probes_ ? probes_->forward_in_sink(k) : nullptr; }
-  rt::ValueSink* backward_in_sink(size_t k) override { return probes_ ? probes_->backward_in_sink(k) : nullptr; }
+  rt::ValueSink* backward_sink(size_t k, const rt::Step& st) override {
+    return probes_ ? timed(kHookSinks, [&] { return probes_->backward_sink(k, st); }) : nullptr;
+  }
+  rt::ValueSink* forward_in_sink(size_t k) override {
+    return probes_ ? timed(kHookSinks, [&] { return probes_->forward_in_sink(k); }) : nullptr;
+  }
+  rt::ValueSink* backward_in_sink(size_t k) override {
+    return probes_ ? timed(kHookSinks, [&] { return probes_->backward_in_sink(k); }) : nullptr;
+  }
   // Every sink the recorder offers, or a profile with probes misses their cost (before
   // run 14 it missed the recurrent inner values and the attention features).
-  rt::ValueSink* feature_sink(size_t k) override { return probes_ ? probes_->feature_sink(k) : nullptr; }
-  rt::InnerStats* inner_sink(size_t k) override { return probes_ ? probes_->inner_sink(k) : nullptr; }
+  rt::ValueSink* feature_sink(size_t k) override {
+    return probes_ ? timed(kHookSinks, [&] { return probes_->feature_sink(k); }) : nullptr;
+  }
+  rt::InnerStats* inner_sink(size_t k) override {
+    return probes_ ? timed(kHookSinks, [&] { return probes_->inner_sink(k); }) : nullptr;
+  }
   void on_forward(size_t k, const rt::Step& st) override;
   void on_backward(size_t k, const rt::Step& st) override;
   void before_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) override;
@@ -66,6 +83,16 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   // by program step instead ("fwd Conv name", "bwd Conv name").
   OpTypeCost op_type_cost(unsigned kinds = 3, bool by_step = false) const;
   int64_t steps(Kind k) const { return steps_[k]; }
+  // With probes: the time spent inside the recorder's hooks (the calls themselves: its
+  // own passes, its bookkeeping; not the statistics the ops take for it in their loops),
+  // seconds per timed iteration of kind k, by hook; the cost of reading the clock taken
+  // off each call (HookClock::overhead).
+  enum Hook { kHookBegin, kHookForward, kHookBackward, kHookUpdate, kHookSinks, kHooks };
+  struct HookTimes {
+    double s[kHooks] = {};
+    double calls[kHooks] = {};
+  };
+  HookTimes hook_times(Kind k) const;
   // The program steps' names: "fwd Conv name" for each forward step, then "bwd Conv
   // name" for each backward step, then "update".
   std::vector<std::string> step_labels() const;
@@ -84,10 +111,22 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
     void add(const Laps& o);
   };
   void lap(double& wall, double& cpu);
+  // f() timed into this iteration's hook h.
+  template <class F>
+  decltype(std::declval<F&>()()) timed(Hook h, F&& f) {
+    const uint64_t t0 = HookClock::ticks();
+    auto r = f();
+    hook_now_[h] += HookClock::ticks() - t0;
+    ++hook_calls_now_[h];
+    return r;
+  }
+  uint64_t hook_now_[kHooks] = {}, hook_calls_now_[kHooks] = {};  // this iteration's, in ticks
+  uint64_t hook_[2][kHooks] = {}, hook_calls_[2][kHooks] = {};  // the timed iterations', by kind
   std::string type_of_backward(size_t k) const;
   const rt::ExecutionGraph& graph_;
   int64_t warmup_;
   rt::ProbeRecorder* probes_;
+  bool cpu_laps_ = true;
   Laps now_;      // this iteration's
   Laps kind_[2];  // the timed iterations', by kind
   int64_t steps_[2] = {0, 0};
@@ -139,6 +178,12 @@ class IterationMinima {
 // off_full_ms=..." (off_ms: over every iteration; window: the timed iterations' mix of
 // their light and full ones).
 void print_probe_minima(const std::string& model, const IterationMinima& m);
+
+// The time inside the recorder's hooks per iteration of each kind (StepProfiler::hook_times),
+// medians over the rounds: "PROBEHOOKS model=... kind=light|full begin_us=... forward_us=...
+// backward_us=... update_us=... sinks_us=... total_us=... calls=..." (run 56).
+void print_probe_hooks(const std::string& model, const std::vector<StepProfiler::HookTimes>& light,
+                       const std::vector<StepProfiler::HookTimes>& full);
 // The `top` program steps whose minima grow most with probes at full iterations, then at
 // light ones: "PROBESTEP model=... by=full|light step=... off_us=... light_us=...
 // full_us=..." lines (off_us: without probes, over the iterations of the kind sorted by;

@@ -4,7 +4,7 @@
 //
 //   dl_bench_train MODEL DATA [--batch 64] [--steps 200] [--warmup 20] [--rounds 5]
 //                  [--threads 0] [--modes off,probes,full,unfused] [--rows 0] [--peak-n 1024]
-//                  [--profile] [--profile-steps] [--helpers auto|always|never] [--own-passes]
+//                  [--profile] [--profile-steps] [--wall-laps] [--helpers auto|always|never] [--own-passes]
 //
 // Modes: off     the trainer alone (deeplocalize train --no-probes)
 //        probes  + ProbeRecorder and its trace (every step reduced to statistics)
@@ -21,7 +21,10 @@
 // node, loss, update); with probes when --modes lists probes (each step then includes
 // its statistics), else without; with --modes off,probes the probes' CPU cost per op
 // type (medians over --rounds rounds alternating the two, light and full iterations
-// apart; with --profile-steps per program step). --helpers sets runtime/parallel.h's
+// apart; with --profile-steps per program step), PROBEMIN (below) and PROBEHOOKS (the
+// time inside the recorder's own calls per iteration, by hook: StepProfiler::hook_times).
+// --wall-laps: the profile's laps read the wall clock only (the CPU columns then hold
+// wall time): no system call per program step (StepProfiler's constructor). --helpers sets runtime/parallel.h's
 // helper policy (auto backs off to one thread while the machine is busy).
 // --own-passes lists, after each probes run, the step tensors the probes reduced in a
 // pass of their own (ProbeRecorder::own_passes), with their values per iteration.
@@ -61,7 +64,7 @@ struct Args {
   int64_t steps = 200, warmup = 20, rounds = 5, rows = 0;
   int threads = 0;
   int peak_n = 1024;
-  bool profile = false, profile_steps = false;
+  bool profile = false, profile_steps = false, wall_laps = false;
   bool own_passes = false;  // after each probes run: the probes' own passes, per step probe
   std::string helpers = "auto";
   std::vector<std::string> modes = {"off", "probes", "full"};
@@ -71,7 +74,7 @@ struct Args {
   std::fprintf(stderr,
                "%s\nusage: dl_bench_train MODEL DATA [--batch B] [--steps N] [--warmup W] [--rounds R]\n"
                "                      [--threads T] [--modes off,probes,full,unfused] [--rows R] [--peak-n N]\n"
-               "                      [--profile] [--profile-steps] [--helpers auto|always|never] [--own-passes]\n",
+               "                      [--profile] [--profile-steps] [--wall-laps] [--helpers auto|always|never] [--own-passes]\n",
                msg);
   std::exit(2);
 }
@@ -94,6 +97,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--peak-n") a.peak_n = std::stoi(next());
     else if (s == "--profile") a.profile = true;
     else if (s == "--profile-steps") a.profile = a.profile_steps = true;
+    else if (s == "--wall-laps") a.wall_laps = true;
     else if (s == "--helpers") a.helpers = next();
     else if (s == "--own-passes") a.own_passes = true;
     else if (s == "--modes") {
@@ -147,6 +151,7 @@ rt::Dataset load_data(const ir::Model& model, const rt::TrainConfig& c, const st
 struct ProfileCosts {
   bench::OpTypeCost all, light, full;
   std::vector<std::string> labels;  // StepProfiler::step_labels
+  bench::StepProfiler::HookTimes hooks_light, hooks_full;  // with probes
 };
 // With `minima`, its per-iteration step times go there.
 ProfileCosts profile_run(const ir::Model& model, const rt::TrainConfig& config, const rt::Dataset& data, const Args& a,
@@ -162,7 +167,7 @@ ProfileCosts profile_run(const ir::Model& model, const rt::TrainConfig& config, 
     trace.reserve_iterations(config.epochs * trace.header.batches_per_epoch);
   }
   if (print) std::printf("profile with probes %s\n", probes ? "on" : "off");
-  auto prof = std::make_unique<bench::StepProfiler>(trainer.graph(), a.warmup, probes.get());
+  auto prof = std::make_unique<bench::StepProfiler>(trainer.graph(), a.warmup, probes.get(), !a.wall_laps);
   trainer.set_observer(prof.get());
   trainer.add_listener(prof.get());
   // (The profiler reads the trainer's graph: done with here, before the trainer goes.)
@@ -177,7 +182,8 @@ ProfileCosts profile_run(const ir::Model& model, const rt::TrainConfig& config, 
   using SP = bench::StepProfiler;
   if (minima) minima->add(*prof, with_probes);
   return {prof->op_type_cost(3, by_step), prof->op_type_cost(1u << SP::kLight, by_step),
-          prof->op_type_cost(1u << SP::kFull, by_step), prof->step_labels()};
+          prof->op_type_cost(1u << SP::kFull, by_step), prof->step_labels(), prof->hook_times(SP::kLight),
+          prof->hook_times(SP::kFull)};
 }
 
 // --profile: one run (probes on when --modes lists probes); with --modes off,probes the
@@ -192,6 +198,7 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
   std::vector<bench::OpTypeCost> off, all, light, full;
   bench::IterationMinima minima;
   std::vector<std::string> labels;
+  std::vector<bench::StepProfiler::HookTimes> hooks_light, hooks_full;
   for (int64_t round = 0; round < a.rounds; ++round) {
     for (int k = 0; k < 2; ++k) {
       const bool with_probes = (k == 1) != (round % 2 == 1);  // order reversed every other round
@@ -203,6 +210,8 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
         all.push_back(c);
         light.push_back(p.light);
         full.push_back(p.full);
+        if (p.light.steps > 0) hooks_light.push_back(p.hooks_light);
+        if (p.full.steps > 0) hooks_full.push_back(p.hooks_full);
         std::printf("  (light %lld: %.2f, full %lld: %.2f)", (long long)light.back().steps, light.back().total(),
                     (long long)full.back().steps, full.back().total());
       } else {
@@ -214,6 +223,7 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
   }
   bench::print_probe_cost(name, off, all, light, full);
   bench::print_probe_minima(name, minima);
+  bench::print_probe_hooks(name, hooks_light, hooks_full);
   if (a.profile_steps) bench::print_probe_steps(name, labels, minima, 16);
 }
 

@@ -15,7 +15,8 @@
 # each program step's shortest time over the invocation's rounds: light and full
 # iterations and their mix in the timed window), and the figure is the median over the
 # invocations; less noisy on a shared machine than the per-round ratios (bench/README.md,
-# run 38).
+# run 38). WALL=1 (with MIN=1): the profile's laps read the wall clock only
+# (`--wall-laps`: no system call per program step, run 56).
 import os, re, statistics, subprocess, sys
 
 D = os.environ.get("DATA", "/work/bench-data")
@@ -33,6 +34,7 @@ reps = int(sys.argv[3]) if len(sys.argv) > 3 else 2
 rounds = sys.argv[4] if len(sys.argv) > 4 else "5"
 names = list(BINS)
 MIN = os.environ.get("MIN", "") not in ("", "0")
+WALL = os.environ.get("WALL", "") not in ("", "0")
 for c in cases:
     m, d, b, s, w = CASES[c]
     s, w = int(os.environ.get("STEPS", s)), int(os.environ.get("WARMUP", w))
@@ -43,7 +45,8 @@ for c in cases:
             for name in names[rep % len(names):] + names[:rep % len(names)]:  # each first in turn
                 cmd = [BINS[name], f"{D}/{m}", f"{D}/{d}", "--batch", str(b), "--steps", str(s), "--warmup", str(w),
                        "--threads", str(t), "--rounds", rounds, "--modes", "off,probes", "--peak-n", "0"]
-                out = subprocess.run(cmd + (["--profile"] if MIN else []), capture_output=True, text=True).stdout
+                out = subprocess.run(cmd + (["--profile"] if MIN else []) + (["--wall-laps"] if MIN and WALL else []),
+                                     capture_output=True, text=True).stdout
                 if MIN:
                     mm = re.search(r"PROBEMIN .*off_ms=([\d.]+) .*light_pct=([-\d.]+) full_pct=([-\d.]+) window_pct=([-\d.]+)", out)
                     if mm:

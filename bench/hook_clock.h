@@ -1,4 +1,4 @@
-// A cheap clock for timing short calls (the probes' hooks, ~1800 a shufflenet_v2
+// A cheap clock for timing short calls (the probes' hooks, ~1,400 a shufflenet_v2
 // iteration): the time-stamp counter on x86 (a few ns a read, where steady_clock's
 // vDSO call costs ~20 ns on a virtual machine), the steady clock elsewhere; converted
 // to seconds by a rate measured once against the steady clock. Each timed call also

@@ -24,8 +24,9 @@
 // apart; with --profile-steps per program step), PROBEMIN (below) and PROBEHOOKS (the
 // time inside the recorder's own calls per iteration, by hook: StepProfiler::hook_times).
 // --wall-laps: the profile's laps read the wall clock only (the CPU columns then hold
-// wall time): no system call per program step (StepProfiler's constructor). --helpers sets runtime/parallel.h's
-// helper policy (auto backs off to one thread while the machine is busy).
+// wall time): no system call per program step (StepProfiler's constructor). --helpers
+// sets runtime/parallel.h's helper policy (auto backs off to one thread while the
+// machine is busy).
 // --own-passes lists, after each probes run, the step tensors the probes reduced in a
 // pass of their own (ProbeRecorder::own_passes), with their values per iteration.
 #include <algorithm>

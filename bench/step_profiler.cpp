@@ -31,8 +31,9 @@ void StepProfiler::Laps::add(const Laps& o) {
   update += o.update, update_cpu += o.update_cpu;
 }
 
-StepProfiler::StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::ProbeRecorder* probes, bool cpu_laps)
-    : graph_(g), warmup_(warmup), probes_(probes), cpu_laps_(cpu_laps) {
+StepProfiler::StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::ProbeRecorder* probes, bool cpu_laps,
+                           bool time_hooks)
+    : graph_(g), warmup_(warmup), probes_(probes), cpu_laps_(cpu_laps), time_hooks_(time_hooks) {
   now_.resize(g.steps().size());
   for (Laps& l : kind_) l.resize(g.steps().size());
 }
@@ -140,34 +141,35 @@ void print_probe_minima(const std::string& model, const IterationMinima& m) {
 
 void print_probe_hooks(const std::string& model, const std::vector<StepProfiler::HookTimes>& light,
                        const std::vector<StepProfiler::HookTimes>& full) {
-  const auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-  };
   for (const auto* kind : {&light, &full}) {
     if (kind->empty()) continue;
-    double us[StepProfiler::kHooks], calls[StepProfiler::kHooks], total = 0;
+    double us[StepProfiler::kHooks], calls[StepProfiler::kHooks];
+    std::vector<double> totals;
+    for (const StepProfiler::HookTimes& t : *kind) {
+      double sum = 0;
+      for (double s : t.s) sum += 1e6 * s;
+      totals.push_back(sum);
+    }
     for (int h = 0; h < StepProfiler::kHooks; ++h) {
       std::vector<double> s, c;
       for (const StepProfiler::HookTimes& t : *kind) s.push_back(1e6 * t.s[h]), c.push_back(t.calls[h]);
       us[h] = median(s);
       calls[h] = median(c);
-      total += us[h];
     }
     using SP = StepProfiler;
     std::printf("PROBEHOOKS model=%s kind=%s begin_us=%.1f forward_us=%.1f backward_us=%.1f update_us=%.1f "
-                "sinks_us=%.1f total_us=%.1f calls=%.0f/%.0f/%.0f/%.0f/%.0f\n",
+                "sinks_us=%.1f total_us=%.1f calls=%.0f/%.0f/%.0f/%.0f/%.0f clock_ns=%.1f\n",
                 model.c_str(), kind == &light ? "light" : "full", us[SP::kHookBegin], us[SP::kHookForward],
-                us[SP::kHookBackward], us[SP::kHookUpdate], us[SP::kHookSinks], total, calls[SP::kHookBegin],
-                calls[SP::kHookForward], calls[SP::kHookBackward], calls[SP::kHookUpdate], calls[SP::kHookSinks]);
+                us[SP::kHookBackward], us[SP::kHookUpdate], us[SP::kHookSinks], median(totals), calls[SP::kHookBegin],
+                calls[SP::kHookForward], calls[SP::kHookBackward], calls[SP::kHookUpdate], calls[SP::kHookSinks],
+                1e9 * HookClock::overhead());
   }
   std::fflush(stdout);
 }
 
 void StepProfiler::on_batch_begin(const rt::IterationInfo& info) {
   for (int h = 0; h < kHooks; ++h) hook_now_[h] = hook_calls_now_[h] = 0;
-  if (probes_) timed(kHookBegin, [&] { return (probes_->on_batch_begin(info), 0); });
+  if (probes_) timed(kHookBegin, [&] { probes_->on_batch_begin(info); });
   on_ = info.iteration >= warmup_;
   now_.resize(graph_.steps().size());
   now_.update = now_.update_cpu = 0;
@@ -176,12 +178,12 @@ void StepProfiler::on_batch_begin(const rt::IterationInfo& info) {
 }
 
 void StepProfiler::on_forward(size_t k, const rt::Step& st) {
-  if (probes_) timed(kHookForward, [&] { return (probes_->on_forward(k, st), 0); });
+  if (probes_) timed(kHookForward, [&] { probes_->on_forward(k, st); });
   lap(now_.fwd[k], now_.fwd_cpu[k]);
 }
 
 void StepProfiler::on_backward(size_t k, const rt::Step& st) {
-  if (probes_) timed(kHookBackward, [&] { return (probes_->on_backward(k, st), 0); });
+  if (probes_) timed(kHookBackward, [&] { probes_->on_backward(k, st); });
   if (first_backward_ < 0) first_backward_ = int64_t(k);
   lap(now_.bwd[k], now_.bwd_cpu[k]);
 }
@@ -189,11 +191,11 @@ void StepProfiler::on_backward(size_t k, const rt::Step& st) {
 // (No lap here: the update's lap runs from the last backward step's, so that it counts the
 // probes' before_update, their work between the backward pass and the update.)
 void StepProfiler::before_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) {
-  if (probes_) timed(kHookUpdate, [&] { return (probes_->before_update(g, info), 0); });
+  if (probes_) timed(kHookUpdate, [&] { probes_->before_update(g, info); });
 }
 
 void StepProfiler::after_update(const rt::ExecutionGraph& g, const rt::IterationInfo& info) {
-  if (probes_) timed(kHookUpdate, [&] { return (probes_->after_update(g, info), 0); });
+  if (probes_) timed(kHookUpdate, [&] { probes_->after_update(g, info); });
   lap(now_.update, now_.update_cpu);
   if (!on_) return;
   // (Probes: an iteration whose step statistics were light throughout is kLight; one

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -40,8 +41,11 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   // ms of shufflenet_v2's iteration), and where the kernel isolates its page tables
   // without PCID (Meltdown's mitigation, PTI) each one empties the TLB: the first hook
   // after a lap then pays page walks a run without laps does not (shufflenet_v2's sink
-  // calls read 38 us an iteration with CPU laps, 12 without).
-  StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::ProbeRecorder* probes, bool cpu_laps = true);
+  // calls read 38 us an iteration with CPU laps, 12 without). time_hooks: time every call
+  // into the recorder (hook_times); off by default, as the two clock reads per call
+  // (~1,400 calls a shufflenet_v2 iteration) lengthen the laps of the runs with probes.
+  StepProfiler(const rt::ExecutionGraph& g, int64_t warmup, rt::ProbeRecorder* probes, bool cpu_laps = true,
+               bool time_hooks = false);
   void on_batch_begin(const rt::IterationInfo& info) override;
   rt::ValueSink* forward_sink(size_t k) override {
     return probes_ ? timed(kHookSinks, [&] { return probes_->forward_sink(k); }) : nullptr;
@@ -83,10 +87,11 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   // by program step instead ("fwd Conv name", "bwd Conv name").
   OpTypeCost op_type_cost(unsigned kinds = 3, bool by_step = false) const;
   int64_t steps(Kind k) const { return steps_[k]; }
-  // With probes: the time spent inside the recorder's hooks (the calls themselves: its
-  // own passes, its bookkeeping; not the statistics the ops take for it in their loops),
-  // seconds per timed iteration of kind k, by hook; the cost of reading the clock taken
-  // off each call (HookClock::overhead).
+  // With probes and time_hooks: the time spent inside the recorder's hooks (the calls
+  // themselves: its own passes, its bookkeeping; not the statistics the ops take for it
+  // in their loops, nor, at full iterations, the optimizer's calls into it for each
+  // chunk), seconds per timed iteration of kind k, by hook; the cost of reading the clock
+  // taken off each call (HookClock::overhead).
   enum Hook { kHookBegin, kHookForward, kHookBackward, kHookUpdate, kHookSinks, kHooks };
   struct HookTimes {
     double s[kHooks] = {};
@@ -111,22 +116,33 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
     void add(const Laps& o);
   };
   void lap(double& wall, double& cpu);
-  // f() timed into this iteration's hook h.
+  // f(), timed into this iteration's hook h when time_hooks_.
   template <class F>
-  decltype(std::declval<F&>()()) timed(Hook h, F&& f) {
+  std::invoke_result_t<F&> timed(Hook h, F&& f) {
+    if (!time_hooks_) return f();
     const uint64_t t0 = HookClock::ticks();
-    auto r = f();
+    if constexpr (std::is_void_v<decltype(f())>) {
+      f();
+      count_hook(h, t0);
+    } else {
+      decltype(auto) r = f();
+      count_hook(h, t0);
+      return r;
+    }
+  }
+  void count_hook(Hook h, uint64_t t0) {
     hook_now_[h] += HookClock::ticks() - t0;
     ++hook_calls_now_[h];
-    return r;
   }
-  uint64_t hook_now_[kHooks] = {}, hook_calls_now_[kHooks] = {};  // this iteration's, in ticks
-  uint64_t hook_[2][kHooks] = {}, hook_calls_[2][kHooks] = {};  // the timed iterations', by kind
+  // This iteration's ticks and calls per hook, then the timed iterations', by kind.
+  uint64_t hook_now_[kHooks] = {}, hook_calls_now_[kHooks] = {};
+  uint64_t hook_[2][kHooks] = {}, hook_calls_[2][kHooks] = {};
   std::string type_of_backward(size_t k) const;
   const rt::ExecutionGraph& graph_;
   int64_t warmup_;
   rt::ProbeRecorder* probes_;
   bool cpu_laps_ = true;
+  bool time_hooks_ = false;
   Laps now_;      // this iteration's
   Laps kind_[2];  // the timed iterations', by kind
   int64_t steps_[2] = {0, 0};
@@ -180,8 +196,10 @@ class IterationMinima {
 void print_probe_minima(const std::string& model, const IterationMinima& m);
 
 // The time inside the recorder's hooks per iteration of each kind (StepProfiler::hook_times),
-// medians over the rounds: "PROBEHOOKS model=... kind=light|full begin_us=... forward_us=...
-// backward_us=... update_us=... sinks_us=... total_us=... calls=..." (run 56).
+// medians over the rounds (total_us: of each round's total): "PROBEHOOKS model=...
+// kind=light|full begin_us=... forward_us=... backward_us=... update_us=... sinks_us=...
+// total_us=... calls=B/F/W/U/S clock_ns=..." (calls per iteration of the five hooks in
+// that order; clock_ns: the clock cost taken off each call; run 56).
 void print_probe_hooks(const std::string& model, const std::vector<StepProfiler::HookTimes>& light,
                        const std::vector<StepProfiler::HookTimes>& full);
 // The `top` program steps whose minima grow most with probes at full iterations, then at

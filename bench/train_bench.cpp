@@ -1,10 +1,6 @@
 // dl_bench_train: training throughput of one model, probes off and on, measured in
 // one process with the modes interleaved (off, probes, full, off, probes, full, ...)
-// so that machine drift affects every mode alike.
-//
-//   dl_bench_train MODEL DATA [--batch 64] [--steps 200] [--warmup 20] [--rounds 5]
-//                  [--threads 0] [--modes off,probes,full,unfused] [--rows 0] [--peak-n 1024]
-//                  [--profile] [--profile-steps] [--wall-laps] [--helpers auto|always|never] [--own-passes]
+// so that machine drift affects every mode alike. Options: usage() below.
 //
 // Modes: off     the trainer alone (deeplocalize train --no-probes)
 //        probes  + ProbeRecorder and its trace (every step reduced to statistics)
@@ -21,14 +17,13 @@
 // node, loss, update); with probes when --modes lists probes (each step then includes
 // its statistics), else without; with --modes off,probes the probes' CPU cost per op
 // type (medians over --rounds rounds alternating the two, light and full iterations
-// apart; with --profile-steps per program step), PROBEMIN (below) and PROBEHOOKS (the
-// time inside the recorder's own calls per iteration, by hook: StepProfiler::hook_times).
-// --wall-laps: the profile's laps read the wall clock only (the CPU columns then hold
-// wall time): no system call per program step (StepProfiler's constructor). --helpers
-// sets runtime/parallel.h's helper policy (auto backs off to one thread while the
-// machine is busy).
-// --own-passes lists, after each probes run, the step tensors the probes reduced in a
-// pass of their own (ProbeRecorder::own_passes), with their values per iteration.
+// apart; with --profile-steps per program step) and PROBEMIN (step_profiler.h). With
+// --profile: --wall-laps, laps on the wall clock only (no system call per program step;
+// the CPU columns then hold wall time), --hooks, PROBEHOOKS lines (the time inside the
+// recorder's own calls, by hook; it lengthens the probe runs' laps: StepProfiler's
+// constructor). --helpers sets runtime/parallel.h's helper policy (auto backs off to
+// one thread while the machine is busy). --own-passes lists, after each probes run, the
+// step tensors the probes reduced in a pass of their own (ProbeRecorder::own_passes).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -65,7 +60,7 @@ struct Args {
   int64_t steps = 200, warmup = 20, rounds = 5, rows = 0;
   int threads = 0;
   int peak_n = 1024;
-  bool profile = false, profile_steps = false, wall_laps = false;
+  bool profile = false, profile_steps = false, wall_laps = false, hooks = false;
   bool own_passes = false;  // after each probes run: the probes' own passes, per step probe
   std::string helpers = "auto";
   std::vector<std::string> modes = {"off", "probes", "full"};
@@ -75,7 +70,8 @@ struct Args {
   std::fprintf(stderr,
                "%s\nusage: dl_bench_train MODEL DATA [--batch B] [--steps N] [--warmup W] [--rounds R]\n"
                "                      [--threads T] [--modes off,probes,full,unfused] [--rows R] [--peak-n N]\n"
-               "                      [--profile] [--profile-steps] [--wall-laps] [--helpers auto|always|never] [--own-passes]\n",
+               "                      [--profile] [--profile-steps] [--wall-laps] [--hooks] [--helpers auto|always|never]\n"
+               "                      [--own-passes]\n",
                msg);
   std::exit(2);
 }
@@ -99,6 +95,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--profile") a.profile = true;
     else if (s == "--profile-steps") a.profile = a.profile_steps = true;
     else if (s == "--wall-laps") a.wall_laps = true;
+    else if (s == "--hooks") a.hooks = true;
     else if (s == "--helpers") a.helpers = next();
     else if (s == "--own-passes") a.own_passes = true;
     else if (s == "--modes") {
@@ -118,6 +115,7 @@ Args parse(int argc, char** argv) {
   a.model = pos[0];
   a.data = pos[1];
   if (a.warmup < 1) a.warmup = 1;
+  if ((a.wall_laps || a.hooks) && !a.profile) usage("--wall-laps and --hooks go with --profile");
   for (const std::string& m : a.modes)
     if (m != "off" && m != "probes" && m != "full" && m != "unfused") usage(("unknown mode " + m).c_str());
   return a;
@@ -168,7 +166,7 @@ ProfileCosts profile_run(const ir::Model& model, const rt::TrainConfig& config, 
     trace.reserve_iterations(config.epochs * trace.header.batches_per_epoch);
   }
   if (print) std::printf("profile with probes %s\n", probes ? "on" : "off");
-  auto prof = std::make_unique<bench::StepProfiler>(trainer.graph(), a.warmup, probes.get(), !a.wall_laps);
+  auto prof = std::make_unique<bench::StepProfiler>(trainer.graph(), a.warmup, probes.get(), !a.wall_laps, a.hooks);
   trainer.set_observer(prof.get());
   trainer.add_listener(prof.get());
   // (The profiler reads the trainer's graph: done with here, before the trainer goes.)
@@ -192,6 +190,7 @@ ProfileCosts profile_run(const ir::Model& model, const rt::TrainConfig& config, 
 void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const rt::Dataset& data, const Args& a) {
   const auto has = [&](const char* m) { return std::find(a.modes.begin(), a.modes.end(), m) != a.modes.end(); };
   const std::string name = a.model.substr(a.model.find_last_of('/') + 1);
+  if (a.wall_laps) std::printf("laps on the wall clock only (--wall-laps): the CPU columns hold wall time\n");
   if (!(has("off") && has("probes"))) {
     profile_run(model, config, data, a, has("probes"), true);
     return;
@@ -224,7 +223,7 @@ void profile_steps(const ir::Model& model, const rt::TrainConfig& config, const 
   }
   bench::print_probe_cost(name, off, all, light, full);
   bench::print_probe_minima(name, minima);
-  bench::print_probe_hooks(name, hooks_light, hooks_full);
+  if (a.hooks) bench::print_probe_hooks(name, hooks_light, hooks_full);
   if (a.profile_steps) bench::print_probe_steps(name, labels, minima, 16);
 }
 

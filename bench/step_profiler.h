@@ -37,8 +37,8 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
  public:
   enum Kind { kLight = 0, kFull = 1 };  // without probes every iteration counts as kFull
   // cpu_laps false: each lap reads the wall clock only, and the CPU columns hold wall
-  // time. The process CPU clock is a system call (about 2 us a lap on run 56's host, 1.1
-  // ms of shufflenet_v2's iteration), and where the kernel isolates its page tables
+  // time. The process CPU clock is a system call (0.4 to 2.3 us a lap on run 56's host, 0.2
+  // to 1.1 ms of shufflenet_v2's iteration), and where the kernel isolates its page tables
   // without PCID (Meltdown's mitigation, PTI) each one empties the TLB: the first hook
   // after a lap then pays page walks a run without laps does not (shufflenet_v2's sink
   // calls read 38 us an iteration with CPU laps, 12 without). time_hooks: time every call

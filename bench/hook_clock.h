@@ -1,7 +1,7 @@
 // A cheap clock for timing short calls (the probes' hooks, ~1,400 a shufflenet_v2
 // iteration): the time-stamp counter on x86 (~20 ns a read on run 56's virtual
-// machine, where steady_clock's vDSO call took 50 to 75), the steady clock elsewhere; converted
-// to seconds by a rate measured once against the steady clock. Each timed call also
+// machine, where steady_clock's vDSO call took 50 to 75), the steady clock elsewhere;
+// converted to seconds by a rate measured once against the steady clock. Each timed call also
 // counts the cost of reading the clock, measured once too (overhead()): subtract it per
 // call for the call's own time.
 #pragma once

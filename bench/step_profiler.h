@@ -96,6 +96,9 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   struct HookTimes {
     double s[kHooks] = {};
     double calls[kHooks] = {};
+    // The forward and backward hooks by the step's op type ("fwd Conv", "bwd Conv"):
+    // seconds and calls per iteration.
+    std::map<std::string, std::pair<double, double>> by_op;
   };
   HookTimes hook_times(Kind k) const;
   // The program steps' names: "fwd Conv name" for each forward step, then "bwd Conv
@@ -137,6 +140,18 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
   // This iteration's ticks and calls per hook, then the timed iterations', by kind.
   uint64_t hook_now_[kHooks] = {}, hook_calls_now_[kHooks] = {};
   uint64_t hook_[2][kHooks] = {}, hook_calls_[2][kHooks] = {};
+  // The same of the forward (0) and backward (1) hooks per program step.
+  std::vector<uint64_t> step_hook_now_[2], step_hook_[2][2];
+  template <class F>
+  void timed_step(int dir, size_t k, F&& f) {
+    if (!time_hooks_) return f();
+    const uint64_t t0 = HookClock::ticks();
+    f();
+    const uint64_t dt = HookClock::ticks() - t0;
+    hook_now_[dir == 0 ? kHookForward : kHookBackward] += dt;
+    ++hook_calls_now_[dir == 0 ? kHookForward : kHookBackward];
+    step_hook_now_[dir][k] += dt;
+  }
   std::string type_of_backward(size_t k) const;
   const rt::ExecutionGraph& graph_;
   int64_t warmup_;
@@ -199,7 +214,10 @@ void print_probe_minima(const std::string& model, const IterationMinima& m);
 // medians over the rounds (total_us: of each round's total): "PROBEHOOKS model=...
 // kind=light|full begin_us=... forward_us=... backward_us=... update_us=... sinks_us=...
 // total_us=... calls=B/F/W/U/S clock_ns=..." (calls per iteration of the five hooks in
-// that order; clock_ns: the clock cost taken off each call; run 56).
+// that order; clock_ns: the clock cost taken off each call; run 56); after each, the
+// forward and backward hooks by the step's op type, largest first: "PROBEHOOKOP model=...
+// kind=... op="fwd Conv" us=... steps=... ns_per_step=..." (us per iteration, over that
+// many steps; run 57).
 void print_probe_hooks(const std::string& model, const std::vector<StepProfiler::HookTimes>& light,
                        const std::vector<StepProfiler::HookTimes>& full);
 // The `top` program steps whose minima grow most with probes at full iterations, then at

@@ -20,8 +20,8 @@
 // apart; with --profile-steps per program step) and PROBEMIN (step_profiler.h). With
 // --profile: --wall-laps, laps on the wall clock only (no system call per program step;
 // the CPU columns then hold wall time), --hooks, PROBEHOOKS lines (the time inside the
-// recorder's own calls, by hook; it lengthens the probe runs' laps: StepProfiler's
-// constructor). --helpers sets runtime/parallel.h's helper policy (auto backs off to
+// recorder's own calls, by hook and by op type; they lengthen the probe runs' laps:
+// StepProfiler's constructor). --helpers sets runtime/parallel.h's helper policy (auto backs off to
 // one thread while the machine is busy). --own-passes lists, after each probes run, the
 // step tensors the probes reduced in a pass of their own (ProbeRecorder::own_passes).
 #include <algorithm>

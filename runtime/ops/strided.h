@@ -17,13 +17,27 @@ namespace dl::rt {
 
 class StridedWalk {
  public:
-  // Sizes the view once (planning); strides.size() == dims.size().
-  void set(std::vector<int64_t> dims, std::vector<int64_t> strides, int64_t base = 0) {
-    dims_ = std::move(dims);
-    strides_ = std::move(strides);
+  // Sizes the view once (planning); strides.size() == dims.size(). Axes of size 1 are
+  // dropped and an axis is merged into the one outside it when that one's stride spans
+  // it (a run contiguous over both, or both broadcast): the same elements in the same
+  // order, in longer runs (a channel Slice of [N, C, H, W] walks N runs of C'HW values,
+  // not N C' H runs of W: shufflenet_v2's Slices, bench/README.md run 57).
+  void set(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, int64_t base = 0) {
+    total_ = shape_numel(dims);  // ResourceError past int64 (an Expand to a shape of 2^63 values)
     base_ = base;
+    dims_.clear();
+    strides_.clear();
+    for (size_t k = 0; k < dims.size() && total_ > 0; ++k) {  // (empty: nothing walked, no sizes multiplied)
+      if (dims[k] == 1) continue;
+      if (!dims_.empty() && strides_.back() == strides[k] * dims[k]) {
+        dims_.back() *= dims[k];
+        strides_.back() = strides[k];
+        continue;
+      }
+      dims_.push_back(dims[k]);
+      strides_.push_back(strides[k]);
+    }
     counter_.assign(dims_.size(), 0);
-    total_ = shape_numel(dims_);  // ResourceError past int64 (an Expand to a shape of 2^63 values)
   }
 
   // Calls f(output offset, input offset) for every element in output order: an odometer
@@ -33,8 +47,9 @@ class StridedWalk {
   void walk(F f, Done done) {
     const size_t r = dims_.size();
     if (total_ == 0) return;
-    if (r == 0) {
+    if (r == 0) {  // (one element: a scalar, or every axis of size 1)
       f(int64_t{0}, base_);
+      done(int64_t{1});
       return;
     }
     std::fill(counter_.begin(), counter_.end(), 0);

@@ -55,6 +55,8 @@ class MaxPool : public Op {
     for (int a = 0; a < 3; ++a)
       inside_ = inside_ && win_.dil[a] == 1 && win_.pad_begin[a] == 0 &&
                 (win_.out[a] - 1) * win_.stride[a] + win_.k[a] <= win_.in[a];
+    rows_3x3s2_ = !inside_ && win_.in[0] == 1 && win_.k[0] == 1 && win_.k[1] == 3 && win_.k[2] == 3 &&
+                  win_.stride[1] == 2 && win_.stride[2] == 2 && win_.dil[1] == 1 && win_.dil[2] == 1;
   }
 
   void forward(FwdCtx& ctx) override {
@@ -67,7 +69,8 @@ class MaxPool : public Op {
     }
     const Parts c{this, x, y, ctx.out_stats};
     c.run(planes_ * win_.out_size() * win_.k_size(), [](const Parts& c, int64_t pl0, int64_t pl1) {
-      c.op->general_planes(c.x, c.y, pl0, pl1);
+      if (c.op->rows_3x3s2_) c.op->planes_3x3s2(c.x, c.y, pl0, pl1);
+      else c.op->general_planes(c.x, c.y, pl0, pl1);
       if (c.stats) c.stats->add(c.part, c.y + pl0 * c.op->win_.out_size(), (pl1 - pl0) * c.op->win_.out_size());
     });
     if (ctx.out.size() > 1 && ctx.out[1]) write_indices(ctx.out[1]->i());
@@ -149,39 +152,90 @@ class MaxPool : public Op {
   // float, as ONNX Runtime.
   void general_planes(const float* x, float* y, int64_t pl0, int64_t pl1) {
     const Window& w = win_;
-    const int64_t S = w.in_size(), P = w.out_size(), H = w.in[1], W = w.in[2];
+    const int64_t S = w.in_size(), P = w.out_size();
     for (int64_t pl = pl0; pl < pl1; ++pl) {
-      const float* __restrict xp = x + pl * S;
-      float* __restrict yp = y + pl * P;
-      int32_t* __restrict ap = argmax_.data() + pl * P;
       int64_t o = 0;
-      for (int64_t od = 0; od < w.out[0]; ++od) {
-        const PoolTaps::Axis dt = taps_.axis[0][static_cast<size_t>(od)];
-        for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-          const PoolTaps::Axis ht = taps_.axis[1][static_cast<size_t>(oh)];
-          for (int64_t ow = 0; ow < w.out[2]; ++ow, ++o) {
-            const PoolTaps::Axis wt = taps_.axis[2][static_cast<size_t>(ow)];
-            float best = -std::numeric_limits<float>::infinity();
-            int64_t arg = -1;
-            if (dt.lo < dt.hi && ht.lo < ht.hi && wt.lo < wt.hi)
-              arg = ((dt.first + dt.lo * w.dil[0]) * H + ht.first + ht.lo * w.dil[1]) * W + wt.first + wt.lo * w.dil[2];
-            for (int64_t td = dt.lo; td < dt.hi; ++td)
-              for (int64_t th = ht.lo; th < ht.hi; ++th) {
-                const int64_t row = ((dt.first + td * w.dil[0]) * H + ht.first + th * w.dil[1]) * W + wt.first;
-                for (int64_t tw = wt.lo; tw < wt.hi; ++tw) {
-                  const int64_t i = row + tw * w.dil[2];
-                  const float v = xp[i];
-                  const bool take = v > best;
-                  best = take ? v : best;
-                  arg = take ? i : arg;
-                }
-              }
-            yp[o] = arg < 0 ? std::numeric_limits<float>::lowest() : best;
-            ap[o] = static_cast<int32_t>(arg);
-          }
+      for (int64_t od = 0; od < w.out[0]; ++od)
+        for (int64_t oh = 0; oh < w.out[1]; ++oh)
+          for (int64_t ow = 0; ow < w.out[2]; ++ow, ++o)
+            general_output(x + pl * S, od, oh, ow, y + pl * P + o, argmax_.data() + pl * P + o);
+    }
+  }
+  void general_output(const float* __restrict xp, int64_t od, int64_t oh, int64_t ow, float* yp, int32_t* ap) const {
+    const Window& w = win_;
+    const int64_t H = w.in[1], W = w.in[2];
+    const PoolTaps::Axis dt = taps_.axis[0][size_t(od)], ht = taps_.axis[1][size_t(oh)], wt = taps_.axis[2][size_t(ow)];
+    float best = -std::numeric_limits<float>::infinity();
+    int64_t arg = -1;
+    if (dt.lo < dt.hi && ht.lo < ht.hi && wt.lo < wt.hi)
+      arg = ((dt.first + dt.lo * w.dil[0]) * H + ht.first + ht.lo * w.dil[1]) * W + wt.first + wt.lo * w.dil[2];
+    for (int64_t td = dt.lo; td < dt.hi; ++td)
+      for (int64_t th = ht.lo; th < ht.hi; ++th) {
+        const int64_t row = ((dt.first + td * w.dil[0]) * H + ht.first + th * w.dil[1]) * W + wt.first;
+        for (int64_t tw = wt.lo; tw < wt.hi; ++tw) {
+          const int64_t i = row + tw * w.dil[2];
+          const float v = xp[i];
+          const bool take = v > best;
+          best = take ? v : best;
+          arg = take ? i : arg;
         }
       }
-    }
+    *yp = arg < 0 ? std::numeric_limits<float>::lowest() : best;
+    *ap = static_cast<int32_t>(arg);
+  }
+
+  // 2-D 3x3 windows, stride 2, no dilation (the stem pools of resnet18 and shufflenet_v2,
+  // padding 1): kLanes outputs of a row at a time. Taps kw = 0 and 1 of the outputs are
+  // the even and odd lanes of the 2 kLanes columns from the first one's first tap, tap 2
+  // the even lanes from two columns on; a lane whose column is outside the row does not
+  // take (PoolTaps::row). The same taps in the same order, the maximum from -inf, a
+  // strictly greater value replacing it and the argmax from the window's first in-range
+  // tap: general_output's result. Outputs whose first tap is left of the row (or that
+  // have none) and rows wholly in padding go to general_output.
+  void planes_3x3s2(const float* x, float* y, int64_t pl0, int64_t pl1) {
+    const Window& w = win_;
+    const int64_t S = w.in_size(), P = w.out_size(), W = w.in[2], ow_n = w.out[2], off = -w.pad_begin[2];
+    const PoolTaps::RowTap* rt = taps_.row.data();
+    const int64_t ow_a = std::max<int64_t>({(-off + 1) / 2, rt[0].lo, rt[1].lo, rt[2].lo});
+    const int64_t ow_b = std::max<int64_t>(ow_a, std::max({rt[0].hi, rt[1].hi, rt[2].hi}));
+    for (int64_t pl = pl0; pl < pl1; ++pl)
+      for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+        const PoolTaps::Axis ht = taps_.axis[1][size_t(oh)];
+        const float* xp = x + pl * S;
+        float* yr = y + pl * P + oh * ow_n;
+        int32_t* ar = argmax_.data() + pl * P + oh * ow_n;
+        const bool vec = rowvec::kRowVec && ht.lo < ht.hi;
+        for (int64_t ow = 0; ow < (vec ? ow_a : ow_n); ++ow) general_output(xp, 0, oh, ow, yr + ow, ar + ow);
+        if (!vec) continue;
+#if defined(DL_ROW_VEC)
+        using namespace rowvec;
+        for (int64_t ow = ow_a; ow < ow_b; ow += kLanes) {
+          const int64_t n = std::min<int64_t>(kLanes, ow_b - ow), c0 = 2 * ow + off;  // tap 0's column, lane 0
+          Mask valid[3];
+          for (int t = 0; t < 3; ++t) valid[t] = both(head(n), lanes(rt[t].lo - ow, rt[t].hi - ow));
+          // The first in-range tap of each lane's window: in row ht.lo, its first valid column.
+          const int32_t r0 = static_cast<int32_t>((ht.first + ht.lo) * W + c0);
+          VecI arg = select(valid[0], iota(r0, 2), select(valid[1], iota(r0 + 1, 2), iota(r0 + 2, 2)));
+          Vec best = set1(-std::numeric_limits<float>::infinity());
+          for (int64_t th = ht.lo; th < ht.hi; ++th) {
+            const int64_t row = (ht.first + th) * W;
+            const float* p = xp + row + c0;
+            Vec v[3], skip;
+            deinterleave(load(lanes(-c0, W - c0), p), load(lanes(-c0 - kLanes, W - c0 - kLanes), p + kLanes), v[0], v[1]);
+            deinterleave(load(lanes(-c0 - 2, W - c0 - 2), p + 2), load(lanes(-c0 - 2 - kLanes, W - c0 - 2 - kLanes), p + 2 + kLanes),
+                         v[2], skip);
+            for (int t = 0; t < 3; ++t) {
+              const Mask take = both(greater(v[t], best), valid[t]);
+              best = select(take, v[t], best);
+              arg = select(take, iota(static_cast<int32_t>(row + c0 + t), 2), arg);
+            }
+          }
+          store(yr + ow, head(n), best);
+          store(ar + ow, head(n), arg);
+        }
+#endif
+        for (int64_t ow = ow_b; ow < ow_n; ++ow) general_output(xp, 0, oh, ow, yr + ow, ar + ow);
+      }
   }
 
   // 2-D 2x2 windows (depth 1), stride 2, inside the input: per output row, the two input rows are
@@ -292,6 +346,7 @@ class MaxPool : public Op {
   int64_t planes_ = 0;
   std::vector<int32_t> argmax_;  // per output: plane-local flat input index, -1 if none
   bool inside_ = false;          // every window inside the input, no dilation: forward_inside
+  bool rows_3x3s2_ = false;      // 2-D 3x3 windows, stride 2, no dilation: planes_3x3s2
 };
 
 std::unique_ptr<Op> make(const ir::Node& node) { return std::make_unique<MaxPool>(node); }

@@ -42,6 +42,7 @@ inline Vec fmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
 // Lanes where a > b (ordered: false where either is NaN); b where m is off, a where on.
 inline Mask greater(Vec a, Vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
 inline Vec select(Mask m, Vec a, Vec b) { return _mm512_mask_mov_ps(b, m, a); }
+inline Mask both(Mask a, Mask b) { return static_cast<Mask>(a & b); }
 // The even and odd lanes of the 2 * kLanes values in (lo, hi), in order.
 inline void deinterleave(Vec lo, Vec hi, Vec& even, Vec& odd) {
   const __m512i e = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -84,6 +85,7 @@ inline Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
 inline Vec fmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
 inline Mask greater(Vec a, Vec b) { return _mm256_castps_si256(_mm256_cmp_ps(a, b, _CMP_GT_OQ)); }
 inline Vec select(Mask m, Vec a, Vec b) { return _mm256_blendv_ps(b, a, _mm256_castsi256_ps(m)); }
+inline Mask both(Mask a, Mask b) { return _mm256_and_si256(a, b); }
 inline void deinterleave(Vec lo, Vec hi, Vec& even, Vec& odd) {
   // per 128-bit half: lo's then hi's even (odd) lanes; then the 64-bit pairs in order
   even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))),

@@ -170,61 +170,103 @@ TEST_CASE("MaxPool 1x2x2 on a 3-D input: every depth slice pooled (the general l
   CHECK(run.outputs[1].ivec() == ri);
 }
 
-TEST_CASE("MaxPool with padding, dilation and ceil_mode: the general path equals the definition") {
-  // (kernel, strides, pads begin/end, dilations, ceil_mode) on 16 x 16 planes of 32 images x
-  // 8 channels: large enough to run on two threads. resnet18's stem pool first.
-  struct Case {
-    std::vector<int64_t> k, s, pads, d;
-    int64_t ceil;
-  };
-  const Case cases[] = {{{3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0},
-                        {{2, 2}, {1, 1}, {1, 1, 1, 1}, {2, 2}, 0},
-                        {{3, 3}, {2, 2}, {1, 1, 0, 0}, {1, 1}, 1},
-                        {{2, 3}, {3, 2}, {3, 1, 3, 1}, {2, 1}, 1}};  // first rows' windows wholly in padding
-  const int64_t n = 32, c = 8, h = 16, w = 16, S = h * w;
-  std::vector<float> xv = random_values(n * c * S, 77);
+namespace {
+
+struct PoolCase {
+  std::vector<int64_t> k, s, pads, d;
+  int64_t ceil;
+};
+
+// MaxPool on n x c planes of h x w against the definition: the maximum of the in-range
+// taps from -inf, a strictly greater value replacing it (NaN skipped, the first maximum in
+// row-major order wins), the index of the window's first in-range tap otherwise, and the
+// lowest float and -1 for a window wholly in padding (counted into wholly_padding).
+void check_pool(const PoolCase& cs, int64_t n, int64_t c, int64_t h, int64_t w, const std::vector<float>& xv,
+                int64_t& wholly_padding) {
+  const int64_t S = h * w;
+  on_two_then_one([&](int) {
+    auto node = dl::rt::sample_node("MaxPool", 1, 2,
+                                    {{"kernel_shape", dl::rt::attr_ints(cs.k)},
+                                     {"strides", dl::rt::attr_ints(cs.s)},
+                                     {"pads", dl::rt::attr_ints(cs.pads)},
+                                     {"dilations", dl::rt::attr_ints(cs.d)},
+                                     {"ceil_mode", dl::rt::attr_i(cs.ceil)}},
+                                    12);
+    OpRun run(node, {Tensor::floats({n, c, h, w}, xv)});
+    run.forward();
+    const int64_t oh = run.outputs[0].dim(2), ow = run.outputs[0].dim(3);
+    const std::vector<float> y = run.outputs[0].fvec();
+    const std::vector<int64_t> idx = run.outputs[1].ivec();
+    REQUIRE(int64_t(y.size()) == n * c * oh * ow);
+    int64_t o = 0;
+    for (int64_t pl = 0; pl < n * c; ++pl)
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t q = 0; q < ow; ++q, ++o) {
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t arg = -1;
+          for (int64_t u = 0; u < cs.k[0]; ++u)
+            for (int64_t v = 0; v < cs.k[1]; ++v) {
+              const int64_t ih = r * cs.s[0] - cs.pads[0] + u * cs.d[0], iw = q * cs.s[1] - cs.pads[1] + v * cs.d[1];
+              if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+              const float val = xv[size_t(pl * S + ih * w + iw)];
+              if (arg < 0) arg = ih * w + iw;  // the first in-range tap, even if -inf or NaN
+              if (val > best) best = val, arg = ih * w + iw;
+            }
+          if (arg < 0) best = std::numeric_limits<float>::lowest(), ++wholly_padding;
+          INFO("output " << o << " of " << h << " x " << w);
+          CHECK((y[size_t(o)] == best || (std::isnan(y[size_t(o)]) && std::isnan(best))));
+          CHECK(idx[size_t(o)] == (arg < 0 ? -1 : pl * S + arg));
+        }
+  });
+}
+
+// Random values with ties, NaN and -inf among them.
+std::vector<float> pool_input(int64_t n, unsigned seed) {
+  std::vector<float> xv = random_values(n, seed);
   for (size_t i = 0; i < xv.size(); i += 5) xv[i] = std::round(xv[i] * 2) / 2;  // ties
   for (size_t i = 3; i < xv.size(); i += 97) xv[i] = std::nanf("");
   for (size_t i = 11; i < xv.size(); i += 89) xv[i] = -std::numeric_limits<float>::infinity();
-  for (const Case& cs : cases) {
+  return xv;
+}
+
+}  // namespace
+
+TEST_CASE("MaxPool with padding, dilation and ceil_mode: the general path equals the definition") {
+  // (kernel, strides, pads begin/end, dilations, ceil_mode) on 16 x 16 planes of 32 images x
+  // 8 channels: large enough to run on two threads. resnet18's stem pool first.
+  const PoolCase cases[] = {{{3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0},
+                            {{2, 2}, {1, 1}, {1, 1, 1, 1}, {2, 2}, 0},
+                            {{3, 3}, {2, 2}, {1, 1, 0, 0}, {1, 1}, 1},
+                            {{2, 3}, {3, 2}, {3, 1, 3, 1}, {2, 1}, 1}};  // first rows' windows wholly in padding
+  const int64_t n = 32, c = 8, h = 16, w = 16;
+  const std::vector<float> xv = pool_input(n * c * h * w, 77);
+  for (const PoolCase& cs : cases) {
     CAPTURE(cs.k[1]);
     CAPTURE(cs.d[0]);
-    on_two_then_one([&](int) {
-      auto node = dl::rt::sample_node("MaxPool", 1, 2,
-                                      {{"kernel_shape", dl::rt::attr_ints(cs.k)},
-                                       {"strides", dl::rt::attr_ints(cs.s)},
-                                       {"pads", dl::rt::attr_ints(cs.pads)},
-                                       {"dilations", dl::rt::attr_ints(cs.d)},
-                                       {"ceil_mode", dl::rt::attr_i(cs.ceil)}},
-                                      12);
-      OpRun run(node, {Tensor::floats({n, c, h, w}, xv)});
-      run.forward();
-      const int64_t oh = run.outputs[0].dim(2), ow = run.outputs[0].dim(3);
-      const std::vector<float> y = run.outputs[0].fvec();
-      const std::vector<int64_t> idx = run.outputs[1].ivec();
-      REQUIRE(int64_t(y.size()) == n * c * oh * ow);
-      int64_t o = 0, wholly_padding = 0;
-      for (int64_t pl = 0; pl < n * c; ++pl)
-        for (int64_t r = 0; r < oh; ++r)
-          for (int64_t q = 0; q < ow; ++q, ++o) {
-            float best = -std::numeric_limits<float>::infinity();
-            int64_t arg = -1;
-            for (int64_t u = 0; u < cs.k[0]; ++u)
-              for (int64_t v = 0; v < cs.k[1]; ++v) {
-                const int64_t ih = r * cs.s[0] - cs.pads[0] + u * cs.d[0], iw = q * cs.s[1] - cs.pads[1] + v * cs.d[1];
-                if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
-                const float val = xv[size_t(pl * S + ih * w + iw)];
-                if (arg < 0) arg = ih * w + iw;  // the first in-range tap, even if -inf or NaN
-                if (val > best) best = val, arg = ih * w + iw;
-              }
-            if (arg < 0) best = std::numeric_limits<float>::lowest(), ++wholly_padding;
-            INFO("output " << o);
-            CHECK((y[size_t(o)] == best || (std::isnan(y[size_t(o)]) && std::isnan(best))));
-            CHECK(idx[size_t(o)] == (arg < 0 ? -1 : pl * S + arg));
-          }
-      if (cs.k[1] == 3 && cs.s[0] == 3) CHECK(wholly_padding > 0);
-    });
+    int64_t wholly_padding = 0;
+    check_pool(cs, n, c, h, w, xv, wholly_padding);
+    if (cs.k[1] == 3 && cs.s[0] == 3) CHECK(wholly_padding > 0);
   }
+}
+
+TEST_CASE("MaxPool 3x3 stride 2 (its row-vector path): the definition on short, odd and wide rows, any padding") {
+  // Rows shorter and longer than a vector's outputs, padding 0 to 2 on either side, ceil_mode;
+  // the last: windows wholly in padding at the end of each row.
+  const PoolCase cases[] = {{{3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0}, {{3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
+                            {{3, 3}, {2, 2}, {0, 1, 1, 0}, {1, 1}, 0}, {{3, 3}, {2, 2}, {2, 2, 1, 1}, {1, 1}, 1},
+                            {{3, 3}, {2, 2}, {1, 2, 1, 2}, {1, 1}, 1}};
+  const int64_t sizes[][2] = {{3, 3}, {4, 5}, {7, 9}, {5, 34}, {9, 37}, {6, 70}};
+  unsigned seed = 5;
+  for (const auto& hw : sizes)
+    for (const PoolCase& cs : cases) {
+      CAPTURE(hw[0]);
+      CAPTURE(hw[1]);
+      CAPTURE(cs.pads[1]);
+      CAPTURE(cs.pads[3]);
+      const std::vector<float> xv = pool_input(2 * 3 * hw[0] * hw[1], ++seed);
+      int64_t wholly_padding = 0;
+      check_pool(cs, 2, 3, hw[0], hw[1], xv, wholly_padding);
+    }
 }
 
 TEST_CASE("reduce_stats of a large tensor in parts: exact counts, the same bits on 1 and 2 threads, NaN found") {

@@ -133,9 +133,11 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
       return r;
     }
   }
-  void count_hook(Hook h, uint64_t t0) {
-    hook_now_[h] += HookClock::ticks() - t0;
+  uint64_t count_hook(Hook h, uint64_t t0) {  // (returns the call's ticks)
+    const uint64_t dt = HookClock::ticks() - t0;
+    hook_now_[h] += dt;
     ++hook_calls_now_[h];
+    return dt;
   }
   // This iteration's ticks and calls per hook, then the timed iterations', by kind.
   uint64_t hook_now_[kHooks] = {}, hook_calls_now_[kHooks] = {};
@@ -147,10 +149,7 @@ class StepProfiler : public rt::Observer, public rt::TrainListener {
     if (!time_hooks_) return f();
     const uint64_t t0 = HookClock::ticks();
     f();
-    const uint64_t dt = HookClock::ticks() - t0;
-    hook_now_[dir == 0 ? kHookForward : kHookBackward] += dt;
-    ++hook_calls_now_[dir == 0 ? kHookForward : kHookBackward];
-    step_hook_now_[dir][k] += dt;
+    step_hook_now_[dir][k] += count_hook(dir == 0 ? kHookForward : kHookBackward, t0);
   }
   std::string type_of_backward(size_t k) const;
   const rt::ExecutionGraph& graph_;

@@ -55,8 +55,10 @@ class MaxPool : public Op {
     for (int a = 0; a < 3; ++a)
       inside_ = inside_ && win_.dil[a] == 1 && win_.pad_begin[a] == 0 &&
                 (win_.out[a] - 1) * win_.stride[a] + win_.k[a] <= win_.in[a];
-    rows_3x3s2_ = !inside_ && win_.in[0] == 1 && win_.k[0] == 1 && win_.k[1] == 3 && win_.k[2] == 3 &&
-                  win_.stride[1] == 2 && win_.stride[2] == 2 && win_.dil[1] == 1 && win_.dil[2] == 1;
+    // (Depth 1 throughout: one depth slice in and out, no padding along it.)
+    rows_3x3s2_ = !inside_ && win_.in[0] == 1 && win_.k[0] == 1 && win_.out[0] == 1 && win_.pad_begin[0] == 0 &&
+                  win_.k[1] == 3 && win_.k[2] == 3 && win_.stride[1] == 2 && win_.stride[2] == 2 && win_.dil[1] == 1 &&
+                  win_.dil[2] == 1;
   }
 
   void forward(FwdCtx& ctx) override {
@@ -144,7 +146,8 @@ class MaxPool : public Op {
     }
   }
 
-  // Windows that reach into padding or dilate (resnet18's 3x3 stride 2 pad 1): per
+  // Windows that reach into padding or dilate (on x86, 2-D 3x3 stride 2 windows take
+  // planes_3x3s2 instead, which falls back to general_output at the row's edges): per
   // output, its in-range taps (PoolTaps) in row-major order, the maximum from -inf and
   // only a strictly greater value replacing it (NaN is skipped, the first maximum wins),
   // in registers. The argmax starts at the window's first in-range input (so an all -inf
@@ -190,14 +193,15 @@ class MaxPool : public Op {
   // the even lanes from two columns on; a lane whose column is outside the row does not
   // take (PoolTaps::row). The same taps in the same order, the maximum from -inf, a
   // strictly greater value replacing it and the argmax from the window's first in-range
-  // tap: general_output's result. Outputs whose first tap is left of the row (or that
-  // have none) and rows wholly in padding go to general_output.
+  // tap: general_output's result. Outputs whose tap 0 is outside the row (in the
+  // padding) and rows wholly in padding go to general_output.
   void planes_3x3s2(const float* x, float* y, int64_t pl0, int64_t pl1) {
     const Window& w = win_;
-    const int64_t S = w.in_size(), P = w.out_size(), W = w.in[2], ow_n = w.out[2], off = -w.pad_begin[2];
+    const int64_t S = w.in_size(), P = w.out_size(), ow_n = w.out[2];
+    // The vector loop's outputs [ow_a, ow_b): those whose tap 0 is in the row (PoolTaps::row;
+    // tap 0's range starts and ends last of the three).
     const PoolTaps::RowTap* rt = taps_.row.data();
-    const int64_t ow_a = std::max<int64_t>({(-off + 1) / 2, rt[0].lo, rt[1].lo, rt[2].lo});
-    const int64_t ow_b = std::max<int64_t>(ow_a, std::max({rt[0].hi, rt[1].hi, rt[2].hi}));
+    const int64_t ow_a = rt[0].lo, ow_b = std::max(ow_a, rt[0].hi);
     for (int64_t pl = pl0; pl < pl1; ++pl)
       for (int64_t oh = 0; oh < w.out[1]; ++oh) {
         const PoolTaps::Axis ht = taps_.axis[1][size_t(oh)];
@@ -209,13 +213,13 @@ class MaxPool : public Op {
         if (!vec) continue;
 #if defined(DL_ROW_VEC)
         using namespace rowvec;
+        const int64_t W = w.in[2], off = -w.pad_begin[2];
         for (int64_t ow = ow_a; ow < ow_b; ow += kLanes) {
           const int64_t n = std::min<int64_t>(kLanes, ow_b - ow), c0 = 2 * ow + off;  // tap 0's column, lane 0
           Mask valid[3];
           for (int t = 0; t < 3; ++t) valid[t] = both(head(n), lanes(rt[t].lo - ow, rt[t].hi - ow));
-          // The first in-range tap of each lane's window: in row ht.lo, its first valid column.
-          const int32_t r0 = static_cast<int32_t>((ht.first + ht.lo) * W + c0);
-          VecI arg = select(valid[0], iota(r0, 2), select(valid[1], iota(r0 + 1, 2), iota(r0 + 2, 2)));
+          // The window's first in-range tap: tap 0 of row ht.lo (tap 0 is in the row here).
+          VecI arg = iota(static_cast<int32_t>((ht.first + ht.lo) * W + c0), 2);
           Vec best = set1(-std::numeric_limits<float>::infinity());
           for (int64_t th = ht.lo; th < ht.hi; ++th) {
             const int64_t row = (ht.first + th) * W;

@@ -81,7 +81,7 @@ class Slice : public StridedViewOp {
       box_ = box_ && step == 1;
       box_begin_[ax] = s;
       box_end_[ax] = s + out[ax];
-      strides[ax] = step * in_strides[ax];
+      strides[ax] = out[ax] > 1 ? step * in_strides[ax] : 0;  // (|step| <= d then: no overflow)
     }
     walk_.set(out, strides, base);
     ctx.out[0]->plan(x.dtype(), std::move(out));

@@ -41,8 +41,9 @@ class StridedWalk {
   }
 
   // Calls f(output offset, input offset) for every element in output order: an odometer
-  // over the outer axes, a strided run over the innermost one; after each run,
-  // done(output offset past it).
+  // over the outer axes, a strided run over the innermost one; after each run, and
+  // within a long run after every kChunk outputs, done(output offset past them) (so a
+  // ChunkReporter reports each chunk while it is in cache, however long the merged run).
   template <class F, class Done>
   void walk(F f, Done done) {
     const size_t r = dims_.size();
@@ -56,12 +57,15 @@ class StridedWalk {
     const int64_t inner = dims_[r - 1], inner_stride = strides_[r - 1];
     int64_t at = base_;
     for (int64_t o = 0; o < total_; o += inner) {
-      if (inner_stride == 1) {
-        for (int64_t k = 0; k < inner; ++k) f(o + k, at + k);  // a contiguous run: vectorised
-      } else {
-        for (int64_t k = 0; k < inner; ++k) f(o + k, at + k * inner_stride);
+      for (int64_t k0 = 0; k0 < inner; k0 += kChunk) {
+        const int64_t k1 = std::min(inner, k0 + kChunk);
+        if (inner_stride == 1) {
+          for (int64_t k = k0; k < k1; ++k) f(o + k, at + k);  // a contiguous run: vectorised
+        } else {
+          for (int64_t k = k0; k < k1; ++k) f(o + k, at + k * inner_stride);
+        }
+        done(o + k1);
       }
-      done(o + inner);
       for (size_t ax = r - 1; ax-- > 0;) {
         at += strides_[ax];
         if (++counter_[ax] < dims_[ax]) break;

@@ -231,7 +231,7 @@ std::vector<float> pool_input(int64_t n, unsigned seed) {
 
 }  // namespace
 
-TEST_CASE("MaxPool with padding, dilation and ceil_mode: the general path equals the definition") {
+TEST_CASE("MaxPool with padding, dilation and ceil_mode: the definition (general and 3x3 stride 2 paths)") {
   // (kernel, strides, pads begin/end, dilations, ceil_mode) on 16 x 16 planes of 32 images x
   // 8 channels: large enough to run on two threads. resnet18's stem pool first.
   const PoolCase cases[] = {{{3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0},
@@ -250,22 +250,66 @@ TEST_CASE("MaxPool with padding, dilation and ceil_mode: the general path equals
 }
 
 TEST_CASE("MaxPool 3x3 stride 2 (its row-vector path): the definition on short, odd and wide rows, any padding") {
-  // Rows shorter and longer than a vector's outputs, padding 0 to 2 on either side, ceil_mode;
-  // the last: windows wholly in padding at the end of each row.
+  // Rows shorter and longer than a vector's outputs, padding 0 to 3 on either side and
+  // ceil_mode; pads of 3 give windows wholly in padding at a row's start or end (W of 1
+  // and 2: every output in the padding but one or none). The 33 x 33 planes of 32 x 8
+  // run on two threads.
   const PoolCase cases[] = {{{3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0}, {{3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
                             {{3, 3}, {2, 2}, {0, 1, 1, 0}, {1, 1}, 0}, {{3, 3}, {2, 2}, {2, 2, 1, 1}, {1, 1}, 1},
-                            {{3, 3}, {2, 2}, {1, 2, 1, 2}, {1, 1}, 1}};
-  const int64_t sizes[][2] = {{3, 3}, {4, 5}, {7, 9}, {5, 34}, {9, 37}, {6, 70}};
+                            {{3, 3}, {2, 2}, {1, 2, 1, 2}, {1, 1}, 1}, {{3, 3}, {2, 2}, {1, 3, 1, 0}, {1, 1}, 0},
+                            {{3, 3}, {2, 2}, {3, 1, 0, 3}, {1, 1}, 0}};
+  const int64_t sizes[][4] = {{2, 3, 3, 3}, {2, 3, 4, 5}, {2, 3, 7, 9}, {2, 3, 5, 34}, {2, 3, 9, 37},
+                              {2, 3, 6, 70}, {2, 3, 3, 1}, {2, 3, 5, 2}, {32, 8, 33, 33}};
   unsigned seed = 5;
-  for (const auto& hw : sizes)
+  int64_t wholly_padding = 0;
+  for (const auto& sz : sizes)
     for (const PoolCase& cs : cases) {
-      CAPTURE(hw[0]);
-      CAPTURE(hw[1]);
+      CAPTURE(sz[2]);
+      CAPTURE(sz[3]);
       CAPTURE(cs.pads[1]);
       CAPTURE(cs.pads[3]);
-      const std::vector<float> xv = pool_input(2 * 3 * hw[0] * hw[1], ++seed);
-      int64_t wholly_padding = 0;
-      check_pool(cs, 2, 3, hw[0], hw[1], xv, wholly_padding);
+      if (sz[2] + cs.pads[0] + cs.pads[2] < 3 || sz[3] + cs.pads[1] + cs.pads[3] < 3) continue;  // (no window fits)
+      const std::vector<float> xv = pool_input(sz[0] * sz[1] * sz[2] * sz[3], ++seed);
+      check_pool(cs, sz[0], sz[1], sz[2], sz[3], xv, wholly_padding);
+    }
+  CHECK(wholly_padding > 0);
+}
+
+TEST_CASE("MaxPool 1x3x3 stride 1x2x2 on a depth-1 3-D input: depth padding keeps it off the 2-D row path") {
+  // Padding along depth gives two depth outputs, the first's windows wholly in padding.
+  const int64_t n = 2, c = 3, h = 7, w = 9, S = h * w;
+  const std::vector<float> xv = pool_input(n * c * S, 41);
+  auto node = dl::rt::sample_node("MaxPool", 1, 2,
+                                  {{"kernel_shape", dl::rt::attr_ints({1, 3, 3})},
+                                   {"strides", dl::rt::attr_ints({1, 2, 2})},
+                                   {"pads", dl::rt::attr_ints({1, 1, 1, 0, 1, 1})}},
+                                  12);
+  OpRun run(node, {Tensor::floats({n, c, 1, h, w}, xv)});
+  run.forward();
+  REQUIRE(run.outputs[0].shape() == dl::rt::Shape{n, c, 2, 4, 5});
+  // Depth slice 0 is padding: the lowest float and -1; slice 1 the 2-D pool of the plane.
+  const std::vector<float> y = run.outputs[0].fvec();
+  const std::vector<int64_t> idx = run.outputs[1].ivec();
+  for (int64_t pl = 0; pl < n * c; ++pl)
+    for (int64_t o = 0; o < 20; ++o) {
+      CHECK(y[size_t(pl * 40 + o)] == std::numeric_limits<float>::lowest());
+      CHECK(idx[size_t(pl * 40 + o)] == -1);
+    }
+  // Slice 1 against the 2-D definition of each plane.
+  OpRun flat(dl::rt::sample_node("MaxPool", 1, 2,
+                                 {{"kernel_shape", dl::rt::attr_ints({3, 3})},
+                                  {"strides", dl::rt::attr_ints({2, 2})},
+                                  {"pads", dl::rt::attr_ints({1, 1, 1, 1})}},
+                                 12),
+             {Tensor::floats({n, c, h, w}, xv)});
+  flat.forward();
+  const std::vector<float> fy = flat.outputs[0].fvec();
+  const std::vector<int64_t> fi = flat.outputs[1].ivec();
+  for (int64_t pl = 0; pl < n * c; ++pl)
+    for (int64_t o = 0; o < 20; ++o) {
+      const float a = y[size_t(pl * 40 + 20 + o)], b = fy[size_t(pl * 20 + o)];
+      CHECK((a == b || (std::isnan(a) && std::isnan(b))));
+      CHECK(idx[size_t(pl * 40 + 20 + o)] == fi[size_t(pl * 20 + o)]);
     }
 }
 

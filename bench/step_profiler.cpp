@@ -1,10 +1,8 @@
 #include "bench/step_profiler.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <limits>
-#include <set>
 
 #include "bench/bench_util.h"
 
@@ -94,8 +92,8 @@ void merge_minima(std::vector<double>& into, const std::vector<double>& m) {
 
 void StepProfiler::on_batch_begin(const rt::IterationInfo& info) {
   for (int h = 0; h < kHooks; ++h) hook_now_[h] = hook_calls_now_[h] = 0;
-  for (auto& v : step_hook_now_)
-    if (time_hooks_) v.assign(graph_.steps().size(), 0);
+  if (time_hooks_)
+    for (auto& v : step_hook_now_) v.assign(graph_.steps().size(), 0);
   if (probes_) timed(kHookBegin, [&] { probes_->on_batch_begin(info); });
   on_ = info.iteration >= warmup_;
   now_.resize(graph_.steps().size());

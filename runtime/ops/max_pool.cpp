@@ -218,20 +218,23 @@ class MaxPool : public Op {
           const int64_t n = std::min<int64_t>(kLanes, ow_b - ow), c0 = 2 * ow + off;  // tap 0's column, lane 0
           Mask valid[3];
           for (int t = 0; t < 3; ++t) valid[t] = both(head(n), lanes(rt[t].lo - ow, rt[t].hi - ow));
+          // The columns each load may read (the same in every row), and tap 0's columns.
+          const Mask m0 = lanes(-c0, W - c0), m1 = lanes(-c0 - kLanes, W - c0 - kLanes);
+          const Mask m2 = lanes(-c0 - 2, W - c0 - 2), m3 = lanes(-c0 - 2 - kLanes, W - c0 - 2 - kLanes);
+          const VecI cols = iota(static_cast<int32_t>(c0), 2);
           // The window's first in-range tap: tap 0 of row ht.lo (tap 0 is in the row here).
-          VecI arg = iota(static_cast<int32_t>((ht.first + ht.lo) * W + c0), 2);
+          VecI arg = add(cols, static_cast<int32_t>((ht.first + ht.lo) * W));
           Vec best = set1(-std::numeric_limits<float>::infinity());
           for (int64_t th = ht.lo; th < ht.hi; ++th) {
             const int64_t row = (ht.first + th) * W;
             const float* p = xp + row + c0;
             Vec v[3], skip;
-            deinterleave(load(lanes(-c0, W - c0), p), load(lanes(-c0 - kLanes, W - c0 - kLanes), p + kLanes), v[0], v[1]);
-            deinterleave(load(lanes(-c0 - 2, W - c0 - 2), p + 2), load(lanes(-c0 - 2 - kLanes, W - c0 - 2 - kLanes), p + 2 + kLanes),
-                         v[2], skip);
+            deinterleave(load(m0, p), load(m1, p + kLanes), v[0], v[1]);
+            deinterleave(load(m2, p + 2), load(m3, p + 2 + kLanes), v[2], skip);
             for (int t = 0; t < 3; ++t) {
               const Mask take = both(greater(v[t], best), valid[t]);
               best = select(take, v[t], best);
-              arg = select(take, iota(static_cast<int32_t>(row + c0 + t), 2), arg);
+              arg = select(take, add(cols, static_cast<int32_t>(row + t)), arg);
             }
           }
           store(yr + ow, head(n), best);

@@ -105,6 +105,30 @@ void BM_ConvBackward(benchmark::State& state) {
 BENCHMARK(BM_ConvForward)->Args({64, 1, 28, 6, 2})->Args({64, 6, 14, 16, 0})->ArgNames({"B", "C", "HW", "M", "pad"})->UseRealTime();
 BENCHMARK(BM_ConvBackward)->Args({64, 1, 28, 6, 2})->Args({64, 6, 14, 16, 0})->ArgNames({"B", "C", "HW", "M", "pad"})->UseRealTime();
 
+// BatchNormalization in training mode, batch 16, forward or backward (dX, dScale, dB), on
+// the map sizes of mobilenet_v2 and shufflenet_v2 at 32x32: 2x2 and 1x1 rows take
+// bn_short's pass over every channel, 4x4 and up the per-channel loops (run 58).
+void BM_BatchNorm(benchmark::State& state) {
+  const int64_t c = state.range(0), hw = state.range(1);
+  const bool backward = state.range(2) != 0;
+  OpBench b(rt::sample_node("BatchNormalization", 5, 1, {}, 15),
+            {random_tensor({16, c, hw, hw}, -1, 1, 1), random_tensor({c}, 0.5f, 1.5f, 2),
+             random_tensor({c}, -0.1f, 0.1f, 3), random_tensor({c}, 0, 0, 4), random_tensor({c}, 1, 1, 5)},
+            true);
+  b.fwd.training = true;
+  b.op->forward(b.fwd);
+  for (auto _ : state) {
+    if (backward) b.op->backward(b.bwd);
+    else b.op->forward(b.fwd);
+    benchmark::ClobberMemory();
+  }
+  state.counters["values"] = benchmark::Counter(double(16 * c * hw * hw), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_BatchNorm)
+    ->ArgsProduct({{96, 384}, {1, 2, 4}, {0, 1}})
+    ->ArgNames({"C", "hw", "bwd"})
+    ->UseRealTime();
+
 // Which depthwise kernel a map size should take (runtime/ops/depthwise.cpp, kBlockedScratch).
 void BM_Depthwise(benchmark::State& state) {
   const int64_t hw = state.range(0), n = 16, c = 96;

@@ -8,8 +8,9 @@
 // per-channel loops are short; bench/README.md run 29).
 //
 // The sums equal a reduction of the values up to rounding (in double, centred on m so
-// that a large mean does not cancel); the extremes are exact: fl(fl(x * a) + b), as the
-// op computes y, is monotonic in x. A Y value that overflowed, or a, b not finite, make
+// that a large mean does not cancel); the extremes are exact: y = x * a + b as the op
+// computes it (rounded twice, or once when contracted to a fused multiply-add) is
+// monotonic in x. A Y value that overflowed, or a, b not finite, make
 // the sum NaN, so that the probe reduces the tensor in full and counts what is not finite.
 #pragma once
 
@@ -39,7 +40,9 @@ inline stats::Sums of_x(const Channel& c) {
 
 inline stats::Sums of_y(const Channel& c, float a, float b) {
   stats::Sums r;
-  const float y_lo = c.lo * a + b, y_hi = c.hi * a + b;  // (no contraction: -ffp-contract=off)
+  // (The op's expression for y: the compiler contracts both alike, to one fused
+  // multiply-add where the target has one, so each extreme is the op's y bit for bit.)
+  const float y_lo = c.lo * a + b, y_hi = c.hi * a + b;
   const double m = c.m, d = c.s - c.n * m;
   const double A = a, beta = A * m + b;  // y = A (x - m) + beta
   r.sum = A * d + c.n * beta;

@@ -3,14 +3,21 @@
 // of the harness's GEMM-bound nets (issue 17: measure a library against our own kernel and
 // take the faster): the MLP 784-256-128-10 at batch 64 (case a: its forward, dX and dW
 // products), the MLP 4096-4096-10 at batch 256 (case c) and the TransformerEncoder's
-// projections (case t). The two sides alternate call by call; medians of --reps calls,
-// process CPU time per call (all threads), GFLOP/s of that time, and the sums over each
-// net's products per step.
+// projections (a subset of case t's products: one layer's). The two sides alternate, one
+// timing (a batch of calls of a small product, so that it spans well over the clock's
+// grain) at a time; medians of --reps timings, process CPU time per call (all threads),
+// GFLOP/s of that time, and the sums over each case's products. (At 2 threads a side's
+// threads that keep spinning after a call, libgomp's and the runtime's helpers, are
+// charged to the other side's next timing: run with OMP_WAIT_POLICY=passive, and read
+// those figures as indicative.)
 //
 // Then whether each side's bits depend on how a product is cut: every product again in
 // two parts of C's rows and in two parts of its columns, each part one call, compared bit
-// for bit with the whole, cut where the runtime cuts its blocks (near the middle, C's
-// rows at a multiple of 4 and its columns at a multiple of 48: GEBP's register blocks).
+// for bit with the whole, cut where the runtime cuts a product into 2 blocks (half the
+// rows or columns rounded up to a multiple of 4 rows or 48 columns, GEBP's register
+// blocks; "-" when the product is too small to cut there), on these products and on a
+// sweep of 400 shapes (`SWEEP`: how many of its cuts change each side's bits; `SWEEPDIFF`
+// names each of the runtime's).
 // The runtime cuts products into blocks by the thread count and promises the same bits
 // for any (gemm_kernel.h); a library whose bits change with the cut could only take over
 // with blocks fixed by the shapes alone.
@@ -61,6 +68,7 @@ const Product kProducts[] = {
     {"c", "fwd 256x4096 * (4096x4096)^T", 256, 4096, 4096, false, true},
     {"c", "dW (256x4096)^T * 256x4096", 4096, 4096, 256, true, false},
     {"c", "fwd 256x4096 * (10x4096)^T", 256, 10, 4096, false, true},
+    {"c", "dW (256x10)^T * 256x4096", 10, 4096, 256, true, false},
     {"c", "dX 256x10 * 10x4096", 256, 4096, 10, false, false},
     // (t) TransformerEncoder d 128, seq 64, batch 16: 1024 tokens through its projections.
     {"t", "qkv 1024x128 * (384x128)^T", 1024, 384, 128, false, true},
@@ -115,18 +123,22 @@ void ours(const Product& p, const Operands& o, int r0, int r1, int c0, int c1, f
 void onednn(const Product& p, const Operands& o, int r0, int r1, int c0, int c1, float* c) {
   const float* a = o.a.data() + (p.ta ? r0 : size_t(r0) * size_t(o.lda));
   const float* b = o.b.data() + (p.tb ? size_t(c0) * size_t(o.ldb) : c0);
-  dnnl_sgemm(p.ta ? 'T' : 'N', p.tb ? 'T' : 'N', r1 - r0, c1 - c0, p.k, 1.0f, a, o.lda, b, o.ldb, 0.0f,
-             c + size_t(r0) * p.n + c0, p.n);
+  if (dnnl_sgemm(p.ta ? 'T' : 'N', p.tb ? 'T' : 'N', r1 - r0, c1 - c0, p.k, 1.0f, a, o.lda, b, o.ldb, 0.0f,
+                 c + size_t(r0) * p.n + c0, p.n) != dnnl_success) {
+    std::fprintf(stderr, "dl_gemm_bench: dnnl_sgemm failed on %s\n", p.name);
+    std::exit(1);
+  }
 }
 #endif
 
-// Whether the product cut in two parts of C's rows (or columns) gives the whole's bits
-// (true when it is too small to cut there).
-bool same_bits_cut(Call call, const Product& p, const Operands& o, bool rows) {
+// Whether the product cut in two parts of C's rows (or columns) gives the whole's bits:
+// "yes", "**no**", or "-" when it is too small to cut there.
+const char* same_bits_cut(Call call, const Product& p, const Operands& o, bool rows) {
+  const int extent = rows ? p.m : p.n, align = rows ? 4 : 48;
+  const int half = ((extent + 1) / 2 + align - 1) / align * align;  // (gemm_kernel.cpp's block for 2)
+  if (half >= extent - 1) return "-";  // (nor a one-wide last block: the runtime does not cut those)
   std::vector<float> whole(size_t(p.m) * p.n), cut(whole.size());
   call(p, o, 0, p.m, 0, p.n, whole.data());
-  const int extent = rows ? p.m : p.n, align = rows ? 4 : 48, half = extent / 2 / align * align;
-  if (half == 0) return true;
   if (rows) {
     call(p, o, 0, half, 0, p.n, cut.data());
     call(p, o, half, p.m, 0, p.n, cut.data());
@@ -134,24 +146,30 @@ bool same_bits_cut(Call call, const Product& p, const Operands& o, bool rows) {
     call(p, o, 0, p.m, 0, half, cut.data());
     call(p, o, 0, p.m, half, p.n, cut.data());
   }
-  return std::memcmp(whole.data(), cut.data(), whole.size() * sizeof(float)) == 0;
+  return std::memcmp(whole.data(), cut.data(), whole.size() * sizeof(float)) == 0 ? "yes" : "**no**";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 51, threads = 1;
+  // A positive count, the whole argument a number (else -1).
+  const auto count = [](const char* v) {
+    char* end = nullptr;
+    const long x = std::strtol(v, &end, 10);
+    return end != v && *end == 0 && x > 0 && x < 1000000 ? int(x) : -1;
+  };
   for (int i = 1; i < argc; i += 2) {
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (v && !std::strcmp(argv[i], "--reps")) reps = std::atoi(v);
-    else if (v && !std::strcmp(argv[i], "--threads")) threads = std::atoi(v);
+    if (v && !std::strcmp(argv[i], "--reps")) reps = count(v);
+    else if (v && !std::strcmp(argv[i], "--threads")) threads = count(v);
     else {
       std::fprintf(stderr, "usage: %s [--reps N] [--threads T]\n", argv[0]);
       return 2;
     }
   }
   if (reps < 1 || threads < 1) {
-    std::fprintf(stderr, "%s: --reps and --threads must be positive\n", argv[0]);
+    std::fprintf(stderr, "%s: --reps and --threads must be positive whole numbers\n", argv[0]);
     return 2;
   }
   dl::rt::set_compute_threads(threads);
@@ -191,11 +209,34 @@ int main(int argc, char** argv) {
       const double us = median(t[d]);
       totals.back().us[d] += us;
       std::printf("| %s | %s | %s | %.2f | %.1f | %s / %s |\n", p.net, p.name, names[d], us, 2.0 * macs / us * 1e-3,
-                  same_bits_cut(calls[d], p, o, true) ? "yes" : "**no**",
-                  same_bits_cut(calls[d], p, o, false) ? "yes" : "**no**");
+                  same_bits_cut(calls[d], p, o, true), same_bits_cut(calls[d], p, o, false));
     }
   }
-  std::printf("\nper case, the products above summed (us):\n");
+  // A wider sweep of shapes (small and odd ones too, all four transposes), cut the same
+  // way: how many cuts change each side's bits. (Not single rows: the runtime sends those
+  // to Eigen's GEMV and never cuts them.)
+  int cuts = 0, differ[2] = {0, 0};
+  for (const int m : {3, 16, 64, 100, 256})
+    for (const int n : {10, 64, 100, 256, 784})
+      for (const int k : {10, 64, 128, 784})
+        for (int t = 0; t < 4; ++t) {
+          const Product p{"sweep", "sweep", m, n, k, (t & 1) != 0, (t & 2) != 0};
+          const Operands o = operands(p, uint64_t(m * 1000003 + n * 1009 + k * 7 + t));
+          for (const bool rows : {true, false}) {
+            if (!std::strcmp(same_bits_cut(calls[0], p, o, rows), "-")) continue;
+            ++cuts;
+            for (int d = 0; d < sides; ++d)
+              if (!std::strcmp(same_bits_cut(calls[d], p, o, rows), "**no**")) {
+                ++differ[d];
+                if (d == 0)
+                  std::printf("SWEEPDIFF %s m=%d n=%d k=%d ta=%d tb=%d cut=%s\n", names[d], m, n, k, int(p.ta),
+                              int(p.tb), rows ? "rows" : "columns");
+              }
+          }
+        }
+  std::printf("\nSWEEP shapes=400 cuts=%d %s_differ=%d", cuts, names[0], differ[0]);
+  if (sides > 1) std::printf(" %s_differ=%d", names[1], differ[1]);
+  std::printf("\n\nper case, the products above summed (us):\n");
   for (const Total& tt : totals) {
     std::printf("GEMMSUM case=%s %s=%.1f", tt.net, names[0], tt.us[0]);
     if (sides > 1) std::printf(" %s=%.1f ratio=%.3f", names[1], tt.us[1], tt.us[0] / tt.us[1]);

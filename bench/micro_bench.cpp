@@ -8,6 +8,7 @@
 // BM_Conv{Forward,Backward}/...      the Conv op on LeNet-5's two convolutions
 // BM_Depthwise/hw/blocked/backward   the depthwise kernels, per-plane or channel-blocked,
 //                                    16 images of 96 channels, 3x3 pad 1 (MobileNet's)
+// BM_BatchNorm/C/hw/bwd              BatchNormalization in training mode, 16 images, 1 thread
 // BM_ReduceStats/n/dead_zone         the probe reduction over n floats
 // BM_SinkChunk, BM_ParamChunk         the probes' sums of one chunk, of a parameter's chunks
 // BM_OptimizerStep/values/mode       an optimizer step, unobserved or observed (the probes' full iterations)
@@ -105,17 +106,20 @@ void BM_ConvBackward(benchmark::State& state) {
 BENCHMARK(BM_ConvForward)->Args({64, 1, 28, 6, 2})->Args({64, 6, 14, 16, 0})->ArgNames({"B", "C", "HW", "M", "pad"})->UseRealTime();
 BENCHMARK(BM_ConvBackward)->Args({64, 1, 28, 6, 2})->Args({64, 6, 14, 16, 0})->ArgNames({"B", "C", "HW", "M", "pad"})->UseRealTime();
 
-// BatchNormalization in training mode, batch 16, forward or backward (dX, dScale, dB), on
-// the map sizes of mobilenet_v2 and shufflenet_v2 at 32x32: 2x2 and 1x1 rows take
-// bn_short's pass over every channel, 4x4 and up the per-channel loops (run 58).
+// BatchNormalization in training mode, batch 16, 1 thread, forward or backward (dX,
+// dScale, dB written as their first writer, as in training), on the map sizes of
+// mobilenet_v2 and shufflenet_v2 at 32x32: 2x2 and 1x1 rows take bn_short's pass over
+// every channel, 4x4 and up the per-channel loops (run 58).
 void BM_BatchNorm(benchmark::State& state) {
   const int64_t c = state.range(0), hw = state.range(1);
   const bool backward = state.range(2) != 0;
+  rt::set_compute_threads(1);
   OpBench b(rt::sample_node("BatchNormalization", 5, 1, {}, 15),
             {random_tensor({16, c, hw, hw}, -1, 1, 1), random_tensor({c}, 0.5f, 1.5f, 2),
              random_tensor({c}, -0.1f, 0.1f, 3), random_tensor({c}, 0, 0, 4), random_tensor({c}, 1, 1, 5)},
             true);
   b.fwd.training = true;
+  b.bwd.assign = 7;  // X, scale, B: BatchNormalization writes them first (Op::assigns_gradient)
   b.op->forward(b.fwd);
   for (auto _ : state) {
     if (backward) b.op->backward(b.bwd);
@@ -123,6 +127,7 @@ void BM_BatchNorm(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.counters["values"] = benchmark::Counter(double(16 * c * hw * hw), benchmark::Counter::kIsIterationInvariantRate);
+  rt::set_compute_threads(0);
 }
 BENCHMARK(BM_BatchNorm)
     ->ArgsProduct({{96, 384}, {1, 2, 4}, {0, 1}})

@@ -149,6 +149,16 @@ TEST_CASE("BatchNormalization over rows shorter than 16 values: the bits of the 
       CHECK(d[0].fvec() == want[1]);
       CHECK(d[1].fvec() == want[2]);
       CHECK(d[2].fvec() == want[3]);
+      // As the gradients' first writer (BwdCtx::assign, as in training): the same bits.
+      const std::vector<Tensor> first = run.backward({&dyt}, {true, true, true}, 7);
+      CHECK(first[0].fvec() == want[1]);
+      CHECK(first[1].fvec() == want[2]);
+      CHECK(first[2].fvec() == want[3]);
+      // Adding onto a gradient another reader wrote: that gradient plus dX (each value
+      // rounded once or twice: the compiler may contract the product and the sum).
+      run.din_fill = 0.5f;
+      const std::vector<Tensor> added = run.backward({&dyt}, {true, false, false});
+      for (size_t i = 0; i < want[1].size(); ++i) CHECK(added[0].f()[i] == doctest::Approx(0.5f + want[1][i]).epsilon(1e-6));
     }
   }
 }

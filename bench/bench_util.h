@@ -39,6 +39,15 @@ inline double seconds_since(std::chrono::steady_clock::time_point t) {
 // CPU time of the whole process (all threads), in seconds.
 double process_cpu_seconds();
 
+// The process CPU time one call of f takes (all threads), in ms: steadier than the wall
+// clock on a shared machine (dl_conv_bench, dl_gemm_bench).
+template <class F>
+double cpu_ms(F f) {
+  const double t0 = process_cpu_seconds();
+  f();
+  return (process_cpu_seconds() - t0) * 1e3;
+}
+
 double median(std::vector<double> v);
 
 // Times iterations [warmup, warmup + steps) of one Trainer::run and stops it: wall time,

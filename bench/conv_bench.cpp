@@ -13,14 +13,13 @@
 // The oneDNN side is built only when libdnnl-dev is installed (bench/CMakeLists.txt);
 // without it only the runtime's figures are printed.
 
-#include <algorithm>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "bench/op_bench.h"
 #include "runtime/attrs.h"
 #include "runtime/threads.h"
@@ -50,22 +49,6 @@ const Shape kResnet18[] = {
     {"3x3/2 256->512 on 2x2", 256, 512, 2, 3, 2, 1, 1},      {"3x3 512->512 on 1x1", 512, 512, 1, 3, 1, 1, 3},
     {"1x1/2 256->512 on 2x2", 256, 512, 2, 1, 2, 0, 1},
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Process CPU time of one call (all threads), ms: steadier than the wall clock on a
-// shared machine.
-template <class F>
-double time_ms(F f) {
-  timespec a, b;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
-  f();
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
-  return double(b.tv_sec - a.tv_sec) * 1e3 + double(b.tv_nsec - a.tv_nsec) * 1e-6;
-}
 
 // The three calls of one side on one shape.
 struct Side {
@@ -231,13 +214,13 @@ int main(int argc, char** argv) {
       for (int k = 0; k < 3; ++k)
         for (int d = 0; d < sides; ++d) {
           Side& x = *side[d];
-          const double ms = time_ms([&] { k == 0 ? x.forward() : k == 1 ? x.backward_data() : x.backward_weights(); });
+          const double ms = dl::bench::cpu_ms([&] { k == 0 ? x.forward() : k == 1 ? x.backward_data() : x.backward_weights(); });
           if (r > 0) t[d][k].push_back(ms);
         }
     const int o = sh.out();
     const double gflop = 2.0 * batch * sh.m * o * o * double(sh.c) * sh.k * sh.k * 1e-9;
     for (int d = 0; d < sides; ++d) {
-      const double f = median(t[d][0]), dx = median(t[d][1]), dw = median(t[d][2]);
+      const double f = dl::bench::median(t[d][0]), dx = dl::bench::median(t[d][1]), dw = dl::bench::median(t[d][2]);
       total[d][0] += sh.count * f, total[d][2] += sh.count * dw;
       if (&sh != &kResnet18[0]) total[d][1] += sh.count * dx;  // no dX into the data
       std::printf("| %s (x%d) | %s | %.3f | %.3f | %.3f | %.1f / %.1f / %.1f |\n", sh.name, sh.count, names[d], f, dx,

@@ -30,10 +30,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <random>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "runtime/ops/gemm_kernel.h"
 #include "runtime/threads.h"
 
@@ -76,20 +76,6 @@ const Product kProducts[] = {
     {"t", "ffn 1024x512 * (128x512)^T", 1024, 128, 512, false, true},
     {"t", "dW (1024x384)^T * 1024x128", 384, 128, 1024, true, false},
 };
-
-template <class F>
-double time_ms(F f) {
-  timespec a, b;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
-  f();
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
-  return double(b.tv_sec - a.tv_sec) * 1e3 + double(b.tv_nsec - a.tv_nsec) * 1e-6;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 struct Operands {
   std::vector<float> a, b;
@@ -199,14 +185,14 @@ int main(int argc, char** argv) {
     std::vector<double> t[2];
     for (int r = 0; r <= reps; ++r)  // round 0 is a warm-up
       for (int d = 0; d < sides; ++d) {
-        const double ms = time_ms([&] {
+        const double ms = dl::bench::cpu_ms([&] {
           for (int i = 0; i < inner; ++i) calls[d](p, o, 0, p.m, 0, p.n, c.data());
         });
         if (r > 0) t[d].push_back(ms * 1e3 / inner);
       }
     if (totals.empty() || std::strcmp(totals.back().net, p.net) != 0) totals.push_back({p.net, {0, 0}});
     for (int d = 0; d < sides; ++d) {
-      const double us = median(t[d]);
+      const double us = dl::bench::median(t[d]);
       totals.back().us[d] += us;
       std::printf("| %s | %s | %s | %.2f | %.1f | %s / %s |\n", p.net, p.name, names[d], us, 2.0 * macs / us * 1e-3,
                   same_bits_cut(calls[d], p, o, true), same_bits_cut(calls[d], p, o, false));

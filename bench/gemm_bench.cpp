@@ -117,12 +117,20 @@ void onednn(const Product& p, const Operands& o, int r0, int r1, int c0, int c1,
 }
 #endif
 
+// Where the runtime cuts C's rows (or columns) into 2 blocks (gemm_kernel.cpp: half,
+// rounded up to GEBP's register block), or 0 where it would not cut (nor leave a
+// one-wide last block).
+int cut_at(const Product& p, bool rows) {
+  const int extent = rows ? p.m : p.n, align = rows ? 4 : 48;
+  const int half = ((extent + 1) / 2 + align - 1) / align * align;
+  return half >= extent - 1 ? 0 : half;
+}
+
 // Whether the product cut in two parts of C's rows (or columns) gives the whole's bits:
 // "yes", "**no**", or "-" when it is too small to cut there.
 const char* same_bits_cut(Call call, const Product& p, const Operands& o, bool rows) {
-  const int extent = rows ? p.m : p.n, align = rows ? 4 : 48;
-  const int half = ((extent + 1) / 2 + align - 1) / align * align;  // (gemm_kernel.cpp's block for 2)
-  if (half >= extent - 1) return "-";  // (nor a one-wide last block: the runtime does not cut those)
+  const int half = cut_at(p, rows);
+  if (half == 0) return "-";
   std::vector<float> whole(size_t(p.m) * p.n), cut(whole.size());
   call(p, o, 0, p.m, 0, p.n, whole.data());
   if (rows) {
@@ -209,7 +217,7 @@ int main(int argc, char** argv) {
           const Product p{"sweep", "sweep", m, n, k, (t & 1) != 0, (t & 2) != 0};
           const Operands o = operands(p, uint64_t(m * 1000003 + n * 1009 + k * 7 + t));
           for (const bool rows : {true, false}) {
-            if (!std::strcmp(same_bits_cut(calls[0], p, o, rows), "-")) continue;
+            if (cut_at(p, rows) == 0) continue;
             ++cuts;
             for (int d = 0; d < sides; ++d)
               if (!std::strcmp(same_bits_cut(calls[d], p, o, rows), "**no**")) {

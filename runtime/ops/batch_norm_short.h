@@ -5,7 +5,8 @@
 // divisions and a square root per channel for 4 to 64 values (mobilenet_v2: 230 ns per
 // channel of a 2x2 map, 40 ns here). Each channel's sums run over its values in image
 // order in double, as those loops summed such rows, and every value takes the same float
-// expression as there, so the results did not change bit for bit (bench/README.md run 43).
+// expression as there, so the results did not change bit for bit (bench/README.md run 43;
+// input_grad adding onto another reader's dX: up to the last bit since run 58, see there).
 #pragma once
 
 #include <cstdint>
@@ -79,10 +80,11 @@ void grad_sums(const float* dy, const float* x, Dims d, const float* mean, doubl
 // dx = (0 when `assign`, else dx) + a[c] * (dy - ms[c] - (x - mean[c]) * msx[c])
 // (Each channel's coefficients are read once into locals: read through the pointers,
 // which may alias dx for all the compiler knows, they were loaded again after every store
-// and the 2x2 loop ran scalar: the whole backward on 2x2 maps took 3.2x as long,
-// BM_BatchNorm, bench/README.md run 58. Every value's product and sum are now contracted
-// alike; adding onto another reader's dX, the old loop had left one value of each 2x2
-// row's product unfused, a last-bit difference.)
+// and the 2x2 loop ran scalar: the whole backward on 2x2 maps took 3.2x to 3.6x as long,
+// BM_BatchNorm, bench/README.md run 58. As the first writer (`assign`, training's usual
+// case) the bits are unchanged. Adding onto another reader's dX, GCC had left element 0
+// of each 2x2 row unfused (the product rounded, then added); all are now fused, so those
+// values may differ from before in the last bit.)
 template <int64_t K>
 void input_grad(const float* dy, const float* x, Dims d, const float* a, const float* ms, const float* msx,
                 const float* mean, float* dx, bool assign) {

@@ -307,7 +307,8 @@ class BatchNormalization : public Op {
 
   // Rows shorter than kShortRow: all channels at once (runtime/ops/batch_norm_short.h),
   // the same bits as forward_channel and backward_channel would give (a unit test keeps
-  // their former per-channel loops for such rows as the reference). On one thread: such
+  // their former per-channel loops for such rows as the reference; adding onto another
+  // gradient, up to the last bit: run 58). On one thread: such
   // tensors are small (mobilenet_v2's largest, 16 x 1280 values).
   void forward_short(const Pass& ps) const {
     const bn_short::Dims d{outer_, c_, inner_};

@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
   const Call calls[] = {ours};
 #endif
   const int sides = int(sizeof(names) / sizeof(names[0]));
-  std::printf("%d thread(s), median of %d calls, process CPU time\n", threads, reps);
+  std::printf("%d thread(s), median of %d timings, process CPU time per call\n", threads, reps);
   std::printf("| case | product (m x k * k x n) | side | us | GFLOP/s | same bits cut by rows / columns |\n");
   std::printf("|---|---|---|---:|---:|---|\n");
   struct Total {

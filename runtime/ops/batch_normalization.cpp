@@ -305,11 +305,9 @@ class BatchNormalization : public Op {
     ps.in_sums[c] = acc.finish();
   }
 
-  // Rows shorter than kShortRow: all channels at once (runtime/ops/batch_norm_short.h),
-  // the same bits as forward_channel and backward_channel would give (a unit test keeps
-  // their former per-channel loops for such rows as the reference; adding onto another
-  // gradient, up to the last bit: run 58). On one thread: such
-  // tensors are small (mobilenet_v2's largest, 16 x 1280 values).
+  // Rows shorter than kShortRow: all channels at once (runtime/ops/batch_norm_short.h; the
+  // bits of the former per-channel loops, which a unit test keeps, but for the last bit of
+  // dX added onto another gradient), on one thread: small tensors (16 x 1280 at most here).
   void forward_short(const Pass& ps) const {
     const bn_short::Dims d{outer_, c_, inner_};
     double *mean = wide_[0].data(), *var = wide_[1].data();

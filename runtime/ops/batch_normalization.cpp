@@ -22,7 +22,6 @@
 // values per channel (as torch.nn.BatchNorm2d does too); for 2-D/3-D X (Keras' non-fused
 // path, tf.nn.moments) the population variance. The ONNX outputs keep the spec's rule.
 #include <cmath>
-#include <optional>
 
 #include "runtime/attrs.h"
 #include "runtime/ops/batch_norm_short.h"
@@ -225,49 +224,15 @@ class BatchNormalization : public Op {
     }
     const bool out_here = ps.sums && !derive;
     const bool in_here = ps.in_sums && !derive;  // no batch statistics: X's sums here
-    // (Constructed only when used: each is over a kilobyte of vectors to set, more than
-    // a small channel's whole normalisation.)
-    std::optional<simd::LightSums> in_holder, holder;
-    simd::LightSums* in_acc = in_here ? &in_holder.emplace() : nullptr;
-    simd::LightSums* acc = out_here ? &holder.emplace() : nullptr;
+    if (out_here || in_here)
+      return bn_sums::normalize_summing(ps.x + c * inner_, ps.y + c * inner_, outer_, c_ * inner_, inner_, a, b,
+                                        out_here ? &ps.sums[c] : nullptr, in_here ? &ps.in_sums[c] : nullptr);
     for (int64_t n = 0; n < outer_; ++n) {
       const float* xp = ps.x + (n * c_ + c) * inner_;
       float* yp = ps.y + (n * c_ + c) * inner_;
-      if (!out_here && !in_here) {
-        for (int64_t k = 0; k < inner_; ++k) yp[k] = xp[k] * a + b;
-        continue;
-      }
-      // (The vector lanes and the scalar tail compute the same expression, contracted
-      // alike.)
-      using simd::VecF;
-      constexpr int kL = simd::kLanes;
-      const VecF av = VecF{} + a, bv = VecF{} + b;
-      const auto y_of = [&](int64_t at) {
-        const VecF w = simd::loadv(xp + at) * av + bv;
-        simd::storev(yp + at, w);
-        return w;
-      };
-      int64_t k = 0;
-      for (; k + 4 * kL <= inner_; k += 4 * kL) {
-        const VecF w0 = y_of(k), w1 = y_of(k + kL), w2 = y_of(k + 2 * kL), w3 = y_of(k + 3 * kL);
-        if (out_here) acc->put4(w0, w1, w2, w3);
-        if (in_here) in_acc->put_row(xp + k, 4 * kL);
-      }
-      for (; k + kL <= inner_; k += kL) {
-        const VecF w = y_of(k);
-        if (out_here) acc->put(w);
-        if (in_here) in_acc->put(simd::loadv(xp + k));
-      }
-      for (; k < inner_; ++k) {
-        yp[k] = xp[k] * a + b;
-        if (in_here) in_acc->put_scalar(xp[k]);
-        if (out_here) acc->put_scalar(yp[k]);
-      }
+      for (int64_t k = 0; k < inner_; ++k) yp[k] = xp[k] * a + b;
     }
-    if (out_here) ps.sums[c] = acc->finish();
-    if (in_here) ps.in_sums[c] = in_acc->finish();
   }
-
   void backward_channel(const Pass& ps, int64_t c) const {
     float s = 0.0f, sx = 0.0f;  // sum dy, sum dy * xhat
     const float m = mean_[c];

@@ -16,6 +16,7 @@
 #endif
 
 #include <cstdint>
+#include <cstring>
 
 #include "runtime/value_simd.h"
 
@@ -55,22 +56,64 @@ inline float short_lane_sum(int64_t n, Term term) {
   }
   return live > 0 ? acc[0] + 0.0f : 0.0f;
 }
+// The tree over the kLanes lanes held in native vectors (lane j in acc[j / simd::kLanes],
+// at j % simd::kLanes), each lane j < w adding lane j + w for w = 8, 4, 2, 1: the scalar
+// loop's pairs and order, in registers (the scalar loop over an array stored the vectors
+// and read them back lane by lane: a stalled load per lane; BatchNormalization's 4x4 maps
+// sum two 16-value rows per channel and image, bench/README.md run 59).
+constexpr int kParts = kLanes / simd::kLanes;  // 1 (AVX-512), 2 (AVX) or 4 vectors
+using Lanes = simd::VecF[kParts];
+inline float fold(const Lanes& acc) {
+#if defined(__AVX512F__) || defined(__AVX__)
+#if defined(__AVX512F__)
+  // (Halves by a vector shuffle: GCC 12's _mm512_extractf64x4_pd warns of an undefined value.)
+  typedef float V8 __attribute__((vector_size(32)));
+  const V8 lo8 = __builtin_shufflevector(acc[0], acc[0], 0, 1, 2, 3, 4, 5, 6, 7),
+           hi8 = __builtin_shufflevector(acc[0], acc[0], 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m256 lo = reinterpret_cast<const __m256&>(lo8), hi = reinterpret_cast<const __m256&>(hi8);
+#else
+  const __m256 lo = reinterpret_cast<const __m256&>(acc[0]), hi = reinterpret_cast<const __m256&>(acc[1]);
+#endif
+  const __m256 h = _mm256_add_ps(lo, hi);                                                 // w = 8
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));          // w = 4
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));                                                 // w = 2
+  q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));                                             // w = 1
+  return _mm_cvtss_f32(q);
+#else
+  float l[kLanes];
+  std::memcpy(l, acc, sizeof l);
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) l[j] += l[j + w];
+  return l[0];
+#endif
+}
+// Adds term(k) for the last n - k < kLanes values to lanes 0, 1, ... (as the vector loop
+// would have), value by value.
 template <class Term>
-inline float lane_sum(int64_t n, Term term) {
+inline void add_tail(Lanes& acc, int64_t k, int64_t n, Term term) {
+  if (k >= n) return;
+  float l[kLanes];
+  std::memcpy(l, acc, sizeof l);
+  for (int j = 0; k < n; ++k, ++j) l[j] += term(k);
+  std::memcpy(acc, l, sizeof l);
+}
+// The lane sum of term over n values: vterm(k) is the vector of term(k), term(k + 1), ...
+// (the same expression per lane, so the same bits as term's, contracted alike).
+template <class VTerm, class Term>
+inline float lane_sum(int64_t n, VTerm vterm, Term term) {
   if (n < kLanes) return short_lane_sum(n, term);
-  float acc[kLanes] = {};
+  Lanes acc = {};
   int64_t k = 0;
   for (; k + kLanes <= n; k += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] += term(k + j);
-  for (int j = 0; k < n; ++k, ++j) acc[j] += term(k);
-  for (int w = kLanes / 2; w > 0; w /= 2)
-    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
-  return acc[0];
+    for (int q = 0; q < kParts; ++q) acc[q] += vterm(k + q * simd::kLanes);
+  add_tail(acc, k, n, term);
+  return fold(acc);
 }
 }  // namespace reduce_detail
 
 inline float sum_of(const float* p, int64_t n) {
-  return reduce_detail::lane_sum(n, [p](int64_t k) { return p[k]; });
+  return reduce_detail::lane_sum(
+      n, [p](int64_t k) { return simd::loadv(p + k); }, [p](int64_t k) { return p[k]; });
 }
 // sum_of(p, n), the same bits, putting every value into `acc` (simd::LightSums or
 // simd::Extremes) from the same loads (for an op that sums a tensor's rows a probe wants
@@ -78,9 +121,9 @@ inline float sum_of(const float* p, int64_t n) {
 template <class Acc>
 inline float sum_of_light(const float* p, int64_t n, Acc& acc) {
   using simd::VecF;
-  constexpr int kL = simd::kLanes, kParts = reduce_detail::kLanes / kL;
+  constexpr int kL = simd::kLanes, kParts = reduce_detail::kParts;
   static_assert(kParts * kL == reduce_detail::kLanes && kParts <= 4, "sum_of's lanes are at most 4 vectors");
-  VecF lane_acc[kParts] = {};  // lane j of sum_of is lane j % kL of lane_acc[j / kL]
+  reduce_detail::Lanes lane_acc = {};  // lane j of sum_of is lane j % kL of lane_acc[j / kL]
   int64_t k = 0;
   // 4 vectors at a time (whole groups of sum_of's 16 lanes: 4 * kL is a multiple of 16).
   for (; k + 4 * kL <= n; k += 4 * kL) {
@@ -98,15 +141,9 @@ inline float sum_of_light(const float* p, int64_t n, Acc& acc) {
       lane_acc[q] += v;
       acc.put(v);
     }
-  float lanes[reduce_detail::kLanes];
-  for (int j = 0; j < reduce_detail::kLanes; ++j) lanes[j] = lane_acc[j / kL][j % kL];
-  for (int j = 0; k < n; ++k, ++j) {
-    lanes[j] += p[k];
-    acc.put_scalar(p[k]);
-  }
-  for (int w = reduce_detail::kLanes / 2; w > 0; w /= 2)
-    for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
-  return lanes[0];
+  for (int64_t t = k; t < n; ++t) acc.put_scalar(p[t]);
+  reduce_detail::add_tail(lane_acc, k, n, [p](int64_t t) { return p[t]; });
+  return reduce_detail::fold(lane_acc);
 }
 // row_sums[r] += sum_of(p + r * len, len) for each of `rows` rows (the same bits), and
 // the light sums (sum, sum of squares, min, max; runtime/value_sums.h) of all rows * len
@@ -122,14 +159,24 @@ inline void sum_rows_light(const float* p, int64_t rows, int64_t len, float* row
 
 // sum (p[k] - m)^2
 inline float sum_sq_dev(const float* p, int64_t n, float m) {
-  return reduce_detail::lane_sum(n, [p, m](int64_t k) {
-    const float d = p[k] - m;
-    return d * d;
-  });
+  const simd::VecF mv = simd::VecF{} + m;
+  return reduce_detail::lane_sum(
+      n,
+      [p, mv](int64_t k) {
+        const simd::VecF d = simd::loadv(p + k) - mv;
+        return d * d;
+      },
+      [p, m](int64_t k) {
+        const float d = p[k] - m;
+        return d * d;
+      });
 }
 // sum g[k] * (p[k] - m)
 inline float dot_dev(const float* g, const float* p, int64_t n, float m) {
-  return reduce_detail::lane_sum(n, [g, p, m](int64_t k) { return g[k] * (p[k] - m); });
+  const simd::VecF mv = simd::VecF{} + m;
+  return reduce_detail::lane_sum(
+      n, [g, p, mv](int64_t k) { return simd::loadv(g + k) * (simd::loadv(p + k) - mv); },
+      [g, p, m](int64_t k) { return g[k] * (p[k] - m); });
 }
 
 }  // namespace dl::rt

@@ -120,7 +120,9 @@ float row_max(const float* p, int64_t n) {
 float row_sum(const float* p, int64_t n) { return sum_of(p, n); }
 
 float row_dot(const float* a, const float* b, int64_t n) {
-  return reduce_detail::lane_sum(n, [a, b](int64_t k) { return a[k] * b[k]; });
+  return reduce_detail::lane_sum(
+      n, [a, b](int64_t k) { return simd::loadv(a + k) * simd::loadv(b + k); },
+      [a, b](int64_t k) { return a[k] * b[k]; });
 }
 
 }  // namespace dl::rt

@@ -60,8 +60,8 @@ inline stats::Sums of_y(const Channel& c, float a, float b) {
 // A channel's Y = X * a + b (`rows` rows of `inner` values, `stride` apart), putting the
 // light sums of Y into *y_sums and of X into *x_sums (each when not null) from the loop's
 // registers: the light probe sinks of a BatchNormalization without batch statistics, on
-// long channels. (Apart from the op's plain loop, not inlined: its accumulators, over a
-// kilobyte each, had GCC clear their storage on every channel's way, 6% of a 4x4 map's
+// long channels. (Apart from the op's plain loop, not inlined: its accumulators, 1.3 KB
+// each with AVX-512, had GCC clear their storage on every channel's way, 6% of a 4x4 map's
 // forward, bench/README.md run 59.)
 __attribute__((noinline)) inline void normalize_summing(const float* x, float* y, int64_t rows, int64_t stride,
                                                         int64_t inner, float a, float b, stats::Sums* y_sums,

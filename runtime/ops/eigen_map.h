@@ -63,6 +63,7 @@ inline float short_lane_sum(int64_t n, Term term) {
 // sum two 16-value rows per channel and image, bench/README.md run 59).
 constexpr int kParts = kLanes / simd::kLanes;  // 1 (AVX-512), 2 (AVX) or 4 vectors
 using Lanes = simd::VecF[kParts];
+static_assert(sizeof(Lanes) == kLanes * sizeof(float), "the lanes fill their vectors");
 inline float fold(const Lanes& acc) {
 #if defined(__AVX512F__) || defined(__AVX__)
 #if defined(__AVX512F__)

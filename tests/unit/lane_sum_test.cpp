@@ -29,6 +29,21 @@ float tree(int64_t n, Term term) {
   return acc[0];
 }
 
+// An accumulator for sum_of_light that counts what it is given and sums it exactly enough
+// (the test's values fit a double's sum without rounding): every value once.
+struct Counting {
+  int64_t count = 0;
+  double sum = 0;
+  void put(dl::rt::simd::VecF v) {
+    for (int j = 0; j < dl::rt::simd::kLanes; ++j) sum += double(v[j]);
+    count += dl::rt::simd::kLanes;
+  }
+  void put4(dl::rt::simd::VecF a, dl::rt::simd::VecF b, dl::rt::simd::VecF c, dl::rt::simd::VecF d) {
+    put(a), put(b), put(c), put(d);
+  }
+  void put_scalar(float v) { sum += double(v), ++count; }
+};
+
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); }
 
 // Random floats with `bits` significant bits (so that products of two stay exact).
@@ -44,21 +59,28 @@ std::vector<float> values(size_t n, int bits, uint64_t seed) {
 
 TEST_CASE("sum_of, sum_of_light: the 16-lane tree's bits for rows of every length, at any address") {
   const float inf = std::numeric_limits<float>::infinity();
-  for (int64_t n = 16; n < 200; ++n)
+  for (int64_t n = 0; n < 200; ++n)
     for (int trial = 0; trial < 6; ++trial) {
       std::vector<float> buf = values(size_t(n) + 1, 24, uint64_t(n * 10 + trial));
-      if (trial == 1) std::fill(buf.begin(), buf.end(), -0.0f);         // lanes stay -0: the tree's sign
-      if (trial == 2) buf[size_t(n) / 2] = inf, buf[size_t(n) - 1] = -0.0f;
-      if (trial == 3) buf[size_t(n) - 1] = std::numeric_limits<float>::quiet_NaN();
+      if (trial == 1) std::fill(buf.begin(), buf.end(), -0.0f);  // all -0: the lanes start at +0, the sum is +0
+      if (n > 0 && trial == 2) buf[size_t(n) / 2] = inf, buf[size_t(n) - 1] = -0.0f;
+      if (n > 0 && trial == 3) buf[size_t(n) - 1] = std::numeric_limits<float>::quiet_NaN();
       const float* p = buf.data() + (trial & 1);  // (one float off: not vector aligned)
       INFO("n " << n << " trial " << trial);
       const float want = tree(n, [p](int64_t k) { return p[k]; });
       CHECK(same_bits(dl::rt::sum_of(p, n), want));
       dl::rt::simd::Extremes ext;
       CHECK(same_bits(dl::rt::sum_of_light(p, n, ext), want));
-      if (trial == 0) {
+      if (trial == 0 && n > 0) {
         CHECK(ext.lo() == *std::min_element(p, p + n));
         CHECK(ext.hi() == *std::max_element(p, p + n));
+        // Every value went to the accumulator once (24-bit values over 12 binades: exact in double).
+        Counting counted;
+        CHECK(same_bits(dl::rt::sum_of_light(p, n, counted), want));
+        CHECK(counted.count == n);
+        double exact = 0;
+        for (int64_t k = 0; k < n; ++k) exact += double(p[k]);
+        CHECK(counted.sum == exact);
       }
       CHECK(same_bits(dl::rt::row_sum(p, n), want));
     }
@@ -67,10 +89,10 @@ TEST_CASE("sum_of, sum_of_light: the 16-lane tree's bits for rows of every lengt
 TEST_CASE("sum_sq_dev, dot_dev, row_dot: the 16-lane tree's bits for rows of every length") {
   std::mt19937_64 rng(5);
   std::uniform_int_distribution<int> step(-1000, 1000);
-  for (int64_t n = 16; n < 200; ++n) {
+  for (int64_t n = 0; n < 200; ++n) {
     // Exact terms: x - m and the products need at most 24 significant bits. x_wide has 11
     // bits over 12 binades (with m = 0: products of every scale, so the lanes' sums
-    // round and their order shows); x_grid is on a grid of 1/16 (x - 0.25 exact, 11 bits);
+    // round and their order shows); x_grid is on a grid of 1/16 (x - 0.25 exact, 10 bits);
     // g has 12 bits.
     const std::vector<float> x_wide = values(size_t(n) + 1, 11, uint64_t(n)),
                              g = values(size_t(n) + 1, 12, uint64_t(n) + 7);

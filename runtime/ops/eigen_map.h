@@ -142,8 +142,10 @@ inline float sum_of_light(const float* p, int64_t n, Acc& acc) {
       lane_acc[q] += v;
       acc.put(v);
     }
-  for (int64_t t = k; t < n; ++t) acc.put_scalar(p[t]);
-  reduce_detail::add_tail(lane_acc, k, n, [p](int64_t t) { return p[t]; });
+  reduce_detail::add_tail(lane_acc, k, n, [p, &acc](int64_t t) {
+    acc.put_scalar(p[t]);
+    return p[t];
+  });
   return reduce_detail::fold(lane_acc);
 }
 // row_sums[r] += sum_of(p + r * len, len) for each of `rows` rows (the same bits), and

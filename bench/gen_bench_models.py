@@ -17,6 +17,10 @@ lstm_cls, transformer, transformer_causal  issue 17: bench/seq_nets.py's LSTM cl
                  causal -inf mask), training mode, Adam on logits;
                  NAME.pt as for the torchvision nets; data seq1k.npy (1,024 rows of 64x32
                  values in [0,1] and a class id)
+mobilenet_v2_112 only with LARGE_MAPS=1 in the environment: mobilenet_v2 as above on
+                 3x112x112 input (maps of 56x56 down to 4x4, with 14x14 and 7x7 ones, rows
+                 that are no multiple of 16 values: bench/README.md run 60), batch 8;
+                 data img112.npy (256 rows of 3x112x112 values in [0,1] and a class id)
 conv_ae          issue 17: bench/ae_net.py's ConvTranspose + Upsample autoencoder on 3x32x32,
                  MSE against the input, Adam, batch 16; NAME.pt as above; data ae1k.npy
                  (1,024 rows of 3,072 values in [0,1], then the same values as targets)
@@ -80,15 +84,16 @@ export(keras_init(torch.nn.Sequential(torch.nn.Linear(4096, 4096), torch.nn.ReLU
 TORCHVISION_NETS = ("resnet18", "mobilenet_v2", "shufflenet_v2_x0_5")
 
 
-def export_torchvision(name):
+def export_torchvision(name, side=32, batch=16, suffix=""):
     import torchvision
     torch.manual_seed(0)
     model = getattr(torchvision.models, name)(weights=None, num_classes=10)
     model.train()
-    export(model, (3, 32, 32), name, {"loss": "categorical_crossentropy", "from_logits": "true",
-                                      "optimizer": "adam", "learning_rate": 0.001, "epochs": 1, "batch_size": 16},
+    export(model, (3, side, side), name + suffix, {"loss": "categorical_crossentropy", "from_logits": "true",
+                                                   "optimizer": "adam", "learning_rate": 0.001, "epochs": 1,
+                                                   "batch_size": batch},
            trace_batch=2)
-    torch.save(model.state_dict(), os.path.join(out, name + ".pt"))
+    torch.save(model.state_dict(), os.path.join(out, name + suffix + ".pt"))
 
 
 for net in TORCHVISION_NETS:
@@ -96,6 +101,15 @@ for net in TORCHVISION_NETS:
         export_torchvision(net)
     except Exception as e:  # reported, not hidden: the harness then skips the net
         print(f"{net}: export failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+if os.environ.get("LARGE_MAPS", "") not in ("", "0"):
+    export_torchvision("mobilenet_v2", side=112, batch=8, suffix="_112")
+    path = os.path.join(out, "img112.npy")
+    if not os.path.exists(path):
+        rng = np.random.default_rng(6)
+        xy = rng.random((256, 3 * 112 * 112 + 1), dtype=np.float32)
+        xy[:, -1] = rng.integers(0, 10, 256).astype(np.float32)
+        np.save(path, xy)
 
 # The sequence nets (issue 17, bench/seq_nets.py): the same module definitions as
 # pytorch_bench.py's, weights saved as NAME.pt. The transformer at opset 17, where

@@ -9,6 +9,7 @@
 // BM_Depthwise/hw/blocked/backward   the depthwise kernels, per-plane or channel-blocked,
 //                                    16 images of 96 channels, 3x3 pad 1 (MobileNet's)
 // BM_BatchNorm/C/hw/bwd              BatchNormalization in training mode, 16 images, 1 thread
+// BM_Softmax/n/bwd                   Softmax over rows of n values, 256 rows, 1 thread
 // BM_ReduceStats/n/dead_zone         the probe reduction over n floats
 // BM_SinkChunk, BM_ParamChunk         the probes' sums of one chunk, of a parameter's chunks
 // BM_OptimizerStep/values/mode       an optimizer step, unobserved or observed (the probes' full iterations)
@@ -109,7 +110,8 @@ BENCHMARK(BM_ConvBackward)->Args({64, 1, 28, 6, 2})->Args({64, 6, 14, 16, 0})->A
 // BatchNormalization in training mode, batch 16, 1 thread, forward or backward (dX,
 // dScale, dB written as their first writer, as in training), on the map sizes of
 // mobilenet_v2 and shufflenet_v2 at 32x32: 2x2 and 1x1 rows take bn_short's pass over
-// every channel, 4x4 and up the per-channel loops (run 58).
+// every channel, 4x4 and up the per-channel loops (run 58); 7x7 and 14x14 are the last
+// stages of the same nets at 224x224, rows of 16-value vectors and a tail (run 60).
 void BM_BatchNorm(benchmark::State& state) {
   const int64_t c = state.range(0), hw = state.range(1);
   const bool backward = state.range(2) != 0;
@@ -130,9 +132,28 @@ void BM_BatchNorm(benchmark::State& state) {
   rt::set_compute_threads(0);
 }
 BENCHMARK(BM_BatchNorm)
-    ->ArgsProduct({{96, 384}, {1, 2, 4}, {0, 1}})
+    ->ArgsProduct({{96, 384}, {1, 2, 4, 7, 14}, {0, 1}})
     ->ArgNames({"C", "hw", "bwd"})
     ->UseRealTime();
+
+// Softmax over the last axis, 256 rows (attention's batch x heads x queries, or a
+// classifier's batch), 1 thread, forward or backward: rows of 64 values (no tail),
+// 197 (a ViT's tokens) and 1000 (ImageNet's classes): their sums' lane tail (run 60).
+void BM_Softmax(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const bool backward = state.range(1) != 0;
+  rt::set_compute_threads(1);
+  OpBench b(rt::sample_node("Softmax", 1, 1, {}, 13), {random_tensor({256, n}, -4, 4, 1)}, true);
+  b.op->forward(b.fwd);
+  for (auto _ : state) {
+    if (backward) b.op->backward(b.bwd);
+    else b.op->forward(b.fwd);
+    benchmark::ClobberMemory();
+  }
+  state.counters["values"] = benchmark::Counter(double(256 * n), benchmark::Counter::kIsIterationInvariantRate);
+  rt::set_compute_threads(0);
+}
+BENCHMARK(BM_Softmax)->ArgsProduct({{64, 197, 1000}, {0, 1}})->ArgNames({"n", "bwd"})->UseRealTime();
 
 // Which depthwise kernel a map size should take (runtime/ops/depthwise.cpp, kBlockedScratch).
 void BM_Depthwise(benchmark::State& state) {

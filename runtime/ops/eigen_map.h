@@ -88,33 +88,73 @@ inline float fold(const Lanes& acc) {
   return l[0];
 #endif
 }
-// Adds term(k) for the last n - k < kLanes values to lanes 0, 1, ... (as the vector loop
-// would have), value by value.
-template <class Term>
-inline void add_tail(Lanes& acc, int64_t k, int64_t n, Term term) {
+// Loads for a lane sum's vector term (vterm(k, load): the term of the values load
+// reads at k): whole vectors, or a row's last values (HeadLoad: the first `live`
+// lanes from memory, 0 in the others, which no fault or read past the row touches).
+struct FullLoad {
+  simd::VecF operator()(const float* p) const { return simd::loadv(p); }
+};
+#if defined(__AVX512F__)
+struct HeadLoad {
+  __mmask16 live;
+  simd::VecF operator()(const float* p) const { return (simd::VecF)_mm512_maskz_loadu_ps(live, p); }
+};
+#elif defined(__AVX__)
+struct HeadLoad {
+  __m256i live;
+  simd::VecF operator()(const float* p) const { return (simd::VecF)_mm256_maskload_ps(p, live); }
+};
+// All ones in the first 8, then 0: the mask of the first `live` lanes starts at 8 - live.
+alignas(64) inline constexpr int32_t kHeadMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+#endif
+// Adds the terms of the last n - k < kLanes values to lanes 0, 1, ... (as the vector
+// loop would have): each live lane adds its term as the loop adds a vector's, and the
+// others keep their bits (a blend, not an add of 0: -0 + 0 is +0). In registers with
+// AVX-512 and AVX (the lanes stored and reloaded around scalar adds had each such row
+// wait for its stores: BatchNormalization's 7x7 and 14x14 maps, bench/README.md run
+// 60); value by value through memory otherwise.
+template <class VTerm, class Term>
+inline void add_tail(Lanes& acc, int64_t k, int64_t n, VTerm vterm, Term term) {
   if (k >= n) return;
+#if defined(__AVX512F__)
+  (void)term;
+  const __mmask16 live = __mmask16((1u << (n - k)) - 1);
+  const simd::VecF sum = acc[0] + vterm(k, HeadLoad{live});
+  acc[0] = (simd::VecF)_mm512_mask_blend_ps(live, (__m512)acc[0], (__m512)sum);
+#elif defined(__AVX__)
+  (void)term;
+  for (int q = 0; q < kParts && k < n; ++q, k += simd::kLanes) {
+    const int64_t count = n - k < simd::kLanes ? n - k : simd::kLanes;
+    const __m256i live = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kHeadMask + simd::kLanes - count));
+    const simd::VecF sum = acc[q] + vterm(k, HeadLoad{live});
+    acc[q] = (simd::VecF)_mm256_blendv_ps((__m256)acc[q], (__m256)sum, _mm256_castsi256_ps(live));
+  }
+#else
+  (void)vterm;
   float l[kLanes];
   std::memcpy(l, acc, sizeof l);
   for (int j = 0; k < n; ++k, ++j) l[j] += term(k);
   std::memcpy(acc, l, sizeof l);
+#endif
 }
-// The lane sum of term over n values: vterm(k) is the vector of term(k), term(k + 1), ...
-// (the same expression per lane, so the same bits as term's, contracted alike).
+// The lane sum of term over n values: vterm(k, load) is the vector of term(k), term(k +
+// 1), ... from the values load reads (the same expression per lane, so the same bits as
+// term's, contracted alike).
 template <class VTerm, class Term>
 inline float lane_sum(int64_t n, VTerm vterm, Term term) {
   if (n < kLanes) return short_lane_sum(n, term);
   Lanes acc = {};
   int64_t k = 0;
   for (; k + kLanes <= n; k += kLanes)
-    for (int q = 0; q < kParts; ++q) acc[q] += vterm(k + q * simd::kLanes);
-  add_tail(acc, k, n, term);
+    for (int q = 0; q < kParts; ++q) acc[q] += vterm(k + q * simd::kLanes, FullLoad{});
+  add_tail(acc, k, n, vterm, term);
   return fold(acc);
 }
 }  // namespace reduce_detail
 
 inline float sum_of(const float* p, int64_t n) {
   return reduce_detail::lane_sum(
-      n, [p](int64_t k) { return simd::loadv(p + k); }, [p](int64_t k) { return p[k]; });
+      n, [p](int64_t k, auto load) { return load(p + k); }, [p](int64_t k) { return p[k]; });
 }
 // sum_of(p, n), the same bits, putting every value into `acc` (simd::LightSums or
 // simd::Extremes) from the same loads (for an op that sums a tensor's rows a probe wants
@@ -142,10 +182,9 @@ inline float sum_of_light(const float* p, int64_t n, Acc& acc) {
       lane_acc[q] += v;
       acc.put(v);
     }
-  reduce_detail::add_tail(lane_acc, k, n, [p, &acc](int64_t t) {
-    acc.put_scalar(p[t]);
-    return p[t];
-  });
+  for (int64_t t = k; t < n; ++t) acc.put_scalar(p[t]);
+  reduce_detail::add_tail(
+      lane_acc, k, n, [p](int64_t t, auto load) { return load(p + t); }, [p](int64_t t) { return p[t]; });
   return reduce_detail::fold(lane_acc);
 }
 // row_sums[r] += sum_of(p + r * len, len) for each of `rows` rows (the same bits), and
@@ -165,8 +204,8 @@ inline float sum_sq_dev(const float* p, int64_t n, float m) {
   const simd::VecF mv = simd::VecF{} + m;
   return reduce_detail::lane_sum(
       n,
-      [p, mv](int64_t k) {
-        const simd::VecF d = simd::loadv(p + k) - mv;
+      [p, mv](int64_t k, auto load) {
+        const simd::VecF d = load(p + k) - mv;
         return d * d;
       },
       [p, m](int64_t k) {
@@ -178,7 +217,7 @@ inline float sum_sq_dev(const float* p, int64_t n, float m) {
 inline float dot_dev(const float* g, const float* p, int64_t n, float m) {
   const simd::VecF mv = simd::VecF{} + m;
   return reduce_detail::lane_sum(
-      n, [g, p, mv](int64_t k) { return simd::loadv(g + k) * (simd::loadv(p + k) - mv); },
+      n, [g, p, mv](int64_t k, auto load) { return load(g + k) * (load(p + k) - mv); },
       [g, p, m](int64_t k) { return g[k] * (p[k] - m); });
 }
 

@@ -121,7 +121,7 @@ float row_sum(const float* p, int64_t n) { return sum_of(p, n); }
 
 float row_dot(const float* a, const float* b, int64_t n) {
   return reduce_detail::lane_sum(
-      n, [a, b](int64_t k) { return simd::loadv(a + k) * simd::loadv(b + k); },
+      n, [a, b](int64_t k, auto load) { return load(a + k) * load(b + k); },
       [a, b](int64_t k) { return a[k] * b[k]; });
 }
 

@@ -15,6 +15,11 @@
 #include <utility>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 #include "runtime/ops/eigen_map.h"
 #include "runtime/ops/softmax_rows.h"
 
@@ -113,3 +118,32 @@ TEST_CASE("sum_sq_dev, dot_dev, row_dot: the 16-lane tree's bits for rows of eve
       }
   }
 }
+
+#if defined(__linux__)
+TEST_CASE("the lane sums read no value past a row's end (a row that ends at an unmapped page)") {
+  // A row's last values are loaded with a mask (eigen_map.h, add_tail): the lanes past
+  // the row must not be read, even where a whole vector would cross into a page that is
+  // not mapped (a fault there is a crash).
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  void* mem = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(mem != MAP_FAILED);
+  REQUIRE(mprotect(static_cast<char*>(mem) + page, page, PROT_NONE) == 0);
+  float* end = reinterpret_cast<float*>(static_cast<char*>(mem) + page);
+  const std::vector<float> v = values(256, 11, 3);
+  for (int64_t n = 16; n <= 80; ++n) {
+    float* p = end - n;  // the row's last value is the page's last
+    std::copy(v.begin(), v.begin() + n, p);
+    float* g = end - 2 * n - 1;  // a second row before it: dot_dev's and row_dot's other factor
+    std::copy(v.begin() + 100, v.begin() + 100 + n, g);
+    INFO("n " << n);
+    CHECK(same_bits(dl::rt::sum_of(p, n), tree(n, [p](int64_t k) { return p[k]; })));
+    dl::rt::simd::Extremes ext;
+    CHECK(same_bits(dl::rt::sum_of_light(p, n, ext), tree(n, [p](int64_t k) { return p[k]; })));
+    CHECK(same_bits(dl::rt::sum_sq_dev(p, n, 0.0f), tree(n, [p](int64_t k) { return p[k] * p[k]; })));
+    CHECK(same_bits(dl::rt::dot_dev(g, p, n, 0.0f), tree(n, [g, p](int64_t k) { return g[k] * p[k]; })));
+    CHECK(same_bits(dl::rt::row_dot(g, p, n), tree(n, [g, p](int64_t k) { return g[k] * p[k]; })));
+    CHECK(same_bits(dl::rt::dot_dev(p, g, n, 0.0f), tree(n, [g, p](int64_t k) { return p[k] * g[k]; })));
+  }
+  munmap(mem, 2 * page);
+}
+#endif

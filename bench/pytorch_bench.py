@@ -116,10 +116,19 @@ def build_model(path):
 TORCHVISION_NETS = ("resnet18", "mobilenet_v2", "shufflenet_v2_x0_5")
 
 
+def torchvision_arch(stem):
+    """The torchvision architecture of an export's file stem, else None: the net's name, or
+    the name and an input side (gen_bench_models.py's LARGE_MAPS mobilenet_v2_112)."""
+    if stem in TORCHVISION_NETS:
+        return stem
+    base, _, side = stem.rpartition("_")
+    return base if base in TORCHVISION_NETS and side.isdigit() else None
+
+
 def build_torchvision(path):
     """The torchvision module and weights saved next to a gen_bench_models.py export."""
     import torchvision
-    name = os.path.splitext(os.path.basename(path))[0]
+    name = torchvision_arch(os.path.splitext(os.path.basename(path))[0])
     model = getattr(torchvision.models, name)(weights=None, num_classes=10)
     model.load_state_dict(torch.load(os.path.splitext(path)[0] + ".pt"))
     model.train()
@@ -189,7 +198,7 @@ def main():
 
     torch.set_num_threads(args.threads)
     stem = os.path.splitext(os.path.basename(args.model))[0]
-    builder = (build_torchvision if stem in TORCHVISION_NETS
+    builder = (build_torchvision if torchvision_arch(stem)
                else build_seq_net if stem in seq_nets.SEQ_NETS or stem == ae_net.NAME else build_model)
     model, input_shape, meta = builder(args.model)
     batch = args.batch or int(meta.get("deeplocalize.batch_size", 32))

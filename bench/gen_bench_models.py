@@ -64,6 +64,18 @@ def export(model, shape, name, meta, trace_batch=1, opset=13):
     onnx.save(m, path)
 
 
+def class_rows(name, rows, features, classes, seed):
+    """OUTDIR/name, unless it exists: rows of `features` values in [0, 1) and a class id
+    (last column, float32), from its own seed."""
+    path = os.path.join(out, name)
+    if os.path.exists(path):
+        return
+    rng = np.random.default_rng(seed)
+    xy = rng.random((rows, features + 1), dtype=np.float32)
+    xy[:, -1] = rng.integers(0, classes, rows).astype(np.float32)
+    np.save(path, xy)
+
+
 cfg = {"loss": "categorical_crossentropy", "optimizer": "sgd", "learning_rate": 0.01, "epochs": 1, "batch_size": 32}
 export(keras_init(torch.nn.Sequential(torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10),
                                       torch.nn.Softmax(dim=1))), (784,), "mlp_784_128_10", cfg)
@@ -104,12 +116,7 @@ for net in TORCHVISION_NETS:
 
 if os.environ.get("LARGE_MAPS", "") not in ("", "0"):
     export_torchvision("mobilenet_v2", side=112, batch=8, suffix="_112")
-    path = os.path.join(out, "img112.npy")
-    if not os.path.exists(path):
-        rng = np.random.default_rng(6)
-        xy = rng.random((256, 3 * 112 * 112 + 1), dtype=np.float32)
-        xy[:, -1] = rng.integers(0, 10, 256).astype(np.float32)
-        np.save(path, xy)
+    class_rows("img112.npy", 256, 3 * 112 * 112, 10, 6)
 
 # The sequence nets (issue 17, bench/seq_nets.py): the same module definitions as
 # pytorch_bench.py's, weights saved as NAME.pt. The transformer at opset 17, where
@@ -138,19 +145,8 @@ if not os.path.exists(path):
     x = rng.random((1024, ae_net.TARGETS), dtype=np.float32)
     np.save(path, np.concatenate([x, x], axis=1))
 
-path = os.path.join(out, "seq1k.npy")
-if not os.path.exists(path):
-    rng = np.random.default_rng(4)
-    xy = rng.random((1024, seq_nets.SEQ * seq_nets.FEATURES + 1), dtype=np.float32)
-    xy[:, -1] = rng.integers(0, seq_nets.CLASSES, 1024).astype(np.float32)
-    np.save(path, xy)
-
-path = os.path.join(out, "cifar1k.npy")
-if not os.path.exists(path):
-    rng = np.random.default_rng(3)
-    xy = rng.random((1024, 3 * 32 * 32 + 1), dtype=np.float32)
-    xy[:, -1] = rng.integers(0, 10, 1024).astype(np.float32)
-    np.save(path, xy)
+class_rows("seq1k.npy", 1024, seq_nets.SEQ * seq_nets.FEATURES, seq_nets.CLASSES, 4)
+class_rows("cifar1k.npy", 1024, 3 * 32 * 32, 10, 3)
 
 rng = np.random.default_rng(1)
 path = os.path.join(out, "mnist60k.csv")
@@ -162,9 +158,4 @@ if not os.path.exists(path):
         for i in range(60000):
             f.write(",".join(f"{v:.3f}" for v in x[i]) + f",{y[i]}\n")
 
-path = os.path.join(out, "wide4096.npy")
-if not os.path.exists(path):
-    rng = np.random.default_rng(2)
-    xy = rng.random((8192, 4097), dtype=np.float32)
-    xy[:, 4096] = rng.integers(0, 10, 8192).astype(np.float32)
-    np.save(path, xy)
+class_rows("wide4096.npy", 8192, 4096, 10, 2)

@@ -115,8 +115,11 @@ for net in TORCHVISION_NETS:
         print(f"{net}: export failed: {type(e).__name__}: {e}", file=sys.stderr)
 
 if os.environ.get("LARGE_MAPS", "") not in ("", "0"):
-    export_torchvision("mobilenet_v2", side=112, batch=8, suffix="_112")
-    class_rows("img112.npy", 256, 3 * 112 * 112, 10, 6)
+    try:
+        export_torchvision("mobilenet_v2", side=112, batch=8, suffix="_112")
+        class_rows("img112.npy", 256, 3 * 112 * 112, 10, 6)
+    except Exception as e:  # reported, not hidden, as above; the other models still follow
+        print(f"mobilenet_v2_112: export failed: {type(e).__name__}: {e}", file=sys.stderr)
 
 # The sequence nets (issue 17, bench/seq_nets.py): the same module definitions as
 # pytorch_bench.py's, weights saved as NAME.pt. The transformer at opset 17, where

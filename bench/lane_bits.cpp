@@ -1,13 +1,15 @@
 // dl_lane_bits: the ops' row sums (runtime/ops/eigen_map.h: sum_of, sum_of_light,
 // sum_sq_dev, dot_dev; row_dot of runtime/ops/softmax_rows.h) against a scalar
 // definition of their 16-lane tree, on random rows of 0 to 299 values (also -0, Inf,
-// NaN, tiny values, rows one float off alignment), bit for bit. Unlike
+// NaN, tiny values, products that underflow, a mean of -0, rows one float off
+// alignment), bit for bit. Unlike
 // tests/unit/lane_sum_test.cpp, whose terms are exact in float, the terms here round, so
 // it also tells whether this build contracts a row's terms into fused multiply-adds alike
 // in the vector loop, in its tail and in the scalar definition (the definition is the
 // scalar lane loop the runtime had before run 59: the same bits means the same traces as
 // then). Prints the rows checked and how many differed; exit status 1 if any did.
 // Built with the project's flags: `build/bench/dl_lane_bits` (bench/README.md, run 60).
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -48,7 +50,16 @@ int main() {
     if (trial % 13 == 0) for (float& v : g) v = -0.0f;
     if (len && trial % 17 == 0) x[size_t(rng() % uint64_t(len))] = inf;
     if (len && trial % 19 == 0) x[size_t(rng() % uint64_t(len))] = std::numeric_limits<float>::quiet_NaN();
-    const float m = trial % 3 ? u(rng) : 0.0f;
+    float m = trial % 3 ? u(rng) : trial % 2 ? -0.0f : 0.0f;
+    if (trial % 23 == 0 && len > 0) {
+      // Products that underflow: a contracted lane can end at -0 (fma(-tiny, tiny, +0)),
+      // and a last value of -0 less m = -0 is +0 where x - (+0) would be -0 (m must go into
+      // the vector lanes exactly, as term has it).
+      for (float& v : g) v = -1e-30f * std::fabs(u(rng));
+      for (float& v : x) v = 1e-30f * std::fabs(u(rng));
+      x[size_t(len) - 1] = x[size_t(len)] = -0.0f, g[size_t(len) - 1] = g[size_t(len)] = 1.0f;
+      m = -0.0f;
+    }
     const float* xp = x.data() + (trial & 1);  // one float off: not vector aligned
     const float* gp = g.data();
     const int64_t n = len - (trial & 1) >= 0 ? len - (trial & 1) : 0;

@@ -47,6 +47,8 @@ inline VecF loadv(const float* p) {
   return v;
 }
 inline void storev(float* p, VecF v) { std::memcpy(p, &v, sizeof v); }
+// v in every lane, bit for bit (VecF{} + v would turn -0 into +0: +0 + -0 is +0).
+inline VecF splat(float v) { return v - VecF{}; }
 #if defined(__clang__)
 inline VecF vmin(VecF a, VecF b) {
   const VecI m = a < b;

@@ -201,7 +201,7 @@ inline void sum_rows_light(const float* p, int64_t rows, int64_t len, float* row
 
 // sum (p[k] - m)^2
 inline float sum_sq_dev(const float* p, int64_t n, float m) {
-  const simd::VecF mv = simd::VecF{} + m;
+  const simd::VecF mv = simd::splat(m);  // (m exactly, as term has it: -0 too)
   return reduce_detail::lane_sum(
       n,
       [p, mv](int64_t k, auto load) {
@@ -215,7 +215,7 @@ inline float sum_sq_dev(const float* p, int64_t n, float m) {
 }
 // sum g[k] * (p[k] - m)
 inline float dot_dev(const float* g, const float* p, int64_t n, float m) {
-  const simd::VecF mv = simd::VecF{} + m;
+  const simd::VecF mv = simd::splat(m);  // (m exactly, as term has it: -0 too)
   return reduce_detail::lane_sum(
       n, [g, p, mv](int64_t k, auto load) { return load(g + k) * (load(p + k) - mv); },
       [g, p, m](int64_t k) { return g[k] * (p[k] - m); });

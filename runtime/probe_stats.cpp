@@ -45,7 +45,7 @@ inline int64_t lane_sum(VecU v) {
 template <bool kDead, bool kSat, bool kNonNeg>
 Sums fast_sums(const float* x, int64_t n, const Bands& b) {
   const VecU abs_mask = VecU{} + 0x7fffffffu, one = VecU{} + 1u;
-  const VecF dead_v = VecF{} + b.dead_at, lo_v = VecF{} + b.sat_lo, hi_v = VecF{} + b.sat_hi;
+  const VecF dead_v = simd::splat(b.dead_at), lo_v = simd::splat(b.sat_lo), hi_v = simd::splat(b.sat_hi);
   Moments<4> m;
   Sums out;
   int64_t k = 0;
@@ -122,7 +122,7 @@ template <bool kLight>
 Sums masked_sums(const float* x, int64_t n, const Bands& b) {
   const VecF neg_inf = VecF{} - INFINITY, pos_inf = VecF{} + INFINITY;
   const VecU abs_mask = VecU{} + 0x7fffffffu;
-  const VecF dead_v = VecF{} + b.dead_at, lo_v = VecF{} + b.sat_lo, hi_v = VecF{} + b.sat_hi;
+  const VecF dead_v = simd::splat(b.dead_at), lo_v = simd::splat(b.sat_lo), hi_v = simd::splat(b.sat_hi);
   const bool dead_band = !kLight && b.dead, sat_band = !kLight && b.sat;
   VecF mn[2] = {pos_inf, pos_inf}, mx[2] = {neg_inf, neg_inf};
   Sums out;

@@ -234,7 +234,7 @@ class LightSums {
   }
   // Every value of [p, p + n) plus b (an op's output computed as p[k] + b), in order.
   void put_row_plus(const float* p, int64_t n, float b) {
-    const VecF bv = VecF{} + b;
+    const VecF bv = splat(b);
     int64_t k = 0;
     for (; k + 4 * kLanes <= n; k += 4 * kLanes)
       put4(loadv(p + k) + bv, loadv(p + k + kLanes) + bv, loadv(p + k + 2 * kLanes) + bv,

@@ -76,7 +76,7 @@ __attribute__((noinline)) inline void normalize_summing(const float* x, float* y
     // alike.)
     using simd::VecF;
     constexpr int kL = simd::kLanes;
-    const VecF av = VecF{} + a, bv = VecF{} + b;
+    const VecF av = simd::splat(a), bv = simd::splat(b);
     const auto y_of = [&](int64_t at) {
       const VecF w = simd::loadv(xp + at) * av + bv;
       simd::storev(yp + at, w);

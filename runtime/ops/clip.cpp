@@ -74,7 +74,7 @@ class ClipOp : public Op {
     // are the scalar ones lane by lane, and every loop below runs them.
     using simd::VecF;
     constexpr int kL = simd::kLanes;
-    const VecF lov = VecF{} + lo, hiv = VecF{} + hi;
+    const VecF lov = simd::splat(lo), hiv = simd::splat(hi);
     const auto y_of = [&](VecF xv, int64_t at) {
       const VecF v = xv < lov ? lov : xv;
       const VecF yv = v > hiv ? hiv : v;
@@ -149,7 +149,7 @@ class ClipOp : public Op {
       // dX from the vector selects (lane by lane the scalar ones; GCC made the scalar
       // loop a branchy scalar one on AVX2: 5% of mobilenet_v2's instructions).
       using simd::VecF;
-      const VecF lov = VecF{} + lo, hiv = VecF{} + hi;
+      const VecF lov = simd::splat(lo), hiv = simd::splat(hi);
       constexpr int kL = simd::kLanes;
       // dX at `at` from dY's vector g there; returns dX's.
       const auto dx_of = [&](VecF g, int64_t at) {

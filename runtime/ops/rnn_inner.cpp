@@ -46,7 +46,7 @@ void PartReducer::add_rows(const float* p, int64_t rows, int64_t stride, int64_t
   rows_.push_back({p, rows, stride, n});
   n_ += rows * n;
   const float hi = 1.0f - margin_, lo = act_ == Act::kSigmoid ? margin_ : -hi;
-  const simd::VecF lo_v = simd::VecF{} + lo, hi_v = simd::VecF{} + hi;
+  const simd::VecF lo_v = simd::splat(lo), hi_v = simd::splat(hi);
   const auto near = [&](simd::VecF v) { return (v < lo_v) | (v > hi_v); };  // -1 per lane near
   simd::LightSums sums = *sums_;
   simd::VecI sat_v = simd::VecI{};

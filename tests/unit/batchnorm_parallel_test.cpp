@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/attrs.h"
+#include "runtime/ops/batch_norm_sums.h"
 #include "tests/unit/op_harness.h"
 #include "tests/unit/parallel_test_util.h"
 
@@ -161,4 +162,23 @@ TEST_CASE("BatchNormalization over rows shorter than 16 values: the bits of the 
       for (size_t i = 0; i < want[1].size(); ++i) CHECK(added[0].f()[i] == doctest::Approx(0.5f + want[1][i]).epsilon(1e-6));
     }
   }
+}
+
+// Without batch statistics, with light sinks, the loop that writes Y = X * a + b sums it
+// (bn_sums::normalize_summing). A shift b of -0 reaches the vector lanes as -0, as the
+// scalar tail adds it: -0 * 1 + -0 is -0 in every element (0 + b as the broadcast gave
+// +0 in the vector body and -0 in the tail).
+TEST_CASE("BatchNormalization's summing loop: a shift of -0 gives the bits of the scalar formula in every lane") {
+  const int64_t rows = 2, inner = 37;
+  const std::vector<float> x(size_t(rows * inner), -0.0f);
+  std::vector<float> y(x.size(), 1.0f);
+  dl::rt::stats::Sums ys, xs;
+  dl::rt::bn_sums::normalize_summing(x.data(), y.data(), rows, inner, inner, 1.0f, -0.0f, &ys, &xs);
+  for (size_t k = 0; k < y.size(); ++k) {
+    INFO("element " << k);
+    CHECK(y[k] == 0.0f);
+    CHECK(std::signbit(y[k]));
+  }
+  CHECK(ys.sum == 0.0);
+  CHECK(xs.sum == 0.0);
 }

@@ -124,6 +124,21 @@ TEST_CASE("ew ops: Clip bounds from attributes and inputs") {
   CHECK_FALSE(relu6.op->differentiable_input(1));
 }
 
+// A bound of -0 reaches every lane as -0 (broadcast as v - 0, not 0 + v, which is +0): the
+// vector body and the scalar tail clamp to the same zero, -0, as the definition does.
+TEST_CASE("ew ops: Clip to a bound of -0 gives -0 in every element") {
+  std::vector<float> v(37);
+  for (size_t k = 0; k < v.size(); ++k) v[k] = -1.0f - float(k);
+  const Tensor x = Tensor::floats({37}, v);
+  const std::vector<float> y = run_floats(sample_node("Clip", 3, 1, {}, 13), {x, Tensor::floats({}, {-0.0f}), Tensor::floats({}, {6.0f})});
+  REQUIRE(y.size() == v.size());
+  for (size_t k = 0; k < y.size(); ++k) {
+    INFO("element " << k);
+    CHECK(y[k] == 0.0f);
+    CHECK(std::signbit(y[k]));
+  }
+}
+
 TEST_CASE("ew ops: Dropout modes, mask and scaling") {
   std::vector<float> v(4000);
   for (size_t k = 0; k < v.size(); ++k) v[k] = 1.0f + float(k % 7);

@@ -166,8 +166,8 @@ TEST_CASE("BatchNormalization over rows shorter than 16 values: the bits of the 
 
 // Without batch statistics, with light sinks, the loop that writes Y = X * a + b sums it
 // (bn_sums::normalize_summing). A shift b of -0 reaches the vector lanes as -0, as the
-// scalar tail adds it: -0 * 1 + -0 is -0 in every element (0 + b as the broadcast gave
-// +0 in the vector body and -0 in the tail).
+// scalar tail adds it: -0 * 1 + -0 is -0 in every element. (Broadcast as 0 + b, the shift
+// was +0 in the vector lanes, which gave +0 in the body and -0 in the tail.)
 TEST_CASE("BatchNormalization's summing loop: a shift of -0 gives the bits of the scalar formula in every lane") {
   const int64_t rows = 2, inner = 37;
   const std::vector<float> x(size_t(rows * inner), -0.0f);

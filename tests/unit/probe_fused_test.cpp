@@ -5,6 +5,7 @@
 // them trained with probes on and off to the same parameters, bit for bit.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <string>
@@ -42,6 +43,26 @@ TEST_CASE("probes: the statistics kernels' vectors are the target's native width
   CHECK(sizeof(dl::rt::simd::VecF) == 16);
 #endif
   CHECK(dl::rt::simd::kLanes * sizeof(float) == sizeof(dl::rt::simd::VecF));
+}
+
+// A Conv's bias row sums (LightSums::put_row_plus, runtime/ops/conv_batched.h) take each
+// value plus b as the op computes it: with b = -0, -0 + -0 stays -0 in the vector lanes as
+// in the tail, so the minimum is -0, as over the values plus b themselves. (Broadcast as
+// 0 + b, the lanes added +0: the body's -0s became +0, the minimum +0.)
+TEST_CASE("probes: a row's sums plus a bias of -0 are the sums of the values plus -0") {
+  std::vector<float> row(37, 1.0f);  // a vector body of -0 (32 values) and a tail of 1s
+  std::fill(row.begin(), row.begin() + 32, -0.0f);
+  dl::rt::simd::LightSums plus, plain;
+  plus.put_row_plus(row.data(), int64_t(row.size()), -0.0f);
+  plain.put_row(row.data(), int64_t(row.size()));  // x + -0 is x for every x here
+  const dl::rt::stats::Sums& a = plus.finish();
+  const dl::rt::stats::Sums& b = plain.finish();
+  CHECK(a.mn == 0.0f);
+  CHECK(std::signbit(a.mn) == std::signbit(b.mn));
+  CHECK(std::signbit(a.mx) == std::signbit(b.mx));
+  CHECK(std::signbit(a.mn));
+  CHECK(a.sum == b.sum);
+  CHECK(a.sumsq == b.sumsq);
 }
 
 TEST_CASE("Clip reports Y and X (forward, together or alone) and dY (backward) to light sinks; same outputs") {

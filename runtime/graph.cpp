@@ -39,7 +39,7 @@ ExecutionGraph::~ExecutionGraph() { budget_->release(planned_bytes_); }
 int64_t ExecutionGraph::gradient_bytes() const {
   int64_t bytes = 0;
   for (size_t s = 0; s < slot_ptr_.size(); ++s)
-    if (needs_grad_[s]) bytes += slot_ptr_[s]->numel() * int64_t(sizeof(float));
+    if (needs_grad_[s] && !grad_view(s)) bytes += slot_ptr_[s]->numel() * int64_t(sizeof(float));
   return bytes;
 }
 
@@ -49,7 +49,10 @@ void ExecutionGraph::allocate_grads() {
   budget_->charge(bytes, "the gradient buffers (batch size " + std::to_string(batch_size_) + ")");
   planned_bytes_ += bytes;
   for (size_t s = 0; s < slot_ptr_.size(); ++s)
-    if (needs_grad_[s]) grads_[s].reset(DType::kFloat32, slot_ptr_[s]->shape());
+    if (needs_grad_[s] && !grad_view(s)) grads_[s].reset(DType::kFloat32, slot_ptr_[s]->shape());
+    else if (needs_grad_[s]) grads_[s].plan(DType::kFloat32, slot_ptr_[s]->shape());
+  for (size_t s = 0; s < slot_ptr_.size(); ++s)  // (owners planned above: a view may view a view)
+    if (needs_grad_[s] && grad_view(s)) grads_[s].view_of(grads_[size_t(grad_view_of_[s])]);
   grads_allocated_ = true;
 }
 
@@ -110,7 +113,7 @@ void ExecutionGraph::forward() {
     st.fwd.in_stats = observer_ && st.op->reports_input() ? observer_->forward_in_sink(k) : nullptr;
     st.fwd.feature_stats = observer_ ? observer_->feature_sink(k) : nullptr;
     st.fwd.inner = observer_ && st.recurrent ? observer_->inner_sink(k) : nullptr;
-    st.op->forward(st.fwd);
+    if (!st.view) st.op->forward(st.fwd);  // (a view's output already holds its input's values)
     if (observer_) observer_->on_forward(k, st);
   }
 }
@@ -132,7 +135,8 @@ void ExecutionGraph::plan_zeroing() {
         if (s >= 0) first_user[static_cast<size_t>(s)] = static_cast<int64_t>(k);
   for (Step& st : steps_) st.bwd.assign = 0;
   for (size_t s = 0; s < grads_.size(); ++s) {
-    if (!needs_grad_[s] || is_output[s]) continue;
+    // (A view's values are zeroed, or written whole, as its owner's.)
+    if (!needs_grad_[s] || is_output[s] || grad_view(s)) continue;
     if (first_user[s] < 0) {
       zero_first_.push_back(static_cast<int>(s));
       continue;
@@ -173,7 +177,7 @@ void ExecutionGraph::backward() {
     for (int s : zero_before_[k]) grads_[static_cast<size_t>(s)].zero();
     st.bwd.din_stats = observer_ && st.op->reports_input_gradient() ? observer_->backward_in_sink(k) : nullptr;
     st.bwd.dout_stats = observer_ ? observer_->backward_sink(k, st) : nullptr;
-    st.op->backward(st.bwd);
+    if (!st.grad_view) st.op->backward(st.bwd);  // (its input gradient is its output's)
     if (observer_) observer_->on_backward(k, st);
   }
 }

@@ -58,6 +58,10 @@ struct GraphOptions {
   // (runtime/graph_fuse.cpp); off, every
   // node is a step of its own (tests compare the two).
   bool fuse = true;
+  // Make the outputs of steps that only re-view their input (Op::views_input: Reshape,
+  // Flatten, ...) views of it, and skip those steps (runtime/graph_views.cpp); off, each
+  // copies (tests compare the two).
+  bool views = true;
 };
 
 // A trainable parameter: a float initializer some differentiable input reads.
@@ -78,6 +82,10 @@ struct Step {
   BwdCtx bwd;
   bool needs_backward = false;
   bool recurrent = false;  // op traits say recurrent (reports FwdCtx::inner)
+  // out[0] is a view of in[0] (Op::views_input): forward() skips the op; and din[0] is
+  // one of dout[0] (grad_view): backward() skips it too (runtime/graph_views.cpp).
+  bool view = false;
+  bool grad_view = false;
   int layer = -1;
   // A node this step also runs after `node` (the bias Add or the output's Transpose fused
   // into a MatMul: then `node` is a copy of the MatMul's node with the bias as input 2, or
@@ -190,6 +198,7 @@ class ExecutionGraph {
  private:
   void plan(const GraphOptions& options);
   void fuse_linear_steps(const std::vector<bool>& is_param_source, bool training);
+  void plan_views(const std::vector<bool>& is_param_source);
   void build_layers();
   void wire_contexts();
   void allocate_grads();
@@ -202,6 +211,8 @@ class ExecutionGraph {
   std::vector<std::string> value_names_;
   std::map<std::string, int> slots_;
   std::vector<Tensor> grads_;  // gradient per slot (sized only where needed)
+  std::vector<int> grad_view_of_;  // per slot: the slot whose gradient its gradient is a view of, or -1
+  bool grad_view(size_t s) const { return s < grad_view_of_.size() && grad_view_of_[s] >= 0; }
   std::vector<bool> needs_grad_;
   std::vector<int> input_slots_, output_slots_;
   std::vector<std::string> input_names_, output_names_;

@@ -262,6 +262,13 @@ class Op {
   // Transpose, a Dropout that dropped nothing): its statistics are in[0]'s, and a probe
   // takes them from in[0]'s reduction instead of a pass of its own (runtime/probes.h).
   virtual bool copies_input() const { return false; }
+  // Whether out[0] holds in[0]'s values in the same row-major order at every forward(),
+  // in training and inference alike, and backward() adds dout[0] to din[0] as it is
+  // (asked after infer(); Reshape, Flatten, Squeeze, Unsqueeze, Identity, a Dropout of
+  // constant ratio 0). The graph may then make out[0] a view of in[0] and skip forward(),
+  // and din[0] one of dout[0] and skip backward() (runtime/graph_views.cpp); forward()
+  // then also writes no other output, so only one nothing reads may be left unwritten.
+  virtual bool views_input() const { return false; }
   // Whether, in the last backward(), din[i] received exactly dout[0]'s values (the same
   // bits, maybe reordered: a copy's input, either input of an Add that is not broadcast):
   // when nothing else adds to it, its statistics are dout[0]'s.

@@ -81,7 +81,7 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
   for (size_t k = 0; k < steps.size(); ++k) {
     const Step& st = steps[k];
     const size_t in = st.op->reported_input();
-    if (forward_probe_[k] < 0 || !st.op->reports_input() || st.inputs.size() <= in || st.inputs[in] < 0) continue;
+    if (forward_probe_[k] < 0 || st.view || !st.op->reports_input() || st.inputs.size() <= in || st.inputs[in] < 0) continue;
     const size_t j = k - 1;  // only the step right before: nothing is reduced in between
     if (k > 0 && forward_probe_[j] >= 0 && steps[j].outputs[0] == st.inputs[in] && !steps[j].op->reports_output()) {
       in_probe_[k] = forward_probe_[j];

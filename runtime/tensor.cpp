@@ -34,6 +34,50 @@ std::string shape_str(const Shape& s) {
   return out + "]";
 }
 
+Tensor::Tensor(const Tensor& other) { copy_from(other); }
+
+Tensor::Tensor(Tensor&& other) noexcept { *this = std::move(other); }
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this != &other) copy_from(other);
+  return *this;
+}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this == &other) return *this;
+  if (other.view_) {  // (copy_from allocates: a failure ends the program, as noexcept says)
+    copy_from(other);
+    return *this;
+  }
+  dtype_ = other.dtype_;
+  shape_ = std::move(other.shape_);
+  numel_ = other.numel_;
+  f_ = std::move(other.f_);
+  i_ = std::move(other.i_);
+  view_ = nullptr;
+  return *this;
+}
+
+void Tensor::copy_from(const Tensor& other) {
+  dtype_ = other.dtype_;
+  shape_ = other.shape_;
+  numel_ = other.numel_;
+  if (other.view_) f_.assign(other.f(), other.f() + other.numel_);
+  else f_ = other.f_;
+  i_ = other.i_;
+  view_ = nullptr;
+}
+
+void Tensor::view_of(Tensor& owner) {
+  if (dtype_ != DType::kFloat32 || owner.dtype_ != DType::kFloat32 || owner.numel_ != numel_ || &owner == this)
+    throw InternalError("a tensor of " + std::to_string(numel_) + " " + dtype_name(dtype_) +
+                        " values cannot be a view of one of " + std::to_string(owner.numel_) + " " +
+                        dtype_name(owner.dtype_) + " values");
+  f_ = std::vector<float>();
+  i_ = std::vector<int64_t>();
+  view_ = &owner;
+}
+
 Tensor Tensor::floats(Shape shape, std::vector<float> values) {
   Tensor t(DType::kFloat32, std::move(shape));
   t.f_ = std::move(values);
@@ -60,9 +104,11 @@ void Tensor::plan(DType dtype, Shape shape) {
   shape_ = std::move(shape);
   f_.clear();
   i_.clear();
+  view_ = nullptr;
 }
 
 bool Tensor::allocated() const {
+  if (view_) return true;
   return static_cast<int64_t>(dtype_ == DType::kFloat32 ? f_.size() : i_.size()) == numel_;
 }
 
@@ -72,6 +118,7 @@ void Tensor::reset(DType dtype, Shape shape) {
 }
 
 void Tensor::allocate() {
+  view_ = nullptr;
   if (dtype_ == DType::kFloat32) {
     f_.assign(static_cast<size_t>(numel_), 0.0f);
     i_.clear();
@@ -82,6 +129,7 @@ void Tensor::allocate() {
 }
 
 void Tensor::zero() {
+  if (view_) std::fill(f(), f() + numel_, 0.0f);
   std::fill(f_.begin(), f_.end(), 0.0f);
   std::fill(i_.begin(), i_.end(), 0);
 }

@@ -23,6 +23,13 @@ class Tensor {
  public:
   Tensor() = default;
   Tensor(DType dtype, Shape shape) { reset(dtype, std::move(shape)); }
+  // A copy or move of a view holds its own copy of the values (a view never outlives the
+  // graph whose storage it reads by way of a copy).
+  Tensor(const Tensor& other);
+  Tensor(Tensor&& other) noexcept;
+  Tensor& operator=(const Tensor& other);
+  Tensor& operator=(Tensor&& other) noexcept;
+  ~Tensor() = default;
   static Tensor floats(Shape shape, std::vector<float> values);
   static Tensor ints(Shape shape, std::vector<int64_t> values);
   static Tensor bools(Shape shape, std::vector<int64_t> values);  // values 0 or 1
@@ -34,6 +41,12 @@ class Tensor {
   void plan(DType dtype, Shape shape);
   void allocate();
   bool allocated() const;
+  // Makes this planned float tensor a view of `owner`'s values (same dtype and element
+  // count, any shape): it gives up storage of its own and reads and writes owner's, in
+  // the same row-major order, until it is planned again (the graph's views:
+  // runtime/graph_views.cpp). `owner` must outlive it and may itself be a view.
+  void view_of(Tensor& owner);
+  bool is_view() const { return view_ != nullptr; }
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -41,17 +54,18 @@ class Tensor {
   int64_t dim(int64_t i) const { return shape_[static_cast<size_t>(i < 0 ? i + rank() : i)]; }
   int64_t numel() const { return numel_; }
 
-  float* f() { return f_.data(); }
-  const float* f() const { return f_.data(); }
+  float* f() { return view_ ? view_->f() : f_.data(); }
+  const float* f() const { return view_ ? view_->f() : f_.data(); }
   int64_t* i() { return i_.data(); }
   const int64_t* i() const { return i_.data(); }
-  std::vector<float>& fvec() { return f_; }
-  const std::vector<float>& fvec() const { return f_; }
+  // (A view's are its owner's, under the owner's shape.)
+  std::vector<float>& fvec() { return view_ ? view_->fvec() : f_; }
+  const std::vector<float>& fvec() const { return view_ ? view_->fvec() : f_; }
   const std::vector<int64_t>& ivec() const { return i_; }
 
   void zero();
   // Values as double regardless of dtype (tests, constant folding, reporting).
-  double at(int64_t flat) const { return dtype_ == DType::kFloat32 ? f_[flat] : double(i_[flat]); }
+  double at(int64_t flat) const { return dtype_ == DType::kFloat32 ? f()[flat] : double(i_[size_t(flat)]); }
 
  private:
   DType dtype_ = DType::kFloat32;
@@ -59,6 +73,8 @@ class Tensor {
   int64_t numel_ = 0;
   std::vector<float> f_;
   std::vector<int64_t> i_;
+  Tensor* view_ = nullptr;  // the tensor whose values this one is a view of (view_of)
+  void copy_from(const Tensor& other);
 };
 
 }  // namespace dl::rt

@@ -38,8 +38,9 @@ class DropoutOp : public Op {
         throw ShapeError(where() + ": input " + (k == 1 ? "'ratio'" : "'training_mode'") +
                          " must be a scalar, got shape " + shape_str(ctx.in[k]->shape()));
     // From 12 the ratio is an input, usually a constant: checked here like the attribute.
-    if (ctx.in.size() > 1 && ctx.in[1] && ctx.known.size() > 1 && ctx.known[1])
-      known_ratio_ = check_ratio(float(ctx.in[1]->at(0)));
+    has_ratio_input_ = ctx.in.size() > 1 && ctx.in[1];
+    known_ratio_.reset();
+    if (has_ratio_input_ && ctx.known.size() > 1 && ctx.known[1]) known_ratio_ = check_ratio(float(ctx.in[1]->at(0)));
     ctx.out[0]->plan(DType::kFloat32, x.shape());
     if (ctx.out.size() > 1 && ctx.out[1])
       ctx.out[1]->plan(version_ >= 10 ? DType::kBool : DType::kFloat32, x.shape());
@@ -84,6 +85,10 @@ class DropoutOp : public Op {
   // Without dropping, out[0] is a copy of in[0]; else forward() reports out[0] and
   // backward() dout[0] chunk by chunk (runtime/sink_chunks.h).
   bool copies_input() const override { return !applied_; }
+  // A ratio of 0 (a constant, or the attribute), or since 6's is_test: y = x in any mode.
+  bool views_input() const override {
+    return is_test_ || (has_ratio_input_ ? known_ratio_ && *known_ratio_ == 0.0f : ratio_ == 0.0f);
+  }
 
   void backward(BwdCtx& ctx) override {
     if (!ctx.din[0] || !ctx.dout[0]) return;
@@ -135,6 +140,7 @@ class DropoutOp : public Op {
   int version_;
   float ratio_;
   std::optional<float> known_ratio_;  // a constant 'ratio' input (opset 12+), seen at plan time
+  bool has_ratio_input_ = false;      // a 'ratio' input is given (the attribute's then unused)
   bool is_test_;
   bool applied_ = false;    // whether the last forward dropped (else y = x)
   bool mask_all_kept_ = false;  // the mask output holds all ones since the last plan

@@ -39,6 +39,7 @@ class IdentityOp : public Op {
   }
   bool assigns_gradient(size_t i) const override { return i == 0; }
   bool copies_input() const override { return true; }
+  bool views_input() const override { return true; }
 
   OpTraits traits() const override {
     OpTraits t;

@@ -95,6 +95,7 @@ class ReshapeLikeOp : public Op {
 
   void forward(FwdCtx& ctx) override { copy_elems(*ctx.in[0], 0, *ctx.out[0], 0, ctx.in[0]->numel()); }
   bool copies_input() const override { return true; }
+  bool views_input() const override { return true; }
 
   // Reports dout[0] chunk by chunk as it goes (BwdCtx::dout_stats).
   void backward(BwdCtx& ctx) override {

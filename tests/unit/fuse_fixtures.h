@@ -1,10 +1,12 @@
-// Graphs planned with and without the planner's fusing (runtime/graph_fuse.cpp), for the
-// fusing tests: one forward and backward pass on seeded inputs and output gradients.
+// Graphs planned with and without the planner's fusing (runtime/graph_fuse.cpp) or views
+// (runtime/graph_views.cpp), for the tests that compare the two: one forward and backward
+// pass on seeded inputs and output gradients.
 #pragma once
 
 #include <doctest/doctest.h>
 
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,9 @@ struct Trained {
   std::map<std::string, std::vector<float>> grads;      // per parameter
   std::vector<std::string> steps;                       // the steps' nodes
   std::vector<std::vector<std::string>> layer_nodes;    // per layer
+  std::vector<std::vector<float>> more_outputs;         // outputs 1, 2, ...
+  std::vector<std::pair<bool, bool>> views;             // per step: Step::view, Step::grad_view
+  int64_t planned_bytes = 0;
 };
 
 // An opset-13 model of these graph inputs and outputs (nodes and initializers are the caller's).
@@ -32,11 +37,9 @@ inline ir::Model opset13_model(const std::string& name, std::vector<ir::ValueInf
   return m;
 }
 
-inline Trained run_graph(const ir::Model& m, bool fuse, int64_t batch, unsigned seed) {
-  rt::GraphOptions o;
-  o.batch_size = batch;
+// One training pass of a graph planned with options o (training set here).
+inline Trained run_planned(const ir::Model& m, rt::GraphOptions o, unsigned seed) {
   o.training = true;
-  o.fuse = fuse;
   rt::ExecutionGraph g(m, o);
   for (const std::string& name : g.input_names()) {
     rt::Tensor& t = g.input(name);
@@ -55,7 +58,17 @@ inline Trained run_graph(const ir::Model& m, bool fuse, int64_t batch, unsigned 
   for (rt::Param& p : g.params()) t.grads[p.name] = p.grad->fvec();
   for (const rt::Step& s : g.steps()) t.steps.push_back(s.node->name);
   for (const rt::Layer& l : g.layers()) t.layer_nodes.push_back(l.nodes);
+  for (size_t i = 1; i < g.output_names().size(); ++i) t.more_outputs.push_back(g.output(i).fvec());
+  for (const rt::Step& s : g.steps()) t.views.push_back({s.view, s.grad_view});
+  t.planned_bytes = g.planned_bytes();
   return t;
+}
+
+inline Trained run_graph(const ir::Model& m, bool fuse, int64_t batch, unsigned seed) {
+  rt::GraphOptions o;
+  o.batch_size = batch;
+  o.fuse = fuse;
+  return run_planned(m, o, seed);
 }
 
 inline void check_close(const std::vector<float>& got, const std::vector<float>& want) {

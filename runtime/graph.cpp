@@ -51,7 +51,9 @@ void ExecutionGraph::allocate_grads() {
   for (size_t s = 0; s < slot_ptr_.size(); ++s)
     if (needs_grad_[s] && !grad_view(s)) grads_[s].reset(DType::kFloat32, slot_ptr_[s]->shape());
     else if (needs_grad_[s]) grads_[s].plan(DType::kFloat32, slot_ptr_[s]->shape());
-  for (size_t s = 0; s < slot_ptr_.size(); ++s)  // (owners planned above: a view may view a view)
+  // A gradient views the gradient of a later step's output, a higher slot, which may be a
+  // view itself: linked from the last slot down, each owner is linked before its views.
+  for (size_t s = slot_ptr_.size(); s-- > 0;)
     if (needs_grad_[s] && grad_view(s)) grads_[s].view_of(grads_[size_t(grad_view_of_[s])]);
   grads_allocated_ = true;
 }

@@ -198,7 +198,7 @@ class ExecutionGraph {
  private:
   void plan(const GraphOptions& options);
   void fuse_linear_steps(const std::vector<bool>& is_param_source, bool training);
-  void plan_views(const std::vector<bool>& is_param_source);
+  void plan_views(const std::vector<bool>& known_at_plan, const std::vector<bool>& is_param_source);
   void build_layers();
   void wire_contexts();
   void allocate_grads();

@@ -252,7 +252,7 @@ void ExecutionGraph::plan(const GraphOptions& options) {
   }
   for (int s : output_slots_)
     if (slot_ptr_[static_cast<size_t>(s)]->dtype() == DType::kFloat32) needs_grad_[static_cast<size_t>(s)] = true;
-  if (options.views) plan_views(is_param_source);
+  if (options.views) plan_views(known, is_param_source);
   else grad_view_of_.assign(slot_ptr_.size(), -1);
   grads_.resize(slot_ptr_.size());
   if (options.training) allocate_grads();

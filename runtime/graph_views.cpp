@@ -4,15 +4,33 @@
 // storage (Tensor::view_of) and the executor skips its op, forward; where nothing else
 // reads the input, the input's gradient is a view of the output's too, and backward skips
 // it as well. Every value is written once per pass, by its one producer, so the view reads
-// exactly what a copy would have held, the bits included. The step stays: its layer, its
-// probes and its records are as before (its probes take its input's sums, Op::copies_input,
-// or make a pass of their own). A transformer's step spent 6% to 9% in these copies
-// (bench/README.md, run 62).
+// exactly what a copy would have held, the bits included; a gradient's zeros keep their
+// sign (the copy wrote 0 + dY, which made a -0 +0). Only values computed at run time are
+// viewed: not a parameter (the store's storage, which fixes and other graphs share) nor a
+// value known when planning (an initializer that BatchNormalization's running statistics
+// may name: it writes those in place). The step stays: its layer, its probes and its
+// records are as before (its probes take its input's sums, Op::copies_input, or make a pass
+// of their own). A transformer's step spent 6% to 9% in these copies (bench/README.md,
+// run 62).
 #include "runtime/graph.h"
 
 namespace dl::rt {
+namespace {
 
-void ExecutionGraph::plan_views(const std::vector<bool>& is_param_source) {
+// Gives back the storage of a value nothing writes or reads (a planned tensor of its shape
+// without storage: plan() alone would keep the vector's capacity); its bytes.
+int64_t release_unwritten(Tensor& t) {
+  if (!t.allocated() || t.is_view()) return 0;
+  const int64_t bytes = t.numel() * int64_t(t.dtype() == DType::kFloat32 ? sizeof(float) : sizeof(int64_t));
+  Tensor unused;
+  unused.plan(t.dtype(), Shape(t.shape()));
+  t = std::move(unused);
+  return bytes;
+}
+
+}  // namespace
+
+void ExecutionGraph::plan_views(const std::vector<bool>& known_at_plan, const std::vector<bool>& is_param_source) {
   std::vector<int> reads(slot_ptr_.size(), 0);
   for (const Step& st : steps_)
     for (int s : st.inputs)
@@ -23,8 +41,7 @@ void ExecutionGraph::plan_views(const std::vector<bool>& is_param_source) {
   for (Step& st : steps_) {
     if (!st.op->views_input() || st.inputs.empty() || st.outputs.empty()) continue;
     const int in = st.inputs[0], out = st.outputs[0];
-    // (A parameter's storage is the store's, which fixes and other graphs share.)
-    if (in < 0 || out < 0 || is_param_source[size_t(in)]) continue;
+    if (in < 0 || out < 0 || known_at_plan[size_t(in)] || is_param_source[size_t(in)]) continue;
     // Skipping the op leaves its other outputs unwritten: only when nothing reads them.
     bool others_read = false;
     for (size_t k = 1; k < st.outputs.size(); ++k) {
@@ -35,8 +52,10 @@ void ExecutionGraph::plan_views(const std::vector<bool>& is_param_source) {
     Tensor& y = *slot_ptr_[size_t(out)];
     if (others_read || x.dtype() != DType::kFloat32 || y.dtype() != DType::kFloat32 || x.numel() != y.numel())
       continue;
-    const int64_t bytes = y.is_view() ? 0 : y.numel() * int64_t(sizeof(float));
+    int64_t bytes = y.is_view() ? 0 : y.numel() * int64_t(sizeof(float));
     y.view_of(x);
+    for (size_t k = 1; k < st.outputs.size(); ++k)  // (unread, never written: no buffer either)
+      if (st.outputs[k] >= 0) bytes += release_unwritten(*slot_ptr_[size_t(st.outputs[k])]);
     budget_->release(bytes);
     planned_bytes_ -= bytes;
     st.view = true;

@@ -8,8 +8,9 @@
 // (parts_grad_sums, through copy_grad_sums), and its op reports no dY (the in-projection's
 // bias gradient loop). Part of ProbeRecorder (runtime/probes.h).
 //
-// Every step value has a buffer of its own for the whole iteration (runtime/graph.h), so
-// an output that waits is still in memory when its wait ends: if a reader's sums do not
+// No step value is overwritten within an iteration (each has a buffer of its own, or is a
+// view of one, runtime/graph_views.cpp, written once per pass by its producer), so an
+// output that waits is still in memory when its wait ends: if a reader's sums do not
 // serve (a Dropout that dropped values is no copy; NaN/Inf; the iteration turned full
 // since the output began to wait), or the forward pass ends first, it is reduced by a
 // pass of its own then, as it would have been before. Its drift test runs then too: the

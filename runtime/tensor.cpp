@@ -62,17 +62,18 @@ void Tensor::copy_from(const Tensor& other) {
   dtype_ = other.dtype_;
   shape_ = other.shape_;
   numel_ = other.numel_;
-  if (other.view_) f_.assign(other.f(), other.f() + other.numel_);
+  if (other.view_) f_ = std::vector<float>(other.f(), other.f() + other.numel_);  // (other may view this)
   else f_ = other.f_;
   i_ = other.i_;
   view_ = nullptr;
 }
 
 void Tensor::view_of(Tensor& owner) {
-  if (dtype_ != DType::kFloat32 || owner.dtype_ != DType::kFloat32 || owner.numel_ != numel_ || &owner == this)
+  if (dtype_ != DType::kFloat32 || owner.dtype_ != DType::kFloat32 || owner.numel_ != numel_ || &owner == this ||
+      !owner.allocated())
     throw InternalError("a tensor of " + std::to_string(numel_) + " " + dtype_name(dtype_) +
                         " values cannot be a view of one of " + std::to_string(owner.numel_) + " " +
-                        dtype_name(owner.dtype_) + " values");
+                        dtype_name(owner.dtype_) + " values" + (owner.allocated() ? "" : " without storage"));
   f_ = std::vector<float>();
   i_ = std::vector<int64_t>();
   view_ = &owner;

@@ -44,7 +44,8 @@ class Tensor {
   // Makes this planned float tensor a view of `owner`'s values (same dtype and element
   // count, any shape): it gives up storage of its own and reads and writes owner's, in
   // the same row-major order, until it is planned again (the graph's views:
-  // runtime/graph_views.cpp). `owner` must outlive it and may itself be a view.
+  // runtime/graph_views.cpp). `owner` must have its values (storage, or be a view) and
+  // outlive this tensor.
   void view_of(Tensor& owner);
   bool is_view() const { return view_ != nullptr; }
 

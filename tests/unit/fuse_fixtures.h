@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <utility>
 #include <string>
@@ -37,22 +38,26 @@ inline ir::Model opset13_model(const std::string& name, std::vector<ir::ValueInf
   return m;
 }
 
-// One training pass of a graph planned with options o (training set here).
-inline Trained run_planned(const ir::Model& m, rt::GraphOptions o, unsigned seed) {
-  o.training = true;
+// `passes` forward and backward passes (other inputs and output gradients each pass) of a
+// graph planned with options o (training unless o.training is false and `passes` is 0: then
+// one pass of an inference graph, whose gradients are allocated by output_grad()).
+inline Trained run_planned(const ir::Model& m, rt::GraphOptions o, unsigned seed, int passes = 1) {
+  if (passes > 0) o.training = true;
   rt::ExecutionGraph g(m, o);
-  for (const std::string& name : g.input_names()) {
-    rt::Tensor& t = g.input(name);
-    const std::vector<float> v = random_values(t.numel(), seed);
-    std::copy(v.begin(), v.end(), t.f());
+  for (int pass = 0; pass < std::max(passes, 1); ++pass, seed += 7) {
+    for (const std::string& name : g.input_names()) {
+      rt::Tensor& t = g.input(name);
+      const std::vector<float> v = random_values(t.numel(), seed);
+      std::copy(v.begin(), v.end(), t.f());
+    }
+    g.forward();
+    for (size_t i = 0; i < g.output_names().size(); ++i) {
+      rt::Tensor& d = g.output_grad(i);
+      const std::vector<float> v = random_values(d.numel(), seed + 1 + unsigned(i));
+      std::copy(v.begin(), v.end(), d.f());
+    }
+    g.backward();
   }
-  g.forward();
-  for (size_t i = 0; i < g.output_names().size(); ++i) {
-    rt::Tensor& d = g.output_grad(i);
-    const std::vector<float> v = random_values(d.numel(), seed + 1 + unsigned(i));
-    std::copy(v.begin(), v.end(), d.f());
-  }
-  g.backward();
   Trained t;
   t.y = g.output(0).fvec();
   for (rt::Param& p : g.params()) t.grads[p.name] = p.grad->fvec();

@@ -20,6 +20,12 @@ using dl::test::Trained;
 
 namespace {
 
+// The same bits (a copy is exact: no tolerance).
+void check_same(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+}
+
 ir::TensorData int64s(const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> v) {
   ir::TensorData t;
   t.name = name;
@@ -69,18 +75,61 @@ ir::Model chain(float ratio) {
   return m;
 }
 
-Trained run(const ir::Model& m, bool views, int64_t batch) {
+// Two passes: a view's gradient must be zeroed, or written whole, again in the second.
+Trained run(const ir::Model& m, bool views, int64_t batch, int passes = 2) {
   rt::GraphOptions o;
   o.batch_size = batch;
   o.views = views;
-  return test::run_planned(m, o, 83);
+  return test::run_planned(m, o, 83, passes);
 }
 
-// The same bits (a copy is exact: no tolerance).
-void check_same(const std::vector<float>& got, const std::vector<float>& want) {
-  REQUIRE(got.size() == want.size());
-  CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+// x [N, 4, 6] -> MatMul w1 -> h [N, 4, 8] -> Reshape [-1, 4, 2, 4] -> r -> Transpose [0, 2,
+// 1, 3] -> t [N, 2, 4, 4] -> MatMul w3 -> y [N, 2, 4, 5] (attention's heads split: the
+// planner fuses the Transpose into the MatMul, which then reads the view r in place).
+ir::Model heads() {
+  ir::Model m = test::opset13_model("heads", {test::vinfo("x", {-1, 4, 6})}, {test::vinfo("y", {-1, 2, 4, 5})});
+  ir::Graph& g = m.graph;
+  g.initializers["w1"] = test::floats("w1", {6, 8}, random_values(48, 84));
+  g.initializers["w3"] = test::floats("w3", {4, 5}, random_values(20, 85));
+  g.initializers["shape"] = int64s("shape", {4}, {-1, 4, 2, 4});
+  g.nodes.push_back(test::node("mm1", "MatMul", {"x", "w1"}, {"h"}, 13));
+  g.nodes.push_back(test::node("split", "Reshape", {"h", "shape"}, {"r"}, 13));
+  ir::Node tr = test::node("tr", "Transpose", {"r"}, {"t"}, 13);
+  tr.attrs["perm"] = test::ints_attr({0, 2, 1, 3});
+  g.nodes.push_back(tr);
+  g.nodes.push_back(test::node("mm3", "MatMul", {"t", "w3"}, {"y"}, 13));
+  return m;
 }
+
+// x [N, 4, 6] -> MatMul w1 -> h [N, 4, 8] -> Dropout (opset 10, ratio attribute 0) -> d ->
+// Relu -> a -> Reshape [-1, 32] -> y, an output: the loss writes y's gradient, which a's
+// and then d's gradients view.
+ir::Model dropout10() {
+  ir::Model m = test::opset13_model("dropout10", {test::vinfo("x", {-1, 4, 6})}, {test::vinfo("y", {-1, 32})});
+  m.opset = m.original_opset = 10;
+  ir::Graph& g = m.graph;
+  g.initializers["w1"] = test::floats("w1", {6, 8}, random_values(48, 86));
+  g.initializers["shape"] = int64s("shape", {2}, {-1, 32});
+  g.nodes.push_back(test::node("mm1", "MatMul", {"x", "w1"}, {"h"}, 9));
+  ir::Node drop = test::node("drop", "Dropout", {"h"}, {"d"}, 10);
+  drop.attrs["ratio"] = rt::attr_f(0.0f);
+  g.nodes.push_back(drop);
+  g.nodes.push_back(test::node("relu", "Relu", {"d"}, {"a"}, 6));
+  g.nodes.push_back(test::node("flat", "Reshape", {"a", "shape"}, {"y"}, 5));
+  return m;
+}
+
+void check_same_run(const Trained& got, const Trained& want) {
+  REQUIRE(got.steps == want.steps);
+  check_same(got.y, want.y);
+  REQUIRE(got.grads.size() == want.grads.size());
+  for (const auto& [name, g] : want.grads) {
+    INFO(name);
+    REQUIRE(got.grads.count(name));
+    check_same(got.grads.at(name), g);
+  }
+}
+
 
 }  // namespace
 
@@ -107,8 +156,9 @@ TEST_CASE("graph views: re-viewing steps share their input's storage; outputs an
     CHECK(viewed.views == want);
     for (const V& v : copied.views) CHECK(v == V{false, false});
     // No buffers for r, d, i, u and f (N x 32 floats each) and z (N x 3), nor for the
-    // gradients of h, a, i and u (N x 32 each).
-    const int64_t saved = (5 * 32 + 3 + 4 * 32) * batch * int64_t(sizeof(float));
+    // gradients of h, a, i and u (N x 32 each), nor for the Dropout's unread mask (N x 32
+    // bools, 8 bytes each).
+    const int64_t saved = (5 * 32 + 3 + 4 * 32) * batch * int64_t(sizeof(float)) + 32 * batch * 8;
     CHECK(copied.planned_bytes - viewed.planned_bytes == saved);
   }
 }
@@ -209,4 +259,32 @@ TEST_CASE("Tensor views: read and write the owner's values; copies own theirs; p
   CHECK_THROWS_AS(wrong.view_of(owner), dl::InternalError);  // 5 values cannot view 6
   wrong.plan(rt::DType::kFloat32, {6});
   CHECK_THROWS_AS(wrong.view_of(ints), dl::InternalError);   // nor int64 ones
+}
+
+TEST_CASE("graph views: a view read by a fused MatMul, an output's gradient viewed, an opset-10 Dropout, inference") {
+  for (const bool fuse : {true, false}) {
+    INFO("fuse " << fuse);
+    rt::GraphOptions o;
+    o.batch_size = 3;
+    o.fuse = fuse;
+    o.views = true;
+    const Trained viewed = test::run_planned(heads(), o, 87, 2);
+    o.views = false;
+    const Trained copied = test::run_planned(heads(), o, 87, 2);
+    check_same_run(viewed, copied);
+    CHECK(viewed.views[1] == std::pair<bool, bool>{true, true});  // split: h's gradient is r's
+  }
+  const Trained viewed = run(dropout10(), true, 3), copied = run(dropout10(), false, 3);
+  check_same_run(viewed, copied);
+  using V = std::pair<bool, bool>;
+  CHECK(viewed.views == std::vector<V>{{false, false}, {true, true}, {false, false}, {true, true}});
+  // An inference graph: its gradients, views included, are allocated by output_grad().
+  rt::GraphOptions inference;
+  inference.batch_size = 2;
+  inference.training = false;
+  const Trained iv = test::run_planned(chain(0.0f), inference, 88, 0);
+  inference.views = false;
+  const Trained ic = test::run_planned(chain(0.0f), inference, 88, 0);
+  check_same_run(iv, ic);
+  check_same(iv.more_outputs.at(0), ic.more_outputs.at(0));
 }

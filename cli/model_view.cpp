@@ -169,6 +169,12 @@ void print_program(const ir::Model& model, std::ostream& out) {
   if (merged)
     out << fmt::format("# {} node(s) (a bias Add, a Transpose) run inside the MatMul next to them (one step each).\n",
                        merged);
+  size_t views = 0;
+  for (const rt::Step& st : g.steps()) views += st.view;
+  if (views)
+    out << fmt::format("# {} step(s) marked 'view' only re-view their input (no copy, no buffer; nor for the\n"
+                       "#   gradient where marked 'and its gradient': runtime/graph_views.cpp).\n",
+                       views);
   for (const std::string& w : model.warnings) out << "# note: " << visible(w) << "\n";
   out << "\nprogram forward(";
   for (size_t k = 0; k < g.input_names().size(); ++k)
@@ -188,9 +194,11 @@ void print_program(const ir::Model& model, std::ostream& out) {
       std::vector<std::string> outs;
       for (int s : st.outputs)
         if (s >= 0) outs.push_back(ref(s));
-      out << fmt::format("  {:<3} {} = {}({})  # {} {}\n", k, fmt::join(outs, ", "), st.node->op_type,
+      const std::string view = !st.view ? "" : st.grad_view ? ", view of " + ref(st.inputs[0]) + " and its gradient"
+                                                            : ", view of " + ref(st.inputs[0]);
+      out << fmt::format("  {:<3} {} = {}({})  # {} {}{}\n", k, fmt::join(outs, ", "), st.node->op_type,
                          fmt::join(args, ", "), st.outputs[0] >= 0 ? shape_of(p, st.outputs[0]) : "",
-                         st.needs_backward ? "◆ fwd+bwd" : "◆ fwd");
+                         st.needs_backward ? "◆ fwd+bwd" : "◆ fwd", view);
     }
   }
   out << "\n  return ";

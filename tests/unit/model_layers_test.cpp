@@ -171,4 +171,11 @@ TEST_CASE("inspect: a TransformerEncoder export shows one attention block per en
     CHECK(g.layers()[size_t(b.first_layer)].params.size() == 2);  // in_proj weight and bias
   }
   CHECK(blocks[1].first_layer > blocks[0].last_layer);
+  // Its head splits and merges (Reshape) and its Dropouts of ratio 0 run as views.
+  const std::string text = convert(m);
+  INFO(text);
+  CHECK(text.find("step(s) marked 'view' only re-view their input") != std::string::npos);
+  CHECK(text.find("= Reshape(") != std::string::npos);
+  for (size_t at = text.find("= Reshape("); at != std::string::npos; at = text.find("= Reshape(", at + 1))
+    CHECK(text.substr(at, text.find('\n', at) - at).find(", view of %") != std::string::npos);
 }

@@ -4,8 +4,8 @@
 // storage (Tensor::view_of) and the executor skips its op, forward; where nothing else
 // reads the input, the input's gradient is a view of the output's too, and backward skips
 // it as well. Every value is written once per pass, by its one producer, so the view reads
-// exactly what a copy would have held, the bits included; a gradient's zeros keep their
-// sign (the copy wrote 0 + dY, which made a -0 +0). Only values computed at run time are
+// exactly what a copy would have held, the bits included; a viewed gradient holds the
+// copy's values too, but its zeros keep their sign (the copy wrote 0 + dY: -0 became +0). Only values computed at run time are
 // viewed: not a parameter (the store's storage, which fixes and other graphs share) nor a
 // value known when planning (an initializer that BatchNormalization's running statistics
 // may name: it writes those in place). The step stays: its layer, its probes and its
@@ -54,8 +54,11 @@ void ExecutionGraph::plan_views(const std::vector<bool>& known_at_plan, const st
       continue;
     int64_t bytes = y.is_view() ? 0 : y.numel() * int64_t(sizeof(float));
     y.view_of(x);
-    for (size_t k = 1; k < st.outputs.size(); ++k)  // (unread, never written: no buffer either)
-      if (st.outputs[k] >= 0) bytes += release_unwritten(*slot_ptr_[size_t(st.outputs[k])]);
+    for (size_t k = 1; k < st.outputs.size(); ++k)  // (unread, never written: no buffer, no gradient)
+      if (st.outputs[k] >= 0) {
+        bytes += release_unwritten(*slot_ptr_[size_t(st.outputs[k])]);
+        needs_grad_[size_t(st.outputs[k])] = false;
+      }
     budget_->release(bytes);
     planned_bytes_ -= bytes;
     st.view = true;

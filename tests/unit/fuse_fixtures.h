@@ -1,6 +1,6 @@
 // Graphs planned with and without the planner's fusing (runtime/graph_fuse.cpp) or views
-// (runtime/graph_views.cpp), for the tests that compare the two: one forward and backward
-// pass on seeded inputs and output gradients.
+// (runtime/graph_views.cpp), for the tests that compare the two: forward and backward
+// passes on seeded inputs and output gradients (run_planned).
 #pragma once
 
 #include <doctest/doctest.h>

@@ -76,6 +76,13 @@ ir::Model chain(float ratio) {
 }
 
 // Two passes: a view's gradient must be zeroed, or written whole, again in the second.
+// chain()'s steps (mm1, reshape, drop, relu, id, unsq, flat, add, mm2, flat_out): whether
+// each is a view, and whether its input's gradient is a view of its output's.
+std::vector<std::pair<bool, bool>> chain_views() {
+  return {{false, false}, {true, true}, {true, false}, {false, false}, {true, true},
+          {true, true},   {true, true}, {false, false}, {false, false}, {true, false}};
+}
+
 Trained run(const ir::Model& m, bool views, int64_t batch, int passes = 2) {
   rt::GraphOptions o;
   o.batch_size = batch;
@@ -84,20 +91,22 @@ Trained run(const ir::Model& m, bool views, int64_t batch, int passes = 2) {
 }
 
 // x [N, 4, 6] -> MatMul w1 -> h [N, 4, 8] -> Reshape [-1, 4, 2, 4] -> r -> Transpose [0, 2,
-// 1, 3] -> t [N, 2, 4, 4] -> MatMul w3 -> y [N, 2, 4, 5] (attention's heads split: the
-// planner fuses the Transpose into the MatMul, which then reads the view r in place).
+// 1, 3] -> t [N, 2, 4, 4]; y = MatMul(z, t) [N, 2, 5, 4] for a second input z [N, 2, 5, 4]
+// (attention's values, split into heads: the planner folds the Transpose into the batched
+// MatMul, which then reads the view r, and writes its gradient, at the strides of the
+// permutation).
 ir::Model heads() {
-  ir::Model m = test::opset13_model("heads", {test::vinfo("x", {-1, 4, 6})}, {test::vinfo("y", {-1, 2, 4, 5})});
+  ir::Model m = test::opset13_model("heads", {test::vinfo("x", {-1, 4, 6}), test::vinfo("z", {-1, 2, 5, 4})},
+                                    {test::vinfo("y", {-1, 2, 5, 4})});
   ir::Graph& g = m.graph;
   g.initializers["w1"] = test::floats("w1", {6, 8}, random_values(48, 84));
-  g.initializers["w3"] = test::floats("w3", {4, 5}, random_values(20, 85));
   g.initializers["shape"] = int64s("shape", {4}, {-1, 4, 2, 4});
   g.nodes.push_back(test::node("mm1", "MatMul", {"x", "w1"}, {"h"}, 13));
   g.nodes.push_back(test::node("split", "Reshape", {"h", "shape"}, {"r"}, 13));
   ir::Node tr = test::node("tr", "Transpose", {"r"}, {"t"}, 13);
   tr.attrs["perm"] = test::ints_attr({0, 2, 1, 3});
   g.nodes.push_back(tr);
-  g.nodes.push_back(test::node("mm3", "MatMul", {"t", "w3"}, {"y"}, 13));
+  g.nodes.push_back(test::node("mix", "MatMul", {"z", "t"}, {"y"}, 13));
   return m;
 }
 
@@ -148,13 +157,8 @@ TEST_CASE("graph views: re-viewing steps share their input's storage; outputs an
       INFO(name);
       check_same(viewed.grads.at(name), g);
     }
-    // Per step (mm1, reshape, drop, relu, id, unsq, flat, add, mm2, flat_out): a view, and
-    // whether its input's gradient is a view of its output's.
-    using V = std::pair<bool, bool>;
-    const std::vector<V> want = {{false, false}, {true, true},  {true, false}, {false, false}, {true, true},
-                                 {true, true},   {true, true},  {false, false}, {false, false}, {true, false}};
-    CHECK(viewed.views == want);
-    for (const V& v : copied.views) CHECK(v == V{false, false});
+    CHECK(viewed.views == chain_views());
+    for (const auto& v : copied.views) CHECK(v == std::pair<bool, bool>{false, false});
     // No buffers for r, d, i, u and f (N x 32 floats each) and z (N x 3), nor for the
     // gradients of h, a, i and u (N x 32 each), nor for the Dropout's unread mask (N x 32
     // bools, 8 bytes each).
@@ -272,6 +276,8 @@ TEST_CASE("graph views: a view read by a fused MatMul, an output's gradient view
     o.views = false;
     const Trained copied = test::run_planned(heads(), o, 87, 2);
     check_same_run(viewed, copied);
+    CHECK(viewed.steps == (fuse ? std::vector<std::string>{"mm1", "split", "mix"}
+                                : std::vector<std::string>{"mm1", "split", "tr", "mix"}));
     CHECK(viewed.views[1] == std::pair<bool, bool>{true, true});  // split: h's gradient is r's
   }
   const Trained viewed = run(dropout10(), true, 3), copied = run(dropout10(), false, 3);
@@ -286,5 +292,6 @@ TEST_CASE("graph views: a view read by a fused MatMul, an output's gradient view
   inference.views = false;
   const Trained ic = test::run_planned(chain(0.0f), inference, 88, 0);
   check_same_run(iv, ic);
+  CHECK(iv.views == chain_views());
   check_same(iv.more_outputs.at(0), ic.more_outputs.at(0));
 }

@@ -5,13 +5,13 @@
 // reads the input, the input's gradient is a view of the output's too, and backward skips
 // it as well. Every value is written once per pass, by its one producer, so the view reads
 // exactly what a copy would have held, the bits included; a viewed gradient holds the
-// copy's values too, but its zeros keep their sign (the copy wrote 0 + dY: -0 became +0). Only values computed at run time are
-// viewed: not a parameter (the store's storage, which fixes and other graphs share) nor a
-// value known when planning (an initializer that BatchNormalization's running statistics
-// may name: it writes those in place). The step stays: its layer, its probes and its
-// records are as before (its probes take its input's sums, Op::copies_input, or make a pass
-// of their own). A transformer's step spent 6% to 9% in these copies (bench/README.md,
-// run 62).
+// copy's values too, but its zeros keep their sign (the copy wrote 0 + dY: -0 became +0).
+// Only values computed at run time are viewed: not a parameter (the store's storage, which
+// fixes and other graphs share) nor a value known when planning (an initializer that
+// BatchNormalization's running statistics may name: it writes those in place). The step
+// stays: its layer, its probes and its records are as before (its probes take its input's
+// sums, Op::copies_input, or make a pass of their own). A transformer's step spent 6% to
+// 9% in these copies (bench/README.md, run 62).
 #include "runtime/graph.h"
 
 namespace dl::rt {

@@ -266,8 +266,9 @@ class Op {
   // in training and inference alike, and backward() adds dout[0] to din[0] as it is
   // (asked after infer(); Reshape, Flatten, Squeeze, Unsqueeze, Identity, a Dropout of
   // constant ratio 0). The graph may then make out[0] a view of in[0] and skip forward(),
-  // and din[0] one of dout[0] and skip backward() (runtime/graph_views.cpp); forward()
-  // then also writes no other output, so only one nothing reads may be left unwritten.
+  // and din[0] one of dout[0] and skip backward() (runtime/graph_views.cpp). A skipped
+  // forward() writes none of the op's other outputs: the graph views only where nothing
+  // reads those.
   virtual bool views_input() const { return false; }
   // Whether, in the last backward(), din[i] received exactly dout[0]'s values (the same
   // bits, maybe reordered: a copy's input, either input of an Add that is not broadcast):

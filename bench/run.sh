@@ -46,6 +46,24 @@ if ! dpkg -s libopenblas0-pthread >/dev/null 2>&1; then
     $SUDO apt-get update >/dev/null && $SUDO apt-get install -y libopenblas0-pthread >/dev/null; }
 fi
 [ -x "$DRIVER" ] || { echo "missing $DRIVER: build the dl_bench_train target first" >&2; exit 2; }
+# OpenBLAS (Debian's 0.3.21) falls back to its SSE3 kernels ("Prescott") on a CPU model it
+# does not know (seen on an Intel Xeon of family 6, model 207, with AVX-512: run 63), and
+# PyTorch's products then run at a fraction of the CPU's speed. The comparison is against
+# PyTorch at its best on this CPU: name the kernel set of the CPU's widest ISA instead.
+blas_note=
+if [ -z "$TORCH_ISA" ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+  blas_core=$($PY -c "
+import ctypes, os
+f = ctypes.CDLL(os.path.realpath('/usr/lib/x86_64-linux-gnu/libblas.so.3')).openblas_get_corename
+f.restype = ctypes.c_char_p
+print(f().decode())" 2>/dev/null || true)
+  if [ "$blas_core" = Prescott ]; then
+    if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
+    elif grep -qw avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
+    [ -n "${OPENBLAS_CORETYPE:-}" ] &&
+      blas_note="; OpenBLAS does not know this CPU (it picked Prescott, SSE3 kernels): OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE"
+  fi
+fi
 
 # Models, and the data both sides read (the CSV parsed once into .npy).
 if [ ! -f "$DATA/wide4096.npy" ] || [ ! -f "$DATA/lenet5.onnx" ] || [ ! -f "$DATA/cifar1k.npy" ] ||
@@ -73,7 +91,7 @@ flags=$(sed -n 's/^CMAKE_CXX_FLAGS:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/nu
 tune=$(sed -n 's/^DL_TUNE:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
 echo "cpu vector ISA: $isa; $BUILD configured with DL_NATIVE=${native:-ON} (ON: -march=native, the kernels use $isa)," \
   "DL_TUNE '${tune}' (native builds' -mtune; empty: the compiler's choice), CMAKE_CXX_FLAGS '${flags}'"
-echo "PyTorch's ISA: ${TORCH_ISA:-the widest of the CPU}${TORCH_ISA:+ (ONEDNN_MAX_CPU_ISA=$ONEDNN_MAX_CPU_ISA ATEN_CPU_CAPABILITY=$ATEN_CPU_CAPABILITY OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE)}"
+echo "PyTorch's ISA: ${TORCH_ISA:-the widest of the CPU}${TORCH_ISA:+ (ONEDNN_MAX_CPU_ISA=$ONEDNN_MAX_CPU_ISA ATEN_CPU_CAPABILITY=$ATEN_CPU_CAPABILITY OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE)}$blas_note"
 
 if [ "$MICRO" = 1 ] && [ -x "$MICROBIN" ]; then
   "$MICROBIN" --benchmark_filter='BM_(Eigen|Kernel)Gemm' --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \

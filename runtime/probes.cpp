@@ -109,6 +109,13 @@ ProbeRecorder::ProbeRecorder(const ExecutionGraph& graph, an::Trace& trace) : tr
         !steps[j].op->sums_output_gradient())  // (else the producer's backward sums it at less cost)
       din_step_[size_t(k)] = int(j);
   }
+  grad_wait_.assign(steps.size(), -1);
+  for (size_t p = 0; p < steps.size(); ++p) {
+    const int v = grad_copy_[p];  // the step that alone reads p's output
+    if (v >= 0 && grad_copy_in_[p] == 0 && steps[size_t(v)].grad_view && steps[p].needs_backward &&
+        grad_copy_op_[p]->passes_gradient(0))
+      grad_wait_[size_t(v)] = int(p);
+  }
   step_values_ = step_values;
   step_full_every_ = step_values <= kAlwaysFull ? 1 : kStepFullEvery;
   full_every_ = param_values <= kAlwaysFull ? 1 : std::max(full_every_for(step_values, param_values), step_full_every_);
@@ -122,6 +129,7 @@ ProbeRecorder::~ProbeRecorder() = default;
 void ProbeRecorder::on_batch_begin(const IterationInfo& info) {
   current_ = nullptr;
   din_sink_probe_ = -1;
+  grad_waiting_.clear();
   waits_.clear();
   full_ = false;
   nonfinite_ = false;
@@ -189,6 +197,7 @@ ValueSink* ProbeRecorder::backward_in_sink(size_t step_index) {
 ValueSink* ProbeRecorder::backward_sink(size_t step_index, const Step& step) {
   if (!fused_ || !current_ || gradient_probe_[step_index] < 0) return nullptr;
   if (din_recorded(step_index)) return nullptr;  // the step that read the output reported it
+  if (step.grad_view) return nullptr;  // (its backward runs no op: grad_wait_)
   // A copy's reader that passed its gradient on (copy_grad_sums): on_backward takes that
   // reader's sums, so a report would be a pass for nothing (shufflenet_v2's channel
   // shuffles: Reshape and Transpose, bench/README.md run 51).
@@ -259,6 +268,26 @@ void ProbeRecorder::on_backward(size_t step_index, const Step& step) {
   if (step_index > 1) prefetch_probe(gradient_probe_[step_index - 2]);
   reduce_pending();
   flush_waits();
+  if (!grad_waiting_.empty()) resolve_grad_waits(step_index + 1, false);  // (steps that did not come)
+  reduce_gradient(step_index, step);
+  if (!grad_waiting_.empty()) resolve_grad_waits(step_index, false);
+}
+
+void ProbeRecorder::resolve_grad_waits(size_t from, bool all) {
+  size_t kept = 0;
+  for (const GradWait& w : grad_waiting_) {
+    if (!all && w.for_step < from) {
+      grad_waiting_[kept++] = w;
+      continue;
+    }
+    // (A step passed without its record: no sums kept this iteration, a pass of its own.)
+    const int source = gradient_probe_[w.for_step];
+    reduce_sums(w.probe, w.tensor, false, fused_ ? kept_sums(source, w.probe, false, w.tensor->numel()) : nullptr);
+  }
+  grad_waiting_.resize(kept);
+}
+
+void ProbeRecorder::reduce_gradient(size_t step_index, const Step& step) {
   // What this step reported of its input gradient, when it is all of it, is the record
   // of its producer's output gradient: final now (this step alone reads that output).
   if (din_sink_probe_ >= 0 && din_sink_step_ == step_index) {
@@ -279,6 +308,15 @@ void ProbeRecorder::on_backward(size_t step_index, const Step& step) {
   if (const stats::Sums* r = copy_grad_sums(step_index, *step.bwd.dout[0])) {
     sink_probe_ = -1;
     reduce_sums(probe, step.bwd.dout[0], false, r);
+    return;
+  }
+  if (grad_wait_[step_index] >= 0 && step.grad_view && fused_) {
+    // Waits for its producer's record (grad_wait_), and so do the records waiting for this one.
+    const size_t p = size_t(grad_wait_[step_index]);
+    for (GradWait& w : grad_waiting_)
+      if (w.for_step == step_index) w.for_step = p;
+    grad_waiting_.push_back({probe, step.bwd.dout[0], p});
+    sink_probe_ = -1;
     return;
   }
   reduce_tensor(probe, step.bwd.dout[0], false, take_sink(probe));

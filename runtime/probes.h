@@ -299,6 +299,25 @@ class ProbeRecorder : public Observer, public TrainListener, public Optimizer::U
   int din_sink_probe_ = -1;               // the probe din_sink_ is being filled for, or -1
   size_t din_sink_step_ = 0;              // the step filling it
   bool din_recorded(size_t step_index) const { return din_done_[step_index] == iteration_; }
+  // Backward: a step run as a view whose input gradient is its output gradient's storage
+  // (Step::grad_view) runs no op, so nothing reports its gradient. When it alone reads the
+  // output of the step that wrote its input (whose output gradient holds the same values),
+  // its gradient record waits for that step's and takes its sums: that step's backward may
+  // report them in its own loop (Relu, a MatMul's bias gradient, a Slice's scatter) where
+  // this record would take a pass of its own (the transformers' Dropouts and per-head
+  // Reshapes: bench/README.md, run 63).
+  std::vector<int> grad_wait_;  // per step: the step its gradient record waits for, or -1
+  struct GradWait {
+    int probe;             // the waiting gradient probe
+    const Tensor* tensor;  // its tensor
+    size_t for_step;       // the step whose gradient record it takes
+  };
+  std::vector<GradWait> grad_waiting_;
+  void reduce_gradient(size_t step_index, const Step& step);
+  // Reduces the records waiting for a step at or after `from` (every one when `all`) from
+  // that step's record's sums, or in a pass of their own where it kept none that serve
+  // (its backward did not come this iteration).
+  void resolve_grad_waits(size_t from, bool all);
   // ---- waits (runtime/probes_wait.cpp) ----
   // A step output no op reported, read only by one step that copies it or by Slices that
   // partition it, waits for their records and takes their sums instead of a pass of its own.

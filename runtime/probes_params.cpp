@@ -75,6 +75,7 @@ bool ProbeRecorder::full_iteration(const IterationInfo& info) const {
 void ProbeRecorder::before_update(const ExecutionGraph&, const IterationInfo& info) {
   reduce_pending();
   flush_waits();
+  if (!grad_waiting_.empty()) resolve_grad_waits(0, true);
   full_ = current_ && full_iteration(info);
   // (after_update clears the parts it merges: only an update that never finished, an
   // optimizer error, leaves some behind.)

@@ -323,15 +323,18 @@ TEST_CASE("probes when the last batch's smaller graph reports another input: eve
 
 TEST_CASE("probes: a step whose one reader passed its gradient on gets no sink; its record is the reader's sums") {
   // attention_like: the Identity's output gradient is the residual Add's dY, the Dropout's
-  // the Identity's (copy_grad_sums); the Softmax's comes through the Dropout's mask, and
-  // the Flatten's through the Gemm: those two report their own.
+  // the Identity's (copy_grad_sums); the Softmax's comes through the Dropout's mask: it
+  // reports its own. The Flatten runs as a view (its backward runs no op): its record
+  // waits for the residual Add's, which that Add's backward reports.
   const dl::ir::Model model = attention_like();
   Records check;
   dl::test::SinkLog log = dl::test::train_with_sink_log(model, dl::test::cnn_setup(model, 64, 16, 95), check, 16);
   CHECK(log.backward_sinks.count("/1/Identity") == 0);
   CHECK(log.backward_sinks.count("/1/Dropout") == 0);
   CHECK(log.backward_sinks["/1/Softmax"] == 16);
-  CHECK(log.backward_sinks["/2/Flatten"] == 16);
+  CHECK(log.backward_sinks.count("/2/Flatten") == 0);
+  CHECK(log.backward_sinks["/1/Add_1"] == 16);
+  CHECK(log.own_gradient.at("/2/Flatten") == 0);
   CHECK(check.plain >= 16 * 14);  // every record checked against a separate reduction
 }
 

@@ -109,6 +109,39 @@ dl::ir::Model joined_input() {
   return b.m;
 }
 
+// x [N, 2, 16, 16] -> Flatten -> Gemm 256 -> Relu -> Dropout (ratio 0) -> Reshape [N, 16,
+// 16] -> Flatten -> then `bias`: Gemm 64 -> Relu -> Gemm 4; or a MatMul 64 without a bias
+// -> Reshape [N, 8, 8] -> Flatten -> Gemm 4. The Dropout, the Reshapes and the Flattens
+// after the first run as views of their inputs and pass their gradients on as views
+// (runtime/graph_views.cpp).
+dl::ir::Model view_chain(bool bias) {
+  dl::test::ProbeGraph b(bias ? "view_chain" : "view_chain_matmul", 13);
+  b.random("W1", {256, 512}, 0.05f, 161);
+  b.random("b1", {256}, 0.1f, 162);
+  b.random("W2", bias ? std::vector<int64_t>{64, 256} : std::vector<int64_t>{256, 64}, 0.05f, 163);
+  b.random("b2", {64}, 0.1f, 164);
+  b.random("W3", {4, 64}, 0.05f, 165);
+  b.random("b3", {4}, 0.05f, 166);
+  b.int64s("shape", {3}, {0, 16, 16});
+  b.int64s("shape2", {3}, {0, 8, 8});
+  b.node("/0/Flatten", "Flatten", {"x"}, "f");
+  b.node("/1/Gemm", "Gemm", {"f", "W1", "b1"}, "g", {{"transB", dl::rt::attr_i(1)}});
+  b.node("/1/Relu", "Relu", {"g"}, "r");
+  b.node("/1/Dropout", "Dropout", {"r"}, "d", {{"ratio", dl::rt::attr_f(0.0f)}}, 7);
+  b.node("/1/Reshape", "Reshape", {"d", "shape"}, "s");
+  b.node("/1/Flatten", "Flatten", {"s"}, "h");
+  if (bias) {
+    b.node("/2/Gemm", "Gemm", {"h", "W2", "b2"}, "g2", {{"transB", dl::rt::attr_i(1)}});
+    b.node("/2/Relu", "Relu", {"g2"}, "r2");
+  } else {
+    b.node("/2/MatMul", "MatMul", {"h", "W2"}, "m2");
+    b.node("/2/Reshape", "Reshape", {"m2", "shape2"}, "s2");
+    b.node("/2/Flatten", "Flatten", {"s2"}, "r2");
+  }
+  b.node("/3/Gemm", "Gemm", {"r2", "W3", "b3"}, "y", {{"transB", dl::rt::attr_i(1)}});
+  return b.m;
+}
+
 // 16 batches of 64 rows with probes and without: the same training, `probes` step probes'
 // records each iteration, each checked; then the same with probes behind a SinkLog.
 dl::test::SinkLog unchanged_then_logged(const dl::ir::Model& model, unsigned seed, int probes, Records& check) {
@@ -194,4 +227,34 @@ TEST_CASE("probes: a Concat with an input no step wrote reports its output itsel
   CHECK(log.forward_sinks["/2/Concat"] == 16);  // (its record then from its report)
   CHECK(log.own_forward.at("/2/Concat") == 0);
   CHECK(check.light + check.plain + check.full == 16 * 5);
+}
+
+TEST_CASE("probes: a view's gradient record takes the sums its producer's backward reports, through a chain of views") {
+  Records check;
+  dl::test::SinkLog log = unchanged_then_logged(view_chain(true), 167, 17, check);
+  // No view runs an op, so none reports; each gradient record waits for the Relu's, whose
+  // backward loop reports its dY (the same values): no pass of their own.
+  for (const char* view : {"/1/Dropout", "/1/Reshape", "/1/Flatten"}) {
+    CAPTURE(view);
+    CHECK(log.own_gradient.at(view) == 0);
+    CHECK(log.backward_sinks.count(view) == 0);
+  }
+  CHECK(log.backward_sinks["/1/Relu"] == 16);
+  CHECK(log.own_gradient.at("/1/Relu") == 0);
+  CHECK(check.plain >= 16 * 9);  // every record checked against a separate reduction
+}
+
+TEST_CASE("probes: views whose producer reports no dY take the one pass its record makes") {
+  Records check;
+  dl::test::SinkLog log = unchanged_then_logged(view_chain(false), 168, 19, check);
+  // The MatMul's products read their dY in no loop of theirs, nor do the last Gemm's that
+  // write it: the views' records wait for the MatMul's, which takes the one pass.
+  CHECK(log.own_gradient.at("/2/Reshape") == 0);
+  CHECK(log.own_gradient.at("/2/Flatten") == 0);
+  CHECK(log.own_gradient.at("/2/MatMul") == 16);
+  // The first chain's records wait for the Relu's report, as with a bias.
+  CHECK(log.own_gradient.at("/1/Dropout") == 0);
+  CHECK(log.own_gradient.at("/1/Reshape") == 0);
+  CHECK(log.backward_sinks["/1/Relu"] == 16);
+  CHECK(check.plain >= 16 * 9);
 }

@@ -234,6 +234,7 @@ struct SinkLog : rt::Observer {
   rt::ProbeRecorder* probes = nullptr;
   std::map<std::string, int> backward_sinks, backward_in_sinks;  // node -> backward passes given one
   std::map<std::string, int64_t> own_forward;  // node -> its forward probe's own passes (ProbeRecorder::own_passes)
+  std::map<std::string, int64_t> own_gradient;  // node -> its gradient probe's
   std::map<std::string, int> forward_sinks;  // node -> forward passes given a sink
   void on_forward(size_t k, const rt::Step& st) override { probes->on_forward(k, st); }
   void on_backward(size_t k, const rt::Step& st) override { probes->on_backward(k, st); }
@@ -279,6 +280,8 @@ SinkLog train_with_sink_log(const ir::Model& model, const CnnSetup& setup, Liste
   for (size_t p = 0; p < trace.header.probes.size(); ++p)
     if (trace.header.probes[p].kind == an::ProbeKind::kForward)
       log.own_forward[trace.header.probes[p].node] = probes.own_passes(int(p));
+    else if (trace.header.probes[p].kind == an::ProbeKind::kGradient)
+      log.own_gradient[trace.header.probes[p].node] = probes.own_passes(int(p));
   check.trace = nullptr;
   log.probes = nullptr;
   log.steps = nullptr;

@@ -106,7 +106,9 @@ namespace dl::rt {
 // same values, so the same moments, extremes and counts (up to the rounding of the order
 // of the sums where an op reported them, or a reordering copy). A step the graph runs as
 // a view of its input (Step::view, runtime/graph_views.cpp) is such a copy whose op never
-// runs: it reports nothing, and does not take its input's report (in_probe_).
+// runs: it reports nothing, and does not take its input's report (in_probe_). Nor does
+// its backward, where its input gradient views its output gradient: that gradient's
+// record waits for the producer's, whose backward may report the same values (grad_wait_).
 // The other way round, a step output no op reported as it ran, read only by one step that
 // copies it or by Slices that partition it (Op::selects_box: attention's in-projection
 // read as queries, keys and values), waits for their records and takes their sums,

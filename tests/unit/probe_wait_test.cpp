@@ -1,9 +1,10 @@
 // Step outputs that wait for their readers' records (runtime/probes_wait.cpp): a fused
 // MatMul + bias read by Slices that partition it, a Gemm read by a chain of copies, and
-// the cases that must fall back to a pass of the probe's own; and a Concat's output,
-// recorded from its inputs' sums (join_sums in runtime/probes_reduce.cpp). Every record is
-// checked against a separate reduction of its tensor, and training must come out
-// bit-identical with probes and without.
+// the cases that must fall back to a pass of the probe's own; a Concat's output,
+// recorded from its inputs' sums (join_sums in runtime/probes_reduce.cpp); and the gradient
+// records of steps run as views, which wait for their producer's (grad_wait_ in
+// runtime/probes.h). Every record is checked against a separate reduction of its tensor,
+// and training must come out bit-identical with probes and without.
 #include <doctest/doctest.h>
 
 #include <string>

@@ -9,13 +9,13 @@
 #
 # Environment: THREADS (default "1 2"), MODELS (folders under models/, default the ten
 # below: the transformers, the conv autoencoder, the LSTM, LayerNorm, BatchNorm nets).
-# Exit status 1 when a report differs.
+# Exit status 1 when a report differs, 2 when a run failed (exit status other than 0 or 1).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-[ $# -ge 2 ] || { sed -n 2,11p "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n 2,12p "$0" >&2; exit 2; }
 OLD=$(realpath "$1")
 NEW=$(realpath "$2")
-DIFF=${3:-$(dirname "$NEW")/bench/dl_trace_diff}
+DIFF=$(realpath -m "${3:-$(dirname "$NEW")/bench/dl_trace_diff}")
 THREADS=${THREADS:-"1 2"}
 MODELS=${MODELS:-"modern/transformer_healthy modern/transformer_causal_healthy modern/transformer_padded_healthy
   modern/transformer_lr_x100 modern/causal_masked_fill_healthy modern/healthy_conv_autoencoder
@@ -26,12 +26,20 @@ status=0
 cd "$ROOT/models"
 for m in $MODELS; do
   for t in $THREADS; do
+    failed=""
     for side in OLD NEW; do
       bin=$OLD; [ $side = NEW ] && bin=$NEW
-      # (exit 1 is a faulty verdict, not an error)
+      rc=0
       "$bin" train "$m/model.onnx" "$m/data.csv" --threads "$t" --trace "$OUT/$side.trace" --format json \
-        >"$OUT/$side.json" 2>/dev/null || [ $? -eq 1 ]
+        >"$OUT/$side.json" 2>"$OUT/$side.err" || rc=$?
+      # (exit 1 is a faulty verdict, not an error)
+      [ $rc -le 1 ] || failed="$failed $side (exit $rc: $(head -c 300 "$OUT/$side.err"))"
     done
+    if [ -n "$failed" ]; then
+      echo "$m threads $t: failed:$failed"
+      status=2
+      continue
+    fi
     trace=differ
     cmp -s "$OUT/OLD.trace" "$OUT/NEW.trace" && trace=same
     report=$(/usr/bin/python3 - "$OUT/OLD.json" "$OUT/NEW.json" <<'PY'
@@ -46,9 +54,9 @@ a, b = (strip(json.load(open(p))) for p in sys.argv[1:3])
 print("equal" if a == b else "DIFFER")
 PY
 )
-    [ "$report" = equal ] || status=1
+    [ "$report" = equal ] || [ $status -eq 2 ] || status=1
     diff=""
-    [ -x "$DIFF" ] && diff="; $("$DIFF" "$OUT/OLD.trace" "$OUT/NEW.trace" | tail -1)"
+    [ -x "$DIFF" ] && diff="; $("$DIFF" "$OUT/OLD.trace" "$OUT/NEW.trace" 2>&1 | tail -1 || true)"
     echo "$m threads $t: trace $trace, reports $report$diff"
   done
 done

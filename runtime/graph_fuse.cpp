@@ -138,6 +138,11 @@ void ExecutionGraph::fuse_linear_steps(const std::vector<bool>& is_param_source,
     std::unique_ptr<Op> op = make_mat_mul_fused(kept, f);
     InferCtx ic;
     ic.training = training;
+    ic.max_bytes = budget_->remaining();
+    ic.charge_buffer = [this, &kept](int64_t bytes, const std::string& what) {
+      budget_->charge(bytes, "node '" + kept.name + "' (MatMul): " + what);
+      planned_bytes_ += bytes;
+    };
     for (int s : inputs) {
       ic.in.push_back(slot_ptr_[size_t(s)]);
       ic.known.push_back(false);

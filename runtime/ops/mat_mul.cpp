@@ -118,7 +118,7 @@ class MatMul : public Op {
       y_.ld = std::max(ys[out.size() - 2], n_);
       out = z;
       if (y_.ld != n_ && m_ > 1) {
-        ctx.charge(shape_numel(out) * int64_t(sizeof(float)), where() + ": its products before their Transpose");
+        ctx.reserve(where(), double(shape_numel(out)) * sizeof(float), "its products before their Transpose");
         block_.assign(size_t(shape_numel(out)), 0.0f);
       } else {
         block_.clear();
@@ -232,7 +232,7 @@ class MatMul : public Op {
   MatRef dy_at(const Job& j, int64_t t) const {
     return j.block ? MatRef{j.block + t * rows_ * n_, n_, false} : y_.at(j.dy, t);
   }
-  // The reverse: dY's rows into the block, read in memory order.
+  // place_block's reverse: dY's rows into the block, read in the same order.
   void gather_block(const float* dy, float* block) const {
     const int64_t products = static_cast<int64_t>(y_.off.size());
     for (int64_t r = 0; r < rows_; ++r)
@@ -242,7 +242,8 @@ class MatMul : public Op {
       }
   }
   // The products' rows, from the contiguous block to their places in Y, row r of every
-  // product before row r + 1: attention's merged heads are written in memory order.
+  // product before row r + 1: for attention's heads merged back ([S, N H, d] from [N H, S,
+  // d]) that is memory order.
   void place_block(const float* block, float* y) const {
     const int64_t products = static_cast<int64_t>(y_.off.size());
     for (int64_t r = 0; r < rows_; ++r)
@@ -308,8 +309,8 @@ class MatMul : public Op {
   // (attention's heads merged back, 4N heads of 32 values: 8 KB at batch 16), where the
   // kernel's zeroing and accumulation of C in place thrash the cache's sets. The products
   // go to this contiguous block instead (the same blocking, so the same bits), then to
-  // their places in memory order (place_block): the attention's forward AV product on an
-  // Intel Xeon 0.55 -> 0.3 ms (bench/README.md, run 63).
+  // their places (place_block): the attention's forward AV product on an Intel Xeon 0.55
+  // -> 0.27 to 0.30 ms (bench/README.md, run 63).
   std::vector<float> block_;
 };
 

@@ -8,6 +8,7 @@
 
 #include <map>
 
+#include "converter/errors.h"
 #include "runtime/attrs.h"
 #include "runtime/graph.h"
 #include "runtime/ops/fused.h"
@@ -160,6 +161,33 @@ TEST_CASE("MatMul reading A or B and writing Y in place of Transposes: as the co
     });
     CHECK(by_threads[2] == by_threads[1]);
   }
+}
+
+TEST_CASE("MatMul writing Y in place of a Transpose charges its block of products to the budget, refused over the cap") {
+  rt::MatMulFusion f;
+  f.perm_y = {1, 0, 2};
+  f.transpose_y = "ty";
+  const ir::Node node = rt::sample_node("MatMul", 2, 1, {}, 13);
+  Tensor a = Tensor::floats({8, 4, 5}, random_values(160, 51)), b = Tensor::floats({8, 5, 3}, random_values(120, 52));
+  const int64_t block = 8 * 4 * 3 * int64_t(sizeof(float));  // every product's Y, contiguous
+  const auto plan = [&](int64_t cap) {
+    std::unique_ptr<rt::Op> op = rt::make_mat_mul_fused(node, f);
+    rt::InferCtx ic;
+    ic.in = {&a, &b};
+    ic.known = {false, false};
+    ic.param = {false, false};
+    Tensor out;
+    ic.out = {&out};
+    ic.out_known = {false};
+    ic.max_bytes = cap;
+    int64_t charged = 0;
+    ic.charge_buffer = [&](int64_t bytes, const std::string&) { charged += bytes; };
+    op->infer(ic);
+    CHECK(out.shape() == rt::Shape{4, 8, 3});
+    return charged;
+  };
+  CHECK(plan(int64_t(1) << 20) == block);
+  CHECK_THROWS_AS(plan(block - 1), ResourceError);
 }
 
 TEST_CASE("MatMul reading an operand in place: a permutation that moves the last axis out of the matrix is refused") {

@@ -259,3 +259,22 @@ TEST_CASE("probes: views whose producer reports no dY take the one pass its reco
   CHECK(log.backward_sinks["/1/Relu"] == 16);
   CHECK(check.plain >= 16 * 9);
 }
+
+TEST_CASE("probes: views' gradient records wait in a smaller last batch's graph too, each its own tensor's") {
+  const dl::ir::Model model = view_chain(true);
+  dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, 4, 169);
+  dl::rt::Dataset& d = setup.data;
+  const std::vector<float> x = dl::test::random_values(d.x_size, 170), y = dl::test::random_values(d.y_size, 171);
+  d.x.insert(d.x.end(), x.begin(), x.end());
+  d.y.insert(d.y.end(), y.begin(), y.end());
+  d.line_of_row.push_back(d.n + 1);
+  d.n += 1;
+  Records check;
+  dl::test::SinkLog log = dl::test::train_with_sink_log(model, setup, check, 5);
+  for (const char* view : {"/1/Dropout", "/1/Reshape", "/1/Flatten"}) {
+    CAPTURE(view);
+    CHECK(log.own_gradient.at(view) == 0);
+  }
+  CHECK(log.backward_sinks["/1/Relu"] == 5);
+  CHECK(check.plain >= 5 * 9);  // every record checked against a separate reduction
+}

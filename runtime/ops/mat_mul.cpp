@@ -26,10 +26,11 @@
 // torch's nn.Linear exports it, MatMul(x, Transpose(W)); attention's keys and values,
 // Transpose [1, 2, 0] and [1, 0, 2]) is read in place from its input, and the Transpose
 // of Y (attention's heads merged back, [1, 0, 2]) written in place (through a contiguous
-// block: block_): the operand layouts of runtime/ops/mat_mul_layout.h. Backward writes dA and dB at the same strides: where an
-// operand is stored transposed it computes the transposed product (dW = dY^T A for B =
-// W^T), into the gradient of the Transpose's input. The copies, their gradients' copies
-// and their probes go away (bench/README.md run 45).
+// block: block_): the operand layouts of runtime/ops/mat_mul_layout.h. Backward writes dA
+// and dB at the same strides: where an operand is stored transposed it computes the
+// transposed product (dW = dY^T A for B = W^T), into the gradient of the Transpose's
+// input. The copies, their gradients' copies and their probes go away (bench/README.md
+// run 45).
 #include <algorithm>
 #include <utility>
 #include <vector>

@@ -143,6 +143,19 @@ dl::ir::Model view_chain(bool bias) {
   return b.m;
 }
 
+// 4 batches of 64 rows (`seed`) and a last one of 1 row (x from `x_seed`, y from
+// `y_seed`), which the trainer runs in a graph of its own.
+dl::test::CnnSetup with_last_row(const dl::ir::Model& model, unsigned seed, unsigned x_seed, unsigned y_seed) {
+  dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, 4, seed);
+  dl::rt::Dataset& d = setup.data;
+  const std::vector<float> x = dl::test::random_values(d.x_size, x_seed), y = dl::test::random_values(d.y_size, y_seed);
+  d.x.insert(d.x.end(), x.begin(), x.end());
+  d.y.insert(d.y.end(), y.begin(), y.end());
+  d.line_of_row.push_back(d.n + 1);
+  d.n += 1;
+  return setup;
+}
+
 // 16 batches of 64 rows with probes and without: the same training, `probes` step probes'
 // records each iteration, each checked; then the same with probes behind a SinkLog.
 dl::test::SinkLog unchanged_then_logged(const dl::ir::Model& model, unsigned seed, int probes, Records& check) {
@@ -197,13 +210,7 @@ TEST_CASE("probes: an output whose one reader turned out no copy, or run in a sm
   }
   SUBCASE("a last batch of one row, in a graph of its own") {
     const dl::ir::Model model = qkv_slices(false);
-    dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, 4, 139);
-    dl::rt::Dataset& d = setup.data;
-    const std::vector<float> x = dl::test::random_values(d.x_size, 140), y = dl::test::random_values(d.y_size, 141);
-    d.x.insert(d.x.end(), x.begin(), x.end());
-    d.y.insert(d.y.end(), y.begin(), y.end());
-    d.line_of_row.push_back(d.n + 1);
-    d.n += 1;
+    const dl::test::CnnSetup setup = with_last_row(model, 139, 140, 141);
     Records check;
     dl::test::SinkLog log = dl::test::train_with_sink_log(model, setup, check, 5);
     CHECK(log.own_forward.at("/1/MatMul") == 1);  // there: no wait (its size is not the planned one)
@@ -262,13 +269,7 @@ TEST_CASE("probes: views whose producer reports no dY take the one pass its reco
 
 TEST_CASE("probes: views' gradient records wait in a smaller last batch's graph too, each its own tensor's") {
   const dl::ir::Model model = view_chain(true);
-  dl::test::CnnSetup setup = dl::test::cnn_setup(model, 64, 4, 169);
-  dl::rt::Dataset& d = setup.data;
-  const std::vector<float> x = dl::test::random_values(d.x_size, 170), y = dl::test::random_values(d.y_size, 171);
-  d.x.insert(d.x.end(), x.begin(), x.end());
-  d.y.insert(d.y.end(), y.begin(), y.end());
-  d.line_of_row.push_back(d.n + 1);
-  d.n += 1;
+  const dl::test::CnnSetup setup = with_last_row(model, 169, 170, 171);
   Records check;
   dl::test::SinkLog log = dl::test::train_with_sink_log(model, setup, check, 5);
   for (const char* view : {"/1/Dropout", "/1/Reshape", "/1/Flatten"}) {
